@@ -1,0 +1,95 @@
+//! Capture stage: input files -> [`Frame`]s (pcap, pcapng, gzip, stdin) or,
+//! for HAR exports, ready-made [`crate::http::HttpEvent`]s.
+//!
+//! The format is recognised by content, never by extension. Several inputs
+//! are merged in timestamp order and numbered as one capture.
+//! Never panics on any input: unreadable files are a [`CaptureError`];
+//! damage after a valid header ends that input and is reported by the caller.
+
+pub mod har;
+
+use std::sync::Arc;
+
+/// One packet record, as read from a capture file.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    /// 1-based frame number across all merged inputs (like tshark's `frame.number`).
+    pub index: u64,
+    /// Which input it came from (position in the input list).
+    pub input: usize,
+    /// Capture timestamp, nanoseconds since the Unix epoch.
+    pub ts_ns: i64,
+    /// LINKTYPE_* value of the interface it was captured on.
+    pub link_type: u32,
+    /// Captured bytes (may be shorter than `orig_len`).
+    pub data: Vec<u8>,
+    /// Length of the packet on the wire.
+    pub orig_len: u32,
+}
+
+impl Frame {
+    /// The frame was cut by the capture's snap length.
+    pub fn is_truncated(&self) -> bool {
+        (self.data.len() as u64) < u64::from(self.orig_len)
+    }
+}
+
+/// What an input file turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputFormat {
+    Pcap,
+    PcapNg,
+    Har,
+}
+
+impl InputFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            InputFormat::Pcap => "pcap",
+            InputFormat::PcapNg => "pcapng",
+            InputFormat::Har => "har",
+        }
+    }
+}
+
+/// Facts about one input for the run summary.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct InputInfo {
+    /// File name as given (`-` for standard input).
+    pub name: String,
+    /// Bytes read from the file (compressed size for `.gz`).
+    pub bytes: u64,
+    pub format: &'static str,
+    /// LINKTYPE values seen (from pcap header or pcapng interfaces).
+    pub link_types: Vec<u32>,
+    /// The input was gzip-compressed.
+    pub gzip: bool,
+    /// Damage that ended reading early, if any (the frames before it were used).
+    pub error: Option<String>,
+}
+
+/// Errors that make an input unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    #[error("cannot open {path}: {source}")]
+    Open {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: empty file")]
+    Empty { path: String },
+    #[error("{path}: not a pcap, pcapng or HAR file (first bytes {magic})")]
+    UnknownFormat { path: String, magic: String },
+    #[error("{path}: {reason}")]
+    Malformed { path: String, reason: String },
+    #[error("{path}: read error: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Shared name of an input, cheap to clone into every record.
+pub type InputName = Arc<str>;

@@ -1,0 +1,1 @@
+//! Command line: clap arguments -> validated configuration -> run the stages.

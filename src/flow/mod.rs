@@ -1,0 +1,94 @@
+//! Flow stage: [`Segment`]s -> ordered byte streams per direction, as [`StreamEvent`]s.
+//!
+//! Missing data is an explicit [`StreamEventKind::Gap`] with its size, never
+//! concatenated bytes. Retransmissions keep the first copy. Memory is bounded
+//! by [`FlowLimits`]; hitting a limit records an anomaly and a gap.
+
+use crate::decode::Segment;
+use std::net::SocketAddr;
+
+/// Which end of the connection sent the bytes. The client is the SYN sender;
+/// without a SYN, the side that sent the first payload (the HTTP stage may
+/// still swap them if the content says otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+impl Side {
+    pub fn other(self) -> Side {
+        match self {
+            Side::Client => Side::Server,
+            Side::Server => Side::Client,
+        }
+    }
+}
+
+/// Why a stream ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// Both directions finished with FIN, or a RST was seen.
+    Finished,
+    /// No packet for longer than the idle timeout.
+    Idle,
+    /// Evicted to stay under the open-flow limit.
+    Evicted,
+    /// Still open when the capture ended.
+    CaptureEnd,
+}
+
+/// One event on one TCP stream.
+#[derive(Debug, Clone)]
+pub struct StreamEvent {
+    /// Stream index in order of first packet (like tshark's `tcp.stream`), 0-based.
+    pub stream: u64,
+    /// Time of the packet that produced the event.
+    pub ts_ns: i64,
+    /// Frame index of the packet that produced the event.
+    pub frame: u64,
+    pub kind: StreamEventKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEventKind {
+    /// First event of every stream.
+    Opened {
+        client: SocketAddr,
+        server: SocketAddr,
+        saw_syn: bool,
+        /// Input (position in the input list) of the stream's first packet.
+        input: usize,
+    },
+    /// In-order payload bytes.
+    Data { side: Side, bytes: Vec<u8> },
+    /// `len` bytes of this direction's sequence space were never seen.
+    Gap { side: Side, len: u64 },
+    /// The side sent FIN (all its data before it has been delivered or gapped).
+    Fin { side: Side },
+    /// The side sent RST.
+    Rst { side: Side },
+    /// Last event of every stream.
+    Closed { reason: CloseReason },
+}
+
+/// Bounds on reassembly state.
+#[derive(Debug, Clone, Copy)]
+pub struct FlowLimits {
+    /// Most open flows at once; the least recently active flow is evicted past it.
+    pub max_open_flows: usize,
+    /// Most out-of-order bytes buffered per direction before a gap is declared.
+    pub max_buffered_bytes_per_direction: usize,
+    /// A flow with no packet for this long (capture time) is expired.
+    pub idle_timeout_ns: i64,
+}
+
+impl Default for FlowLimits {
+    fn default() -> Self {
+        FlowLimits {
+            max_open_flows: 100_000,
+            max_buffered_bytes_per_direction: 4 * 1024 * 1024,
+            idle_timeout_ns: 10 * 60 * 1_000_000_000,
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! HTTP stage: [`StreamEvent`]s -> [`HttpEvent`]s (RFC 9112 framing).
+//!
+//! Requests are delivered whole; responses as a head, zero or more decoded
+//! body pieces (in arrival order, each with its time, so `text/event-stream`
+//! bodies can be read incrementally), and an end that says how the body ended.
+//! Every request gets exactly one `ResponseEnd` or `NoResponse`.
+//! Never panics on any input: malformed HTTP becomes an anomaly, a skipped
+//! count, or an incomplete message.
+
+use std::sync::Arc;
+
+/// One connection (a TCP stream, or a HAR entry's connection).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnInfo {
+    /// Unique id of the connection within the run.
+    pub conn: u64,
+    /// TCP stream index; `None` for HAR input without a connection id.
+    pub tcp_stream: Option<u64>,
+    /// `ip:port`, IPv6 as `[ip]:port`.
+    pub client_addr: String,
+    pub server_addr: String,
+    /// File name of the input it came from.
+    pub capture: Arc<str>,
+}
+
+/// Header list in wire order; names compare case-insensitively.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Headers(pub Vec<(String, String)>);
+
+impl Headers {
+    /// First value of `name` (case-insensitive).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Media type of `Content-Type` without parameters, lower-cased.
+    pub fn media_type(&self) -> Option<String> {
+        self.get("content-type").map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestHead {
+    pub method: String,
+    pub uri: String,
+    /// `1.0` or `1.1` (`2` for HAR entries recorded over HTTP/2).
+    pub version: String,
+    pub headers: Headers,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseHead {
+    pub status: u16,
+    pub reason: String,
+    pub version: String,
+    pub headers: Headers,
+}
+
+/// Identifies one exchange: the connection and its 1-based position on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExchangeRef {
+    pub conn: Arc<ConnInfo>,
+    /// 1-based position of the request on its connection (Zeek's `trans_depth`).
+    pub depth: u32,
+}
+
+/// A complete request (head and decoded body).
+#[derive(Debug, Clone)]
+pub struct HttpRequest {
+    pub xref: ExchangeRef,
+    /// Time of the first and last byte, microseconds since the Unix epoch.
+    pub ts_first_us: i64,
+    pub ts_last_us: i64,
+    /// Frame index of the first byte (0 for HAR).
+    pub frame: u64,
+    pub head: RequestHead,
+    /// Decoded body (de-chunked, content-decoded).
+    pub body: Vec<u8>,
+    /// Body bytes on the wire, before decoding.
+    pub wire_len: u64,
+    /// False when a gap or the end of the stream cut the request.
+    pub complete: bool,
+    /// Anomaly names seen on this request.
+    pub anomalies: Vec<String>,
+}
+
+/// How a response body ended; the `stream_end` column uses `name()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyEnd {
+    /// Framing said the body was complete (or there was no body).
+    Complete,
+    /// The server closed (FIN) before the framing completed, or a close-delimited body.
+    Fin,
+    Rst,
+    /// A gap in the TCP stream cut the body.
+    Gap,
+    /// The capture (or HAR record) ended with the body still open.
+    CaptureEnd,
+}
+
+impl BodyEnd {
+    pub fn name(self) -> &'static str {
+        match self {
+            BodyEnd::Complete => "complete",
+            BodyEnd::Fin => "fin",
+            BodyEnd::Rst => "rst",
+            BodyEnd::Gap => "gap",
+            BodyEnd::CaptureEnd => "capture_end",
+        }
+    }
+}
+
+/// Output of the HTTP stage (and of the HAR reader).
+#[derive(Debug, Clone)]
+pub enum HttpEvent {
+    Request(HttpRequest),
+    /// Final (non-1xx) response head for the request at `xref`.
+    ResponseHead {
+        xref: ExchangeRef,
+        ts_us: i64,
+        frame: u64,
+        head: ResponseHead,
+    },
+    /// Decoded body bytes, in order.
+    ResponseBody {
+        xref: ExchangeRef,
+        ts_us: i64,
+        data: Vec<u8>,
+    },
+    /// The response ended.
+    ResponseEnd {
+        xref: ExchangeRef,
+        ts_us: i64,
+        end: BodyEnd,
+        /// Body bytes on the wire and after decoding.
+        wire_len: u64,
+        decoded_len: u64,
+        anomalies: Vec<String>,
+    },
+    /// The request never got a response head (connection closed, reset, gap, capture end).
+    NoResponse {
+        xref: ExchangeRef,
+        ts_us: i64,
+        end: BodyEnd,
+    },
+}

@@ -1,0 +1,106 @@
+//! [`Exchange`]: one row of the exchanges table (report-schema.md section 2).
+//! Field names are the column names; do not rename them.
+
+use serde::Serialize;
+
+/// One client message or HTTP request to an MCP endpoint.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Exchange {
+    /// 1-based, in order of the request's first byte across all inputs.
+    pub exchange_id: u64,
+    /// File name of the input the request came from.
+    pub capture: String,
+    /// First byte of the HTTP request, microseconds since the Unix epoch (UTC).
+    pub ts_request: i64,
+    /// When the final JSON-RPC response (or the HTTP response, if none) was complete.
+    pub ts_response: Option<i64>,
+    /// `ts_response - ts_request` in milliseconds.
+    pub latency_ms: Option<f64>,
+    /// `ip:port`; IPv6 as `[ip]:port`.
+    pub client_addr: String,
+    pub server_addr: String,
+    /// TCP connection index (null for HAR).
+    pub tcp_stream: Option<u64>,
+    /// `streamable_http`, `legacy_sse`, `unknown`.
+    pub transport: String,
+    /// The analyzer's session grouping key (section 4), never empty.
+    pub session_key: String,
+    /// `Mcp-Session-Id` or the legacy `sessionId`/`session_id` query value.
+    pub session_id: Option<String>,
+    pub protocol_version: Option<String>,
+    pub client_name: Option<String>,
+    pub client_version: Option<String>,
+    pub user_agent: Option<String>,
+    /// `request`, `notification`, `response`, `stream`, `session_end`, `http`.
+    pub kind: String,
+    pub http_method: String,
+    /// Request target including the query.
+    pub path: String,
+    pub http_status: Option<u16>,
+    /// Response media type without parameters.
+    pub content_type: Option<String>,
+    /// The JSON-RPC id as JSON text (`1`, `"abc"`).
+    pub jsonrpc_id: Option<String>,
+    pub rpc_method: Option<String>,
+    /// `params.name` of `tools/call`.
+    pub tool_name: Option<String>,
+    /// Section 3 outcome name.
+    pub outcome: String,
+    /// `transport`, `protocol`, `interaction`, `application`.
+    pub layer: String,
+    pub error_code: Option<i64>,
+    pub error_message: Option<String>,
+    /// `resultType` as sent.
+    pub result_type: Option<String>,
+    /// `isError` of a tool result.
+    pub is_error: Option<bool>,
+    /// SSE events seen for this request, on every stream that carried them.
+    pub sse_events: u32,
+    /// The final JSON-RPC response was seen.
+    pub final_response: bool,
+    /// `complete`, `fin`, `rst`, `gap`, `capture_end`, `none`.
+    pub stream_end: String,
+    /// Body bytes on the wire (before decoding).
+    pub request_bytes: u64,
+    pub response_bytes: u64,
+    /// 1 for a first call, n for the n-th attempt of a retry chain.
+    pub attempt: u32,
+    /// `exchange_id` of the previous attempt.
+    pub retry_of: Option<u64>,
+    /// `none`, `sdk`, `application`, `manual`.
+    pub retry_origin: String,
+    /// One line: the rule that fired and its facts.
+    pub retry_evidence: Option<String>,
+    /// For an MRTR follow-up: the `input_required` exchange it answers.
+    pub continuation_of: Option<u64>,
+    /// `;`-separated anomaly names.
+    pub anomalies: Option<String>,
+
+    /// Inputs to retry inference; not columns.
+    #[serde(skip)]
+    pub inference: InferenceInputs,
+}
+
+/// Facts retry inference needs that are not report columns.
+#[derive(Debug, Clone, Default)]
+pub struct InferenceInputs {
+    /// Canonical JSON of `params` without `_meta`, `progressToken`, `inputResponses`,
+    /// `requestState` (key order and spacing normalised). `None` when there are no params.
+    pub params_canonical: Option<String>,
+    /// Canonical JSON of the whole request body (for "same body").
+    pub body_canonical: Option<String>,
+    /// The request carries `inputResponses` or `requestState`.
+    pub has_mrtr_fields: bool,
+    /// `Last-Event-ID` of a `stream` GET.
+    pub last_event_id: Option<String>,
+    /// Exchange (by `exchange_id`, once assigned) whose stream this GET resumes.
+    pub resumes: Option<u64>,
+    /// The server endpoint: `server_addr` + path without the query.
+    pub endpoint: String,
+    /// Time the request's last byte was sent (µs).
+    pub ts_request_end: i64,
+    /// Hash of the `Authorization` header, if any (never the credential).
+    pub auth_hash: Option<u64>,
+    /// Position in arrival order, used to keep sorting stable.
+    pub seq: u64,
+}

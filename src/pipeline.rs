@@ -1,0 +1,1 @@
+//! Wires the stages together: inputs -> frames -> segments -> streams -> HTTP -> sinks.

@@ -1,0 +1,2 @@
+//! Report stage: [`crate::mcp::Exchange`]s -> exchanges table, sessions table,
+//! run summary and terminal summary.

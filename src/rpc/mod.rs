@@ -1,0 +1,1 @@
+//! RPC stage: HTTP bodies -> JSON-RPC messages (single, batch, or SSE events).

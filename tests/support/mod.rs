@@ -1,0 +1,1 @@
+//! Test support: builders for captures and fixtures.

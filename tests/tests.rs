@@ -1,0 +1,8 @@
+//! One integration test binary; one module per topic.
+mod support;
+
+mod capture_corpus;
+mod cli;
+mod har_corpus;
+mod seed_cases;
+mod zeek_http;
