@@ -7,6 +7,13 @@
 //! damage after a valid header ends that input and is reported by the caller.
 
 pub mod har;
+mod merge;
+mod reader;
+mod source;
+
+pub use merge::Merger;
+pub use reader::{MAX_RECORD_BYTES, PacketReader, READ_CHUNK_BYTES, UNKNOWN_INTERFACE_LINK_TYPE};
+pub use source::{MAX_HAR_LEADING_WHITESPACE, Source, open, open_reader};
 
 use std::sync::Arc;
 

@@ -3,8 +3,23 @@
 //! Missing data is an explicit [`StreamEventKind::Gap`] with its size, never
 //! concatenated bytes. Retransmissions keep the first copy. Memory is bounded
 //! by [`FlowLimits`]; hitting a limit records an anomaly and a gap.
+//! Input is a [`crate::decode::Segment`] per packet, in capture order; see
+//! [`FlowTable`] for the stream lifecycle and `assembler` for the gap policy.
+//! Never panics on any input.
 
-use crate::decode::Segment;
+mod assembler;
+pub mod seq;
+mod table;
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod tests;
+
+pub use assembler::{
+    ACK_EVIDENCE_SEGMENTS, MAX_BUFFERED_CHUNKS, MAX_WINDOW_BYTES, RETAINED_DELIVERED_BYTES,
+};
+pub use table::{CLOSED_LINGER_NS, FlowTable, SWEEP_INTERVAL_NS, SYN_REUSE_DISTANCE};
+
 use std::net::SocketAddr;
 
 /// Which end of the connection sent the bytes. The client is the SYN sender;

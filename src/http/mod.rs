@@ -9,6 +9,41 @@
 
 use std::sync::Arc;
 
+mod chunked;
+mod conn;
+mod decompress;
+mod framing;
+mod head;
+mod log;
+mod stage;
+#[cfg(test)]
+mod fixture_tests;
+
+pub use chunked::{CHUNK_EXTENSIONS_LIMIT, TRAILERS_LIMIT};
+pub use conn::{DEFERRED_RESPONSE_LIMIT, REQUEST_BODY_LIMIT};
+pub use decompress::DECODED_BODY_LIMIT;
+pub use head::{HEAD_LIMIT, START_LINE_LIMIT};
+pub use log::{HttpFormat, HttpLog, HttpRow, write_http_rows};
+pub use stage::HttpStage;
+
+/// Faults in HTTP framing. They never stop the run: the stage turns each one
+/// into an anomaly, an incomplete message, or a resynchronisation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HttpError {
+    #[error("request line is not `METHOD target HTTP/x.y`: {line:?}")]
+    BadRequestLine { line: String },
+    #[error("status line is not `HTTP/x.y NNN reason`: {line:?}")]
+    BadStatusLine { line: String },
+    #[error("chunk size does not fit in 64 bits")]
+    ChunkSizeOverflow,
+    #[error("unexpected byte 0x{byte:02x} in chunked framing")]
+    BadChunk { byte: u8 },
+    #[error("chunk extensions longer than {CHUNK_EXTENSIONS_LIMIT} bytes")]
+    ChunkExtensionsTooLong,
+    #[error("trailer section longer than {TRAILERS_LIMIT} bytes")]
+    TrailersTooLong,
+}
+
 /// One connection (a TCP stream, or a HAR entry's connection).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnInfo {

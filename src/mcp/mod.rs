@@ -5,10 +5,19 @@
 //! the response travels, classifies each exchange (report-schema.md section 3)
 //! and infers retries (section 4).
 
+mod analyzer;
+mod classify;
 mod exchange;
 pub mod retry;
+mod session;
 
+pub use analyzer::{
+    Analyzer, MAX_EVENT_IDS_PER_SESSION, MAX_JSON_BODY_BYTES, MAX_KNOWN_ENDPOINTS,
+    MAX_LEGACY_SESSIONS, MAX_ORPHANS_PER_SESSION, MAX_PENDING_PER_SESSION,
+    MAX_SERVER_REQUESTS_PER_SESSION, ORPHAN_WINDOW_US,
+};
 pub use exchange::{Exchange, InferenceInputs};
+pub use session::MAX_DERIVED_CONTEXTS;
 
 /// Thresholds of retry and session inference (report-schema.md section 4).
 #[derive(Debug, Clone, Copy)]

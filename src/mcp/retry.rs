@@ -1,1 +1,510 @@
-//! Retry inference (report-schema.md section 4): attempt, retry_of, retry_origin, evidence.
+//! Retry inference (report-schema.md section 4): `attempt`, `retry_of`, `retry_origin`,
+//! `retry_evidence` and `continuation_of` on every row.
+//!
+//! In: rows sorted by `ts_request` with `exchange_id` assigned 1..n, outcomes classified.
+//! Out: the five retry columns filled on every row (earlier values are overwritten).
+//!
+//! A `request` row that is not lifecycle/discovery is compared with the latest earlier
+//! equivalent request (same client host, endpoint, method and canonical params) sent within
+//! the repeat window; rules 1-4 decide, in order. When the candidate's own session holds such a
+//! request, the latest of that session is taken instead of a later one from another session:
+//! concurrent clients on one host interleave their calls, and comparing across them would call a
+//! client's application retry "not a repeat" (another worker's call 0.5 s earlier) or its next
+//! ordinary call "manual" (another worker's call seconds earlier). Rule 5 links a `stream` GET carrying
+//! `Last-Event-ID` to the exchange whose stream it resumes. Evidence names the rule and the
+//! facts a person can check in the capture. Never panics; memory is bounded by
+//! [`MAX_INDEXED_REQUESTS`].
+//!
+//! Why id equality is not enough: in 2026-07-28 an id may be reused once its request was
+//! answered (mcp-wire.md 3.1), and a re-run TS client restarts its ids at 0 (mcp-wire.md 10b).
+//! So rule 2 also needs the same body, and calls it `sdk` only for an auth retry or a resend in
+//! the same session by the same User-Agent within `sdk_max_gap` of the earlier attempt's end.
+//! Consequence (deliberate): a same-id same-body request in the same session that comes after
+//! the gap is `manual` even when the earlier attempt had succeeded (no SDK resends an answered
+//! request; a person replaying it does), and within the gap it is `sdk` (an HTTP-layer
+//! duplicate, mcp-wire.md 6.1).
+//!
+//! Gaps: rule 2's SDK gap runs from the end of the earlier attempt (its `ts_response`, or its
+//! `ts_request` if it never ended; negative while it is still open, which counts as within).
+//! The manual-min-gap of rules 2 and 4 runs from start to start ("sent less than ... after the
+//! earlier one"), so concurrent workers that start together are never linked even when their
+//! calls overlap.
+
+mod chain;
+mod index;
+
+pub use chain::{RetryChain, retry_chains};
+
+use crate::anomaly::Stats;
+use crate::mcp::{Exchange, InferenceConfig};
+use index::{RecentRequests, equivalence_hash};
+use std::collections::HashMap;
+
+/// Most requests held in the repeat index at once (live ones within the repeat window plus
+/// superseded ones not yet expired). Beyond it a request is not indexed, so a later repeat of
+/// it is not linked, and `mcp.retry_index_full` is counted. 1M entries is about 40 MB.
+pub const MAX_INDEXED_REQUESTS: usize = 1_000_000;
+
+/// Longest User-Agent or `Last-Event-ID` quoted in `retry_evidence` (in chars), so one
+/// capture-supplied header cannot blow up every evidence line.
+pub const EVIDENCE_VALUE_MAX_CHARS: usize = 80;
+
+/// Outcomes after which a repeat with a new id is "just another call" (rule 3).
+const SUCCESS_OUTCOMES: &[&str] = &[
+    "TOOL_SUCCESS",
+    "RPC_SUCCESS",
+    "ACCEPTED",
+    "INPUT_REQUIRED",
+    "TASK_CREATED",
+];
+
+/// Requests every client sends on its own; never linked (report-schema.md section 4).
+const LIFECYCLE_METHODS: &[&str] = &[
+    "initialize",
+    "server/discover",
+    "ping",
+    "logging/setLevel",
+    "subscriptions/listen",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// Methods that start a (new) session: a client re-initializing after a 404.
+const SESSION_START_METHODS: &[&str] = &["initialize", "server/discover"];
+
+/// The outcome is a success in the sense of rule 3 (not a failure to retry after).
+pub fn is_success_outcome(outcome: &str) -> bool {
+    SUCCESS_OUTCOMES.contains(&outcome)
+}
+
+/// Lifecycle and discovery methods: `initialize`, `server/discover`, `ping`, every `*/list`,
+/// `logging/setLevel`, `subscriptions/listen`, `resources/subscribe`, `resources/unsubscribe`.
+pub fn is_lifecycle_method(method: &str) -> bool {
+    LIFECYCLE_METHODS.contains(&method) || method.ends_with("/list")
+}
+
+/// What retry inference could not do, to be counted as anomalies.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RetryAnomalies {
+    /// Requests not indexed because [`MAX_INDEXED_REQUESTS`] was reached.
+    pub index_full: u64,
+    /// Resuming GETs whose `resumes` target is not an earlier row.
+    pub resume_target_missing: u64,
+}
+
+impl RetryAnomalies {
+    /// Add the counts to `stats` as `mcp.retry_index_full` and `mcp.resume_target_missing`.
+    pub fn record(&self, stats: &mut Stats) {
+        for (name, n) in [
+            ("mcp.retry_index_full", self.index_full),
+            ("mcp.resume_target_missing", self.resume_target_missing),
+        ] {
+            if n > 0 {
+                let slot = stats.anomalies.entry(name.to_string()).or_default();
+                *slot = slot.saturating_add(n);
+            }
+        }
+    }
+}
+
+/// `retry_origin` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    None,
+    Sdk,
+    Application,
+    Manual,
+}
+
+impl Origin {
+    fn as_str(self) -> &'static str {
+        match self {
+            Origin::None => "none",
+            Origin::Sdk => "sdk",
+            Origin::Application => "application",
+            Origin::Manual => "manual",
+        }
+    }
+}
+
+/// The decision for one row.
+#[derive(Debug, PartialEq)]
+enum Link {
+    /// Not a repeat (or not a candidate).
+    None,
+    /// Rule 1: MRTR follow-up of the exchange with this id.
+    Continuation { of: u64, evidence: String },
+    /// Rules 2-5: a repeat of the earlier row at `of_pos`.
+    Retry {
+        of_pos: usize,
+        origin: Origin,
+        evidence: String,
+    },
+}
+
+/// Facts about one session that rule 4 needs.
+#[derive(Debug, Default)]
+struct SessionFacts {
+    /// First HTTP 404 answered to a request carrying a session id: (ts_request, exchange_id).
+    first_404: Option<(i64, u64)>,
+    /// `initialize` / `server/discover` requests of the session: (ts_request, exchange_id).
+    starts: Vec<(i64, u64)>,
+}
+
+fn session_facts(rows: &[Exchange]) -> HashMap<String, SessionFacts> {
+    let mut facts: HashMap<String, SessionFacts> = HashMap::new();
+    for row in rows {
+        // A 404 ends a session only where there is a session to expire (mcp-wire.md 8); in
+        // 2026-07-28 a 404 means "method not found" and says nothing about the session.
+        let is_404 = row.http_status == Some(404) && row.session_id.is_some();
+        let is_start = row.kind == "request"
+            && row
+                .rpc_method
+                .as_deref()
+                .is_some_and(|m| SESSION_START_METHODS.contains(&m));
+        if !is_404 && !is_start {
+            continue;
+        }
+        if !facts.contains_key(&row.session_key) {
+            facts.insert(row.session_key.clone(), SessionFacts::default());
+        }
+        let Some(f) = facts.get_mut(&row.session_key) else {
+            continue;
+        };
+        if is_404 && f.first_404.is_none() {
+            f.first_404 = Some((row.ts_request, row.exchange_id));
+        }
+        if is_start {
+            f.starts.push((row.ts_request, row.exchange_id));
+        }
+    }
+    facts
+}
+
+/// Fills attempt, retry_of, retry_origin, retry_evidence and continuation_of on every row
+/// (report-schema.md section 4, rules in order).
+///
+/// `rows` must be sorted by `ts_request` with `exchange_id` assigned in that order. The returned
+/// counts go to [`Stats`] with [`RetryAnomalies::record`].
+pub fn infer_retries(rows: &mut [Exchange], cfg: &InferenceConfig) -> RetryAnomalies {
+    infer_with_limit(rows, cfg, MAX_INDEXED_REQUESTS)
+}
+
+fn infer_with_limit(rows: &mut [Exchange], cfg: &InferenceConfig, limit: usize) -> RetryAnomalies {
+    let mut anomalies = RetryAnomalies::default();
+    let sessions = session_facts(rows);
+    let window_us = cfg.repeat_window_ms.saturating_mul(1000);
+    let mut recent = RecentRequests::new(limit);
+    // Expire by the latest start seen, so rows out of order cannot make the index grow back.
+    let mut now_us = i64::MIN;
+
+    for pos in 0..rows.len() {
+        let (earlier, rest) = rows.split_at_mut(pos);
+        let Some(row) = rest.first_mut() else { break };
+        now_us = now_us.max(row.ts_request);
+        recent.expire(now_us.saturating_sub(window_us));
+
+        let candidate = is_candidate(row);
+        let hash = equivalence_hash(row);
+        let link = if candidate {
+            recent
+                .latest(earlier, hash, row)
+                .and_then(|p| earlier.get(p).map(|e| (p, e)))
+                .filter(|(_, e)| row.ts_request.saturating_sub(e.ts_request) <= window_us)
+                .map_or(Link::None, |(p, e)| decide(row, e, p, cfg, &sessions))
+        } else if is_resumption(row) {
+            match resumed_position(earlier, row.inference.resumes) {
+                Some(p) => resumption(row, p),
+                None => {
+                    anomalies.resume_target_missing =
+                        anomalies.resume_target_missing.saturating_add(1);
+                    Link::None
+                }
+            }
+        } else {
+            Link::None
+        };
+        apply(row, earlier, link);
+
+        if candidate {
+            let upto = rows.get(..=pos).unwrap_or_default();
+            if !recent.insert(upto, hash, pos) {
+                anomalies.index_full = anomalies.index_full.saturating_add(1);
+            }
+        }
+    }
+    anomalies
+}
+
+/// Only client requests outside lifecycle/discovery take part in rules 1-4.
+fn is_candidate(row: &Exchange) -> bool {
+    row.kind == "request"
+        && row
+            .rpc_method
+            .as_deref()
+            .is_some_and(|m| !is_lifecycle_method(m))
+}
+
+/// Rule 5 applies to `stream` rows with a `Last-Event-ID` whose resumed exchange is known.
+fn is_resumption(row: &Exchange) -> bool {
+    row.kind == "stream" && row.inference.last_event_id.is_some() && row.inference.resumes.is_some()
+}
+
+/// Position among `earlier` rows of the exchange `resumes` names.
+fn resumed_position(earlier: &[Exchange], resumes: Option<u64>) -> Option<usize> {
+    let id = resumes?;
+    // Ids ascend with position by contract; scan when that does not hold.
+    earlier
+        .binary_search_by_key(&id, |e| e.exchange_id)
+        .ok()
+        .or_else(|| earlier.iter().rposition(|e| e.exchange_id == id))
+}
+
+fn resumption(row: &Exchange, of_pos: usize) -> Link {
+    let id = row.inference.resumes.unwrap_or_default();
+    let last = row.inference.last_event_id.as_deref().unwrap_or_default();
+    Link::Retry {
+        of_pos,
+        origin: Origin::Sdk,
+        evidence: format!(
+            "rule 5 resumes stream of #{id} with Last-Event-ID {}",
+            clip(last)
+        ),
+    }
+}
+
+/// Write the decision into the row's columns.
+fn apply(row: &mut Exchange, earlier: &[Exchange], link: Link) {
+    row.attempt = 1;
+    row.retry_of = None;
+    set_origin(row, Origin::None);
+    row.retry_evidence = None;
+    row.continuation_of = None;
+    match link {
+        Link::None => {}
+        Link::Continuation { of, evidence } => {
+            row.continuation_of = Some(of);
+            row.retry_evidence = Some(evidence);
+        }
+        Link::Retry {
+            of_pos,
+            origin,
+            evidence,
+        } => {
+            let prev = earlier.get(of_pos);
+            row.retry_of = prev.map(|e| e.exchange_id);
+            row.attempt = prev.map_or(1, |e| e.attempt.max(1).saturating_add(1));
+            set_origin(row, origin);
+            row.retry_evidence = Some(evidence);
+        }
+    }
+}
+
+/// Reuses the column's buffer: this runs once per row.
+fn set_origin(row: &mut Exchange, origin: Origin) {
+    row.retry_origin.clear();
+    row.retry_origin.push_str(origin.as_str());
+}
+
+/// Rules 1-4 for a candidate and its latest earlier equivalent request `e` (at `e_pos`).
+fn decide(
+    c: &Exchange,
+    e: &Exchange,
+    e_pos: usize,
+    cfg: &InferenceConfig,
+    sessions: &HashMap<String, SessionFacts>,
+) -> Link {
+    let sdk_gap_us = cfg.sdk_max_gap_ms.saturating_mul(1000);
+    let manual_gap_us = cfg.manual_min_gap_ms.saturating_mul(1000);
+    let since_start_us = c.ts_request.saturating_sub(e.ts_request);
+    let e_end = e.ts_response.unwrap_or(e.ts_request);
+    let since_end_us = c.ts_request.saturating_sub(e_end);
+    let same_session = c.session_key == e.session_key;
+    let retry = |origin, evidence| Link::Retry {
+        of_pos: e_pos,
+        origin,
+        evidence,
+    };
+
+    // Rule 1: an MRTR follow-up answers the input_required result; it is not a retry.
+    if c.inference.has_mrtr_fields && e.outcome == "INPUT_REQUIRED" {
+        return Link::Continuation {
+            of: e.exchange_id,
+            evidence: format!(
+                "rule 1 continuation of #{} (input_required), {}",
+                e.exchange_id,
+                timing(c, e)
+            ),
+        };
+    }
+
+    let same_id = c.jsonrpc_id.is_some() && c.jsonrpc_id == e.jsonrpc_id;
+    let same_body = c.inference.body_canonical.is_some()
+        && c.inference.body_canonical == e.inference.body_canonical;
+
+    // Rule 2: same id and same body.
+    if same_id && same_body {
+        if matches!(e.http_status, Some(401 | 403)) {
+            let auth = if c.inference.auth_hash == e.inference.auth_hash {
+                "authorization unchanged"
+            } else {
+                "authorization changed"
+            };
+            return retry(
+                Origin::Sdk,
+                format!(
+                    "rule 2 same id+body {} (auth refresh), {auth}",
+                    timing(c, e)
+                ),
+            );
+        }
+        let same_ua = c.user_agent == e.user_agent;
+        if same_session && same_ua && since_end_us <= sdk_gap_us {
+            return retry(
+                Origin::Sdk,
+                format!(
+                    "rule 2 same id+body {}, same user-agent, same session",
+                    timing(c, e)
+                ),
+            );
+        }
+        if !same_session && since_start_us < manual_gap_us {
+            // Separate instances of the same client software (concurrent workers).
+            return Link::None;
+        }
+        let mut differs = Vec::new();
+        if same_ua {
+            differs.push("same user-agent".to_string());
+        } else {
+            differs.push(format!(
+                "different user-agent ({} vs {})",
+                clip(c.user_agent.as_deref().unwrap_or("none")),
+                clip(e.user_agent.as_deref().unwrap_or("none"))
+            ));
+        }
+        differs.push(
+            if same_session {
+                "same session"
+            } else {
+                "different session"
+            }
+            .to_string(),
+        );
+        if same_ua && same_session {
+            differs.push(format!("over sdk-max-gap {}ms", cfg.sdk_max_gap_ms));
+        }
+        return retry(
+            Origin::Manual,
+            format!(
+                "rule 2 same id+body {}, {}",
+                timing(c, e),
+                differs.join(", ")
+            ),
+        );
+    }
+
+    // Rules 3 and 4 speak of a new id; a reused id with a different body is no resend either
+    // (2026-07-28 allows reuse after completion), so it is judged the same way.
+    let what = if same_id {
+        "same id, different body"
+    } else {
+        "new id"
+    };
+
+    // Rule 3: new id in the same session.
+    if same_session {
+        if is_success_outcome(&e.outcome) {
+            return Link::None;
+        }
+        return retry(
+            Origin::Application,
+            format!("rule 3 {what} {}, same session", timing(c, e)),
+        );
+    }
+
+    // Rule 4: new id in a new session.
+    if let Some((t404, id404)) = sessions.get(&e.session_key).and_then(|f| f.first_404) {
+        let reinit = sessions.get(&c.session_key).and_then(|f| {
+            f.starts
+                .iter()
+                .find(|(t, _)| *t >= t404 && *t <= c.ts_request)
+        });
+        if let Some((_, init_id)) = reinit {
+            return retry(
+                Origin::Application,
+                format!(
+                    "rule 4 {what} in new session {}ms after #{} was sent, earlier session ended by HTTP 404 (#{id404}) and client re-initialized (#{init_id})",
+                    ms(since_start_us),
+                    e.exchange_id
+                ),
+            );
+        }
+    }
+    if since_start_us >= manual_gap_us {
+        return retry(
+            Origin::Manual,
+            format!(
+                "rule 4 {what} in new session {}ms after #{} was sent, earlier session not ended by 404",
+                ms(since_start_us),
+                e.exchange_id
+            ),
+        );
+    }
+    Link::None
+}
+
+/// When the candidate came relative to the earlier attempt, and how that attempt ended.
+fn timing(c: &Exchange, e: &Exchange) -> String {
+    let id = e.exchange_id;
+    match e.ts_response {
+        Some(end) if c.ts_request < end => format!(
+            "while #{id} was still open ({}ms after it was sent)",
+            ms(c.ts_request.saturating_sub(e.ts_request))
+        ),
+        Some(end) => format!(
+            "{}ms after #{id} ended with {}",
+            ms(c.ts_request.saturating_sub(end)),
+            result(e)
+        ),
+        None => format!(
+            "{}ms after #{id} was sent, which never ended ({})",
+            ms(c.ts_request.saturating_sub(e.ts_request)),
+            result(e)
+        ),
+    }
+}
+
+/// The earlier attempt's result: outcome, with the HTTP status or JSON-RPC error code.
+fn result(e: &Exchange) -> String {
+    match (e.http_status, e.error_code) {
+        (Some(s), _) if !(200..300).contains(&s) => format!("{} ({s})", e.outcome),
+        (_, Some(code)) => format!("{} ({code})", e.outcome),
+        _ => e.outcome.clone(),
+    }
+}
+
+/// Microseconds to whole milliseconds.
+fn ms(us: i64) -> i64 {
+    us / 1000
+}
+
+/// A capture-supplied value cut to [`EVIDENCE_VALUE_MAX_CHARS`] chars, control characters
+/// escaped so the evidence stays one line.
+fn clip(s: &str) -> String {
+    let mut out = String::new();
+    for (n, c) in s.chars().enumerate() {
+        if n >= EVIDENCE_VALUE_MAX_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,1 +1,306 @@
 //! Test support: builders for captures and fixtures.
+//!
+//! [`Capture`] writes a classic pcap (Ethernet/IPv4/TCP, microsecond
+//! timestamps) built packet by packet with `etherparse::PacketBuilder`: a
+//! three-way handshake per connection, correct seq/ack numbers, data split
+//! at the connection's MSS, and FIN or RST endings. [`Conn`] is the
+//! conversation DSL on top: `post`, `respond_json`, `sse_head`, `sse_event`...
+//! [`run_analyze`] runs the real binary on a capture and returns its JSON lines.
+#![allow(dead_code)]
+
+use etherparse::PacketBuilder;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Start of every synthetic capture: 2023-11-14T22:13:20Z in µs.
+pub const T0_US: i64 = 1_700_000_000_000_000;
+
+const CLIENT_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
+const SERVER_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
+
+/// Packets of one capture, in the order written.
+#[derive(Debug)]
+pub struct Capture {
+    records: Vec<(i64, Vec<u8>)>,
+    /// Current time (µs); every packet advances it by 1 µs, `wait_ms` by more.
+    pub now_us: i64,
+    next_port: u16,
+}
+
+impl Default for Capture {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Capture {
+    pub fn new() -> Capture {
+        Capture {
+            records: Vec::new(),
+            now_us: T0_US,
+            next_port: 40000,
+        }
+    }
+
+    /// Let time pass.
+    pub fn wait_ms(&mut self, ms: i64) {
+        self.now_us += ms * 1000;
+    }
+
+    /// Open a TCP connection from 10.0.0.1:<next port> to 10.0.0.2:`server_port` (handshake included).
+    pub fn connect(&mut self, server_port: u16) -> Conn {
+        self.next_port += 1;
+        let mut c = Conn {
+            client: ([10, 0, 0, 1], self.next_port),
+            server: ([10, 0, 0, 2], server_port),
+            client_seq: 1000,
+            server_seq: 5000,
+            mss: 1460,
+        };
+        self.packet(&c, true, Flags::Syn, &[]);
+        c.client_seq += 1;
+        self.packet(&c, false, Flags::SynAck, &[]);
+        c.server_seq += 1;
+        self.packet(&c, true, Flags::Ack, &[]);
+        c
+    }
+
+    fn packet(&mut self, c: &Conn, from_client: bool, flags: Flags, payload: &[u8]) {
+        self.now_us += 1;
+        let (src, dst, smac, dmac, seq, ack) = if from_client {
+            (c.client, c.server, CLIENT_MAC, SERVER_MAC, c.client_seq, c.server_seq)
+        } else {
+            (c.server, c.client, SERVER_MAC, CLIENT_MAC, c.server_seq, c.client_seq)
+        };
+        let b = PacketBuilder::ethernet2(smac, dmac)
+            .ipv4(src.0, dst.0, 64)
+            .tcp(src.1, dst.1, seq, 65535);
+        let b = match flags {
+            Flags::Syn => b.syn(),
+            Flags::SynAck => b.syn().ack(ack),
+            Flags::Ack => b.ack(ack),
+            Flags::Data => b.ack(ack).psh(),
+            Flags::Fin => b.ack(ack).fin(),
+            Flags::Rst => b.ack(ack).rst(),
+        };
+        let mut out = Vec::with_capacity(b.size(payload.len()));
+        b.write(&mut out, payload).unwrap();
+        self.records.push((self.now_us, out));
+    }
+
+    /// Bytes from one side, split at the MSS, each segment acknowledged by the peer.
+    pub fn send(&mut self, c: &mut Conn, from_client: bool, data: &[u8]) {
+        for seg in data.chunks(c.mss.max(1)) {
+            self.packet(c, from_client, Flags::Data, seg);
+            let n = seg.len() as u32;
+            if from_client {
+                c.client_seq = c.client_seq.wrapping_add(n);
+            } else {
+                c.server_seq = c.server_seq.wrapping_add(n);
+            }
+            self.packet(c, !from_client, Flags::Ack, &[]);
+        }
+    }
+
+    /// FIN from one side, then FIN from the other (an orderly close).
+    pub fn close(&mut self, c: &mut Conn, server_first: bool) {
+        for from_client in [!server_first, server_first] {
+            self.packet(c, from_client, Flags::Fin, &[]);
+            if from_client {
+                c.client_seq = c.client_seq.wrapping_add(1);
+            } else {
+                c.server_seq = c.server_seq.wrapping_add(1);
+            }
+        }
+        self.packet(c, !server_first, Flags::Ack, &[]);
+    }
+
+    /// RST from one side.
+    pub fn reset(&mut self, c: &mut Conn, from_server: bool) {
+        self.packet(c, !from_server, Flags::Rst, &[]);
+    }
+
+    /// Classic pcap bytes (magic a1b2c3d4, v2.4, LINKTYPE_ETHERNET).
+    pub fn to_pcap(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+        out.extend_from_slice(&2u16.to_le_bytes());
+        out.extend_from_slice(&4u16.to_le_bytes());
+        out.extend_from_slice(&0i32.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&65535u32.to_le_bytes());
+        out.extend_from_slice(&1u32.to_le_bytes());
+        for (ts, data) in &self.records {
+            out.extend_from_slice(&((ts / 1_000_000) as u32).to_le_bytes());
+            out.extend_from_slice(&((ts % 1_000_000) as u32).to_le_bytes());
+            out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            out.extend_from_slice(data);
+        }
+        out
+    }
+
+    /// Write the capture as `name` in `dir`.
+    pub fn write(&self, dir: &Path, name: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, self.to_pcap()).unwrap();
+        path
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Flags {
+    Syn,
+    SynAck,
+    Ack,
+    Data,
+    Fin,
+    Rst,
+}
+
+/// One TCP connection's state.
+#[derive(Debug, Clone)]
+pub struct Conn {
+    pub client: ([u8; 4], u16),
+    pub server: ([u8; 4], u16),
+    pub client_seq: u32,
+    pub server_seq: u32,
+    /// Largest segment payload.
+    pub mss: usize,
+}
+
+impl Conn {
+    /// An HTTP/1.1 request (Content-Length framing).
+    pub fn request(&mut self, cap: &mut Capture, method: &str, path: &str, headers: &[(&str, &str)], body: &str) {
+        let mut s = format!("{method} {path} HTTP/1.1\r\nHost: 10.0.0.2\r\n");
+        for (k, v) in headers {
+            s.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if !body.is_empty() || method == "POST" {
+            s.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        s.push_str("\r\n");
+        s.push_str(body);
+        cap.send(self, true, s.as_bytes());
+    }
+
+    /// A JSON-RPC POST to `/mcp` with the headers real clients send.
+    pub fn post(&mut self, cap: &mut Capture, extra: &[(&str, &str)], body: &str) {
+        let mut h = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("User-Agent", "node"),
+        ];
+        h.extend_from_slice(extra);
+        self.request(cap, "POST", "/mcp", &h, body);
+    }
+
+    /// A complete response with Content-Length (no body and no media type when `media` is empty).
+    pub fn respond(&mut self, cap: &mut Capture, status: u16, media: &str, body: &str) {
+        let mut s = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+        if !media.is_empty() {
+            s.push_str(&format!("Content-Type: {media}\r\n"));
+        }
+        s.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+        cap.send(self, false, s.as_bytes());
+    }
+
+    pub fn respond_json(&mut self, cap: &mut Capture, status: u16, body: &str) {
+        self.respond(cap, status, "application/json", body);
+    }
+
+    /// The head of a chunked `text/event-stream` response.
+    pub fn sse_head(&mut self, cap: &mut Capture) {
+        let s = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
+        cap.send(self, false, s.as_bytes());
+    }
+
+    /// One chunk carrying raw SSE text.
+    pub fn sse_raw(&mut self, cap: &mut Capture, text: &str) {
+        let s = format!("{:x}\r\n{text}\r\n", text.len());
+        cap.send(self, false, s.as_bytes());
+    }
+
+    /// One `event: message` carrying `data`.
+    pub fn sse_event(&mut self, cap: &mut Capture, data: &str) {
+        self.sse_raw(cap, &format!("event: message\ndata: {data}\n\n"));
+    }
+
+    /// The terminating zero-length chunk.
+    pub fn sse_end(&mut self, cap: &mut Capture) {
+        cap.send(self, false, b"0\r\n\r\n");
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        202 => "Accepted",
+        400 => "Bad Request",
+        404 => "Not Found",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Status",
+    }
+}
+
+/// Run `mcp-trace analyze <pcap> -o <dir>/out.jsonl` and return the rows.
+pub fn run_analyze(pcap: &Path) -> Vec<serde_json::Value> {
+    let dir = pcap.parent().unwrap();
+    let out = dir.join("out.jsonl");
+    let o = Command::new(env!("CARGO_BIN_EXE_mcp-trace"))
+        .arg("analyze")
+        .arg(pcap)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "mcp-trace analyze failed ({}):\n--- stderr\n{}\n--- stdout\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Build a capture with `f`, analyze it, return the rows.
+pub fn analyze(f: impl FnOnce(&mut Capture)) -> Vec<serde_json::Value> {
+    let mut cap = Capture::new();
+    f(&mut cap);
+    let dir = tempfile::tempdir().unwrap();
+    let path = cap.write(dir.path(), "seed.pcap");
+    run_analyze(&path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pcap_layout_and_tcp_numbers() {
+        let mut cap = Capture::new();
+        let mut c = cap.connect(8080);
+        c.mss = 10;
+        cap.send(&mut c, true, &[b'x'; 25]);
+        assert_eq!(c.client_seq, 1001 + 25);
+        cap.close(&mut c, true);
+        let bytes = cap.to_pcap();
+        assert_eq!(&bytes[..4], &[0xd4, 0xc3, 0xb2, 0xa1]);
+        // 3 handshake + 3 data + 3 acks + 2 FIN + 1 ack.
+        assert_eq!(cap.records.len(), 12);
+        let first = etherparse::SlicedPacket::from_ethernet(&cap.records[3].1).unwrap();
+        match first.transport {
+            Some(etherparse::TransportSlice::Tcp(t)) => {
+                assert_eq!((t.sequence_number(), t.payload().len()), (1001, 10));
+                assert!(t.psh() && t.ack());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

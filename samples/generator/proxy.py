@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""Logging + fault-injecting HTTP/1.1 relay between an MCP client and server.
+
+Bytes are relayed unchanged (one upstream TCP connection per client connection), so
+what tcpdump sees on the listen port is exactly what the client and server sent.
+While relaying, requests and responses are parsed (Content-Length, chunked, or
+close-delimited bodies) and logged: that log is the ground truth the truth files
+are derived from.
+
+Faults (each fires once):
+  --fail-post N[,M]    answer the N-th POST (1-based, counted over all connections)
+                       with "503 Service Unavailable" and an empty body, never
+                       forwarding it.
+  --cut-sse-after-id   on the first text/event-stream response (to a request whose
+                       body contains --cut-match, if given), close both TCP
+                       connections right after relaying the first SSE event that
+                       carries an `id:` line and non-empty `data:` (the TS server's
+                       priming event has empty data and is relayed as is).
+
+The proxy stops by itself after --lifetime seconds, or on SIGTERM/SIGINT, and writes
+its log (a JSON list) to --log then.
+"""
+
+import argparse
+import asyncio
+import json
+import signal
+import socket
+import time
+
+RECORDS = []
+STATE = {"seq": 0, "posts": 0, "cut_done": False, "conn": 0}
+
+
+def parse_head(raw: bytes):
+    text = raw.decode("latin-1")
+    lines = text.split("\r\n")
+    first = lines[0]
+    headers = []
+    for line in lines[1:]:
+        if not line:
+            continue
+        k, _, v = line.partition(":")
+        headers.append([k.strip(), v.strip()])
+    return first, headers
+
+
+def hget(headers, name):
+    for k, v in headers:
+        if k.lower() == name:
+            return v
+    return None
+
+
+async def read_head(reader):
+    """Read until CRLFCRLF; returns bytes or None on EOF before any byte."""
+    try:
+        data = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as e:
+        return None if not e.partial else e.partial
+    return data
+
+
+async def relay_body(reader, writer, headers, on_data, closable, stop_check=None):
+    """Relay a message body; on_data(bytes) gets decoded body bytes.
+
+    Returns (complete: bool, cut: bool)."""
+    te = (hget(headers, "transfer-encoding") or "").lower()
+    cl = hget(headers, "content-length")
+    if "chunked" in te:
+        while True:
+            try:
+                size_line = await reader.readuntil(b"\r\n")
+            except asyncio.IncompleteReadError as e:
+                if e.partial:
+                    writer.write(e.partial)
+                return False, False
+            size = int(size_line.split(b";")[0].strip() or b"0", 16)
+            try:
+                chunk = await reader.readexactly(size + 2)
+            except asyncio.IncompleteReadError as e:
+                writer.write(size_line + e.partial)
+                on_data(e.partial[:size])
+                return False, False
+            if size == 0:
+                # last chunk; trailers (assume none) end with the CRLF we read
+                writer.write(size_line + chunk)
+                await writer.drain()
+                return True, False
+            writer.write(size_line + chunk)
+            await writer.drain()
+            on_data(chunk[:size])
+            if stop_check is not None and stop_check():
+                return False, True
+    elif cl is not None:
+        remaining = int(cl)
+        while remaining > 0:
+            data = await reader.read(min(65536, remaining))
+            if not data:
+                return False, False
+            remaining -= len(data)
+            writer.write(data)
+            await writer.drain()
+            on_data(data)
+            if stop_check is not None and stop_check():
+                return False, True
+        return True, False
+    elif closable:
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                return True, False
+            writer.write(data)
+            await writer.drain()
+            on_data(data)
+            if stop_check is not None and stop_check():
+                return False, True
+    return True, False
+
+
+class SseWatch:
+    """Tracks SSE events in a decoded body; fires when an id'd event with data completes."""
+
+    def __init__(self):
+        self.buf = b""
+        self.fired = False
+
+    def feed(self, data: bytes):
+        self.buf += data
+        norm = self.buf.replace(b"\r\n", b"\n")
+        while b"\n\n" in norm:
+            event, _, norm = norm.partition(b"\n\n")
+            has_id = any(l.startswith(b"id:") for l in event.split(b"\n"))
+            data_lines = [l[5:].strip() for l in event.split(b"\n") if l.startswith(b"data:")]
+            if has_id and any(data_lines):
+                self.fired = True
+        self.buf = norm
+
+
+async def handle_client(creader, cwriter, args):
+    STATE["conn"] += 1
+    conn_id = STATE["conn"]
+    peer = cwriter.get_extra_info("peername")
+    try:
+        ureader, uwriter = await asyncio.open_connection(args.upstream_host, args.upstream_port)
+    except OSError:
+        cwriter.close()
+        return
+    pending = asyncio.Queue()
+    closed = asyncio.Event()
+
+    async def client_to_upstream():
+        try:
+            while not closed.is_set():
+                first = await creader.read(1)
+                if not first:
+                    break
+                t0 = time.time()
+                STATE["seq"] += 1
+                seq = STATE["seq"]
+                rest = await read_head(creader)
+                head = first + (rest or b"")
+                line, headers = parse_head(head[:-4] if head.endswith(b"\r\n\r\n") else head)
+                method, _, tail = line.partition(" ")
+                path = tail.rsplit(" ", 1)[0]
+                rec = {"seq": seq, "conn": conn_id, "client_port": peer[1] if peer else None,
+                       "t_req": t0, "method": method, "path": path, "req_headers": headers,
+                       "req_body": "", "status": None, "resp_headers": None, "resp_body": "",
+                       "t_resp_end": None, "injected": None, "cut": False, "resp_complete": False}
+                RECORDS.append(rec)
+                body = bytearray()
+                inject = False
+                if method == "POST":
+                    STATE["posts"] += 1
+                    inject = STATE["posts"] in args.fail_post
+                if inject:
+                    sink = _NullWriter()
+                    await relay_body(creader, sink, headers, body.extend, closable=False)
+                    rec["req_body"] = body.decode("utf-8", "replace")
+                    cwriter.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                                  b"Connection: keep-alive\r\n\r\n")
+                    await cwriter.drain()
+                    rec.update(status=503, resp_headers=[["Content-Length", "0"]], injected="503",
+                               t_resp_end=time.time(), resp_complete=True)
+                    live(args, rec)
+                    continue
+                uwriter.write(head)
+                await pending.put(rec)
+                await relay_body(creader, uwriter, headers, body.extend, closable=False)
+                rec["req_body"] = body.decode("utf-8", "replace")
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            closed.set()
+            try:
+                uwriter.write_eof()
+            except (OSError, RuntimeError):
+                pass
+
+    async def upstream_to_client():
+        try:
+            while True:
+                head = await read_head(ureader)
+                if not head:
+                    break
+                cwriter.write(head)
+                await cwriter.drain()
+                line, headers = parse_head(head[:-4])
+                status = int(line.split(" ")[1])
+                if status < 200:
+                    continue
+                rec = await asyncio.wait_for(pending.get(), 5)
+                rec["status"] = status
+                rec["resp_headers"] = headers
+                body = bytearray()
+                ctype = (hget(headers, "content-type") or "").lower()
+                watch = None
+                if (args.cut_sse_after_id and not STATE["cut_done"] and "text/event-stream" in ctype
+                        and args.cut_match in rec["req_body"]):
+                    watch = SseWatch()
+
+                def on_data(d, body=body, watch=watch):
+                    body.extend(d)
+                    if watch is not None:
+                        watch.feed(d)
+
+                nobody = rec["method"] == "HEAD" or status in (204, 304)
+                if nobody:
+                    complete, cut = True, False
+                else:
+                    complete, cut = await relay_body(
+                        ureader, cwriter, headers, on_data, closable=True,
+                        stop_check=(lambda w=watch: w.fired) if watch else None)
+                rec["resp_body"] = body.decode("utf-8", "replace")
+                rec["resp_complete"] = complete
+                rec["t_resp_end"] = time.time()
+                live(args, rec)
+                if cut:
+                    STATE["cut_done"] = True
+                    rec["cut"] = True
+                    await asyncio.sleep(0.05)
+                    cwriter.close()
+                    uwriter.close()
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.TimeoutError):
+            pass
+        finally:
+            closed.set()
+            cwriter.close()
+            uwriter.close()
+
+    await asyncio.gather(client_to_upstream(), upstream_to_client())
+
+
+def live(args, rec):
+    """Append a finished exchange to <log>.live.jsonl so the orchestrator can read it mid-run."""
+    with open(args.log + ".live.jsonl", "a") as f:
+        f.write(json.dumps(rec) + "\n")
+
+
+class _NullWriter:
+    def write(self, _):
+        pass
+
+    async def drain(self):
+        pass
+
+
+def dump(path):
+    with open(path, "w") as f:
+        json.dump(sorted(RECORDS, key=lambda r: r["t_req"]), f, indent=1)
+
+
+async def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--listen-host", default="127.0.0.1")
+    ap.add_argument("--listen-port", type=int, required=True)
+    ap.add_argument("--upstream-host", default="127.0.0.1")
+    ap.add_argument("--upstream-port", type=int, required=True)
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--fail-post", default="")
+    ap.add_argument("--cut-sse-after-id", action="store_true")
+    ap.add_argument("--cut-match", default="")
+    ap.add_argument("--lifetime", type=float, default=120)
+    args = ap.parse_args()
+    args.fail_post = {int(x) for x in args.fail_post.split(",") if x}
+    family = socket.AF_INET6 if ":" in args.listen_host else socket.AF_INET
+    server = await asyncio.start_server(lambda r, w: handle_client(r, w, args),
+                                        args.listen_host, args.listen_port, family=family)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    print("proxy listening", flush=True)
+    try:
+        await asyncio.wait_for(stop.wait(), args.lifetime)
+    except asyncio.TimeoutError:
+        pass
+    server.close()
+    dump(args.log)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,519 @@
+#!/usr/bin/env python3
+"""Regenerates every recording in samples/ and its truth file.
+
+usage: python run_all.py [SCENARIO ...]     (default: all)
+
+Each scenario starts real SDK servers/clients (or the raw ones) on loopback, puts proxy.py in
+front of the server (a byte-exact relay that logs every exchange and injects faults), records
+the client-facing port with tcpdump, then writes samples/<name>.truth.json from the proxy log
+plus what the scenario knows it did (retries, continuations). Every process has a lifetime and
+is stopped at the end of its scenario.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import truth
+
+GEN = Path(__file__).resolve().parent
+SAMPLES = GEN.parent
+WORK = GEN / "work"
+PY = str(GEN / ".venv" / "bin" / "python")
+NODE = "node"
+
+
+def wait_port(host, port, timeout=15.0):
+    end = time.time() + timeout
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    while time.time() < end:
+        try:
+            with socket.socket(fam, socket.SOCK_STREAM) as s:
+                s.settimeout(0.5)
+                s.connect((host, port))
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"port {host}:{port} never opened")
+
+
+def read_jsonl(path):
+    if not Path(path).exists():
+        return []
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+class Run:
+    """One scenario: processes, capture, proxy, client windows, truth."""
+
+    all_procs = []  # every process started, so main() can kill leftovers of a failed scenario
+
+    def __init__(self, name, port, ext="pcap", iface="lo", tcpdump_extra=(), listen_host="127.0.0.1"):
+        self.name, self.port, self.ext, self.iface = name, port, ext, iface
+        self.tcpdump_extra = list(tcpdump_extra)
+        self.listen_host = listen_host
+        self.upstream = port + 1
+        self.procs = []
+        self.windows = []  # (label, t0, t1, logfile)
+        self.dir = WORK / name
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for f in self.dir.iterdir():
+            f.unlink()
+        self.capture = SAMPLES / f"{name}.{ext}"
+        self.proxy_log = self.dir / "proxy.json"
+        self.made_by = []
+
+    # --- processes -------------------------------------------------------------------------
+    def spawn(self, cmd, logname):
+        out = open(self.dir / logname, "w")
+        p = subprocess.Popen(cmd, cwd=GEN, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(p)
+        Run.all_procs.append(p)
+        return p
+
+    def server_ts(self, mode="sse", cors=False):
+        cmd = [NODE, "ts/server.mjs", "--port", str(self.upstream), "--mode", mode, "--lifetime", "90"]
+        if cors:
+            cmd.append("--cors")
+        self.spawn(cmd, "server.log")
+        wait_port("127.0.0.1", self.upstream)
+        self.made_by.append(f"TS SDK server ({mode})")
+
+    def server_py(self):
+        self.spawn([PY, "py/server.py", "--port", str(self.upstream), "--lifetime", "90"], "server.log")
+        wait_port("127.0.0.1", self.upstream)
+        self.made_by.append("Python SDK server (MCPServer, streamable HTTP)")
+
+    def server_raw(self):
+        self.spawn([PY, "raw_server.py", "--port", str(self.upstream), "--lifetime", "90"], "server.log")
+        wait_port("127.0.0.1", self.upstream)
+        self.made_by.append("raw_server.py (plain http.server)")
+
+    def proxy(self, *extra):
+        self.proxy_proc = self.spawn([PY, "proxy.py", "--listen-host", self.listen_host, "--listen-port", str(self.port),
+                                      "--upstream-port", str(self.upstream), "--log", str(self.proxy_log),
+                                      "--lifetime", "90", *extra], "proxy.out")
+        wait_port(self.listen_host, self.port)
+        if extra:
+            self.made_by.append("fault proxy " + " ".join(extra))
+
+    @property
+    def url(self):
+        host = f"[{self.listen_host}]" if ":" in self.listen_host else self.listen_host
+        return f"http://{host}:{self.port}/mcp"
+
+    # --- capture ---------------------------------------------------------------------------
+    def capture_start(self):
+        cmd = ["tcpdump", "-i", self.iface, "--immediate-mode", "-w", str(self.capture), "-U", *self.tcpdump_extra, f"tcp port {self.port}"]
+        if self.ext == "pcapng":  # tcpdump 4.99 has no --pcapng: dumpcap (from tshark) writes pcapng
+            cmd = ["dumpcap", "-q", "-i", self.iface, "-w", str(self.capture), "-f", f"tcp port {self.port}"]
+        self.tcpdump = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                        start_new_session=True)
+        Run.all_procs.append(self.tcpdump)
+        ready = threading.Event()
+        self.tcpdump_err = []
+
+        def reader():
+            for line in self.tcpdump.stderr:
+                self.tcpdump_err.append(line)
+                if "listening on" in line or "Capturing on" in line:
+                    ready.set()
+
+        threading.Thread(target=reader, daemon=True).start()
+        if not ready.wait(10):
+            raise RuntimeError("tcpdump did not start: " + "".join(self.tcpdump_err))
+        time.sleep(0.3)
+
+    def capture_stop(self):
+        time.sleep(1.0)
+        self.t_capture_end = time.time()
+        self.tcpdump.send_signal(signal.SIGINT)
+        self.tcpdump.wait(10)
+
+    # --- clients ---------------------------------------------------------------------------
+    def client_ts(self, label, steps, legacy=False, wait=True, url=None):
+        logf = self.dir / f"{label}.jsonl"
+        cmd = [NODE, "ts/client.mjs", "--url", (url or self.url).replace("/mcp", "/sse") if legacy else (url or self.url),
+               "--steps", steps, "--log", str(logf), "--lifetime", "40"]
+        if legacy:
+            cmd.append("--legacy")
+        return self._client(label, cmd, logf, wait, "TS SDK client")
+
+    def client_py(self, label, steps, mode="auto", wait=True):
+        logf = self.dir / f"{label}.jsonl"
+        cmd = [PY, "py/client.py", "--url", self.url, "--steps", steps, "--mode", mode, "--log", str(logf),
+               "--lifetime", "40"]
+        return self._client(label, cmd, logf, wait, f"Python SDK client (mode={mode})")
+
+    def client_raw(self, label, calls):
+        logf = self.dir / f"{label}.jsonl"
+        cmd = [PY, "raw_client.py", "--host", self.listen_host, "--port", str(self.port), "--calls", calls, "--log", str(logf)]
+        return self._client(label, cmd, logf, True, "raw_client.py (http.client)")
+
+    def _client(self, label, cmd, logf, wait, what):
+        if what not in self.made_by:
+            self.made_by.append(what)
+        t0 = time.time()
+        p = subprocess.Popen(cmd, cwd=GEN, stdout=open(self.dir / f"{label}.out", "w"), stderr=subprocess.STDOUT,
+                             start_new_session=True)
+        self.procs.append(p)
+        Run.all_procs.append(p)
+        win = [label, t0, None, logf, p]
+        self.windows.append(win)
+        if wait:
+            self.wait_client(win)
+        return win
+
+    def wait_client(self, win):
+        win[4].wait(60)
+        win[2] = time.time()
+
+    def manual(self, label, cmd):
+        """A command run by hand (curl)."""
+        t0 = time.time()
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+        self.windows.append([label, t0, time.time(), None, None])
+        (self.dir / f"{label}.out").write_text(out.stdout + out.stderr)
+        return out
+
+    # --- truth -----------------------------------------------------------------------------
+    def finish(self, description, annotate=None, extra=None):
+        self.capture_stop()
+        self.proxy_proc.send_signal(signal.SIGTERM)
+        self.proxy_proc.wait(10)
+        for p in self.procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+        records = json.loads(self.proxy_log.read_text())
+        sid_client = {}
+        for label, _, _, logf, _ in self.windows:
+            for line in read_jsonl(logf) if logf else []:
+                if line.get("step") == "connected" and line.get("sessionId"):
+                    sid_client[line["sessionId"]] = label
+
+        def client_of(rec, sid):
+            if sid and sid in sid_client:
+                return sid_client[sid]
+            hits = [w[0] for w in self.windows if w[1] <= rec["t_req"] <= (w[2] or 1e12)]
+            if len(hits) != 1:
+                raise RuntimeError(f"{self.name}: cannot tell which client sent seq {rec['seq']}: {hits}")
+            return hits[0]
+
+        entries = truth.build_entries(records, self.t_capture_end, client_of, {})
+        client_logs = {w[0]: (read_jsonl(w[3]) if w[3] else []) for w in self.windows}
+        if annotate:
+            annotate(entries, records, client_logs)
+        doc = {"capture": self.capture.name, "description": description, "made_by": ", ".join(self.made_by),
+               "server_port": self.port, "link": self.iface, "entries": entries}
+        if extra:
+            doc.update(extra)
+        (SAMPLES / f"{self.name}.truth.json").write_text(json.dumps(doc, indent=1) + "\n")
+        print(f"{self.name}: {len(entries)} entries, {self.capture.stat().st_size} bytes", flush=True)
+        for e in entries:
+            print(f"  {e['n']:>2} {e['client']:<10} {e['session']:<22} {e['http_method']:<6} {e['kind']:<12} "
+                  f"{str(e['jsonrpc_id']):<4} {str(e['rpc_method']):<26} {str(e['http_status']):<4} {e['outcome']:<18} "
+                  f"retry_of={e['retry_of']} {e['retry_origin']} cont={e['continuation_of']}", flush=True)
+
+
+def find(entries, **kw):
+    return [e for e in entries if all(e.get(k) == v for k, v in kw.items())]
+
+
+# --- scenarios -----------------------------------------------------------------------------
+
+def ts_streamable_sse(port):
+    r = Run("ts-streamable-sse", port)
+    r.server_ts("sse")
+    r.proxy()
+    r.capture_start()
+    r.client_ts("ts-client", "list,echo:hello,fail,unknown,badargs,prompt_unknown,slow:2,delete")
+    r.finish("TS client -> TS server, Streamable HTTP (2025-11-25), SSE responses with event-store ids and "
+             "priming events: initialize, notifications/initialized (202), standalone GET stream, tools/list, "
+             "echo (success), fail (isError), unknown tool and bad arguments (isError results, not JSON-RPC "
+             "errors), prompts/get of an unknown prompt (JSON-RPC error -32602 on 200), slow (progress "
+             "notifications on the SSE stream), DELETE.")
+
+
+def ts_streamable_json(port):
+    r = Run("ts-streamable-json", port)
+    r.server_ts("json")
+    r.proxy()
+    r.capture_start()
+    r.client_ts("ts-client", "list,echo:hello,fail,unknown,prompt_unknown,delete")
+    r.finish("TS client -> TS server with enableJsonResponse: application/json responses; the standalone GET "
+             "is still SSE.")
+
+
+def py_default(port):
+    r = Run("py-default", port)
+    r.server_py()
+    r.proxy()
+    r.capture_start()
+    r.client_py("py-client", "list,echo:hello,fail,unknown,slow:2")
+    r.finish("Python client -> Python server, both mcp 2.3.0 defaults: 2026-07-28 (server/discover, no "
+             "initialize, no session id, Mcp-Method/Mcp-Name headers, resultType complete). slow answers "
+             "with SSE (progress then result); everything else is JSON.")
+
+
+def py_legacy_handshake(port):
+    r = Run("py-legacy-handshake", port)
+    r.server_py()
+    r.proxy()
+    r.capture_start()
+    r.client_py("py-client", "list,echo:hello,fail", mode="legacy")
+    r.finish("Python client with mode='legacy' -> Python server: the older initialize handshake (2025-11-25) "
+             "with a session id.")
+
+
+def ts_client_py_server(port):
+    r = Run("ts-client-py-server", port)
+    r.server_py()
+    r.proxy()
+    r.capture_start()
+    r.client_ts("ts-client", "list,echo:hello,fail,unknown,delete")
+    r.finish("TS client (2025-11-25 initialize) -> Python server.")
+
+
+def py_client_ts_server(port):
+    r = Run("py-client-ts-server", port)
+    r.server_ts("sse")
+    r.proxy()
+    r.capture_start()
+    r.client_py("py-client", "list,echo:hello,fail,unknown")
+
+    def annotate(entries, records, logs):
+        first = entries[0]
+        if first["rpc_method"] == "server/discover" and first["http_status"] == 400:
+            first["reason"] += "; era probe: the 2026-07-28 client falls back to initialize (not a retry)"
+    r.finish("Python client (auto mode) -> TS server: server/discover is refused with 400, the client falls "
+             "back to initialize (era negotiation).", annotate)
+
+
+def legacy_sse(port):
+    r = Run("legacy-sse", port)
+    r.server_ts("legacy")
+    r.proxy()
+    r.capture_start()
+    r.client_ts("ts-client", "list,echo:hello,fail", legacy=True)
+    r.finish("TS client SSEClientTransport -> TS server SSEServerTransport (deprecated HTTP+SSE, 2024-11-05 "
+             "style): GET /sse then POST /messages?sessionId=...; POSTs get 202 and answers arrive on /sse.")
+
+
+def fault_503(port):
+    r = Run("fault-503-app-retry", port)
+    r.server_ts("sse")
+    r.proxy("--fail-post", "3")
+    r.capture_start()
+    r.client_ts("ts-client", "retry_echo:retry me,delete")
+
+    def annotate(entries, records, logs):
+        calls = find(entries, rpc_method="tools/call", tool_name="echo")
+        assert calls[0]["http_status"] == 503 and any(l.get("step") == "app_retry" for l in logs["ts-client"])
+        calls[1]["retry_of"] = calls[0]["n"]
+        calls[1]["retry_origin"] = "application"
+        calls[1]["reason"] += "; the application called echo again with a new id 300 ms after the 503"
+    r.finish("The fault proxy answers the 3rd POST (tools/call echo) with 503 and an empty body; the TS SDK "
+             "does not retry, the application waits 300 ms and calls the tool again (new JSON-RPC id).", annotate)
+
+
+def sse_resume(port):
+    r = Run("sse-resume", port)
+    r.server_ts("sse")
+    r.proxy("--cut-sse-after-id", "--cut-match", '"tools/call"')
+    r.capture_start()
+    r.client_ts("ts-client", "slow:3,delete")
+
+    def annotate(entries, records, logs):
+        call = find(entries, rpc_method="tools/call")[0]
+        for e, rec in zip(entries, records):
+            if e["http_method"] == "GET" and truth.hget(rec["req_headers"], "last-event-id"):
+                e["retry_of"] = call["n"]
+                e["retry_origin"] = "sdk"
+        call["reason"] += "; the first SSE stream was cut by the proxy after the first id'd progress event"
+    r.finish("TS client -> fault proxy -> TS server with event store: the proxy closes the tools/call SSE "
+             "response right after the first event with an id: and data (a progress notification); the TS SDK "
+             "resumes with GET + Last-Event-ID and the server replays the rest, including the result.", annotate)
+
+
+def curl_replay(port):
+    r = Run("curl-replay", port)
+    r.server_ts("sse")
+    r.proxy()
+    r.capture_start()
+    r.client_ts("ts-client", "echo:replay me")
+    time.sleep(3)
+    live = [x for x in read_jsonl(str(r.proxy_log) + ".live.jsonl") if '"tools/call"' in x["req_body"]][0]
+    hdrs = {k.lower(): v for k, v in live["req_headers"]}
+    r.manual("curl", ["curl", "-sS", "-m", "10", r.url, "-H", f"mcp-session-id: {hdrs['mcp-session-id']}",
+                      "-H", f"mcp-protocol-version: {hdrs['mcp-protocol-version']}",
+                      "-H", "content-type: application/json", "-H", "accept: application/json, text/event-stream",
+                      "--data-raw", live["req_body"]])
+
+    def annotate(entries, records, logs):
+        orig, replay = find(entries, rpc_method="tools/call")
+        replay["retry_of"] = orig["n"]
+        replay["retry_origin"] = "manual"
+        replay["reason"] += "; curl replay ~3 s later: same session header, id and body, User-Agent curl"
+    r.finish("TS client calls echo and exits without DELETE; ~3 s later the same POST (same session header, "
+             "same id, same body) is replayed with curl (different User-Agent).", annotate)
+
+
+def second_client(port):
+    r = Run("second-client", port)
+    r.server_ts("sse")
+    r.proxy()
+    r.capture_start()
+    r.client_ts("ts-client-1", "echo:same args,delete")
+    time.sleep(2)
+    r.client_ts("ts-client-2", "echo:same args,delete")
+
+    def annotate(entries, records, logs):
+        a, b = find(entries, rpc_method="tools/call")
+        b["retry_of"] = a["n"]
+        b["retry_origin"] = "manual"
+        b["reason"] += ("; a second client process run ~2 s later: new session, same id (ids restart at 0) and "
+                        "same body -> report-schema rule 2, different session and gap >= 1 s: manual")
+    r.finish("Two TS client processes, one after the other (~2 s apart), each in its own session, calling echo "
+             "with the same arguments.", annotate)
+
+
+def concurrent(port):
+    r = Run("concurrent", port)
+    r.server_ts("sse")
+    r.proxy()
+    r.capture_start()
+    wins = [r.client_ts(f"ts-client-{i}", "echo:same args,delete", wait=False) for i in range(1, 5)]
+    for w in wins:
+        r.wait_client(w)
+
+    def annotate(entries, records, logs):
+        for e in find(entries, rpc_method="tools/call"):
+            e["reason"] += "; concurrent workers (same id and body in other sessions < 1 s apart): not a repeat"
+    r.finish("Four TS client processes started at once, each initializing its own session and calling echo "
+             "with the same arguments (same id 1, same body).", annotate, {"order_may_interleave": True})
+
+
+def raw_shapes(port):
+    r = Run("raw-shapes", port)
+    r.server_raw()
+    r.proxy()
+    r.capture_start()
+    r.client_raw("raw-client", "echo,notify,rpc_error_200,http500_success,malformed,both,wrong_id,content_not_array,"
+                 "sse_cut,accepted_request,no_response,echo")
+    r.finish("raw_client.py -> raw_server.py (2026-07-28 style, no SDK): one tools/call per response shape no "
+             "SDK produces: JSON-RPC error on 200, 500 with a success body, cut JSON, both result and error, "
+             "wrong id, content not an array, SSE cut before the answer, 202 to a request, connection closed "
+             "without a response; plus a notification (202).")
+
+
+def mrtr(port):
+    r = Run("mrtr", port)
+    r.server_raw()
+    r.proxy()
+    r.capture_start()
+    r.client_raw("raw-client", "approve")
+
+    def annotate(entries, records, logs):
+        first, follow = find(entries, rpc_method="tools/call")
+        follow["continuation_of"] = first["n"]
+        follow["reason"] += "; MRTR follow-up: new id, inputResponses + requestState echoed"
+    r.finish("Raw MRTR round trip: tools/call -> resultType input_required (inputRequests + requestState), "
+             "then the follow-up tools/call with a new id carrying inputResponses and the requestState.", annotate)
+
+
+def mrtr_py(port):
+    r = Run("mrtr-py", port)
+    r.server_py()
+    r.proxy()
+    r.capture_start()
+    r.client_py("py-client", "approve:deploy")
+
+    def annotate(entries, records, logs):
+        first, follow = find(entries, rpc_method="tools/call")
+        follow["continuation_of"] = first["n"]
+        follow["reason"] += "; MRTR follow-up sent by the Python SDK: new id, inputResponses + sealed requestState"
+    r.finish("Real SDK MRTR: Python client -> Python server (2026-07-28); the tool asks for a reason through an "
+             "elicitation, which the server returns as input_required; the client SDK answers it and re-sends.",
+             annotate)
+
+
+def ipv6(port):
+    r = Run("ipv6", port, listen_host="::1")
+    r.server_ts("sse")
+    r.proxy()
+    r.capture_start()
+    r.client_ts("ts-client", "list,echo:over ipv6,delete")
+    r.finish("TS client -> TS server over IPv6 loopback [::1].")
+
+
+def any_iface(port):
+    r = Run("any-iface", port, iface="any")
+    r.server_py()
+    r.proxy()
+    r.capture_start()
+    r.client_py("py-client", "echo:cooked,fail")
+    r.finish("Python client -> Python server, captured with tcpdump -i any (Linux cooked capture).")
+
+
+def pcapng(port):
+    r = Run("pcapng", port, ext="pcapng")
+    r.server_ts("json")
+    r.proxy()
+    r.capture_start()
+    r.client_ts("ts-client", "echo:pcapng,fail,delete")
+    r.finish("TS client -> TS server (JSON responses), written as pcapng by dumpcap (tcpdump 4.99.3 has no --pcapng).")
+
+
+def snaplen(port):
+    r = Run("snaplen-200", port, tcpdump_extra=["-s", "200"])
+    r.server_ts("sse")
+    r.proxy()
+    r.capture_start()
+    r.client_ts("ts-client", "list,echo:truncated,delete")
+    r.finish("TS client -> TS server captured with snap length 200: every packet is cut to 200 bytes, so "
+             "bodies and most headers are missing (the truth still lists what was sent).",
+             extra={"snaplen": 200})
+
+
+SCENARIOS = {
+    "ts-streamable-sse": ts_streamable_sse, "ts-streamable-json": ts_streamable_json, "py-default": py_default,
+    "py-legacy-handshake": py_legacy_handshake, "ts-client-py-server": ts_client_py_server,
+    "py-client-ts-server": py_client_ts_server, "legacy-sse": legacy_sse, "fault-503-app-retry": fault_503,
+    "sse-resume": sse_resume, "curl-replay": curl_replay, "second-client": second_client,
+    "concurrent": concurrent, "raw-shapes": raw_shapes, "mrtr": mrtr, "mrtr-py": mrtr_py, "ipv6": ipv6,
+    "any-iface": any_iface, "pcapng": pcapng, "snaplen-200": snaplen,
+}
+
+
+def main():
+    names = sys.argv[1:] or list(SCENARIOS)
+    failed = []
+    for i, name in enumerate(SCENARIOS):
+        if name in names:
+            try:
+                SCENARIOS[name](18400 + 10 * i)
+            except Exception as e:  # noqa: BLE001 - report and go on; leftovers are killed below
+                failed.append(name)
+                print(f"{name}: FAILED {e!r}", flush=True)
+            finally:
+                for p in Run.all_procs:
+                    if p.poll() is None:
+                        os.killpg(p.pid, signal.SIGKILL)
+                Run.all_procs.clear()
+    if failed:
+        sys.exit(f"failed scenarios: {failed}")
+
+
+if __name__ == "__main__":
+    main()

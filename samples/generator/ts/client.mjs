@@ -1,0 +1,76 @@
+// MCP client built with the TypeScript SDK, for the recordings in samples/.
+// usage: node ts/client.mjs --url URL --steps a,b,c [--log FILE] [--legacy] [--lifetime S]
+// Steps: list | echo:TEXT | fail | unknown | badargs | boom | prompt_unknown | slow:N |
+//        retry_echo:TEXT (call echo; on error wait 300 ms and call it again: an application retry) |
+//        sleep:MS | delete (terminateSession) | hold:MS (stay connected, idle)
+import fs from 'node:fs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+
+const argv = process.argv.slice(2);
+const opt = (name, dflt) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : dflt; };
+const URL_ = opt('--url');
+const STEPS = (opt('--steps', 'list')).split(',').filter(Boolean);
+const LOG = opt('--log');
+const LIFETIME = Number(opt('--lifetime', '60'));
+setTimeout(() => { log({ event: 'lifetime_exceeded' }); process.exit(3); }, LIFETIME * 1000).unref();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function log(obj) {
+  const line = JSON.stringify({ t: Date.now() / 1000, ...obj });
+  if (LOG) fs.appendFileSync(LOG, line + '\n'); else console.log(line);
+}
+
+const transport = argv.includes('--legacy')
+  ? new SSEClientTransport(new URL(URL_))
+  : new StreamableHTTPClientTransport(new URL(URL_));
+const client = new Client({ name: 'samples-ts-client', version: '1.0.0' });
+
+async function call(name, args, extra = {}) {
+  try {
+    const r = await client.callTool({ name, arguments: args }, undefined, extra);
+    log({ step: 'tools/call', tool: name, ok: true, isError: r.isError ?? false, text: r.content?.[0]?.text });
+    return r;
+  } catch (e) {
+    log({ step: 'tools/call', tool: name, ok: false, error: String(e.message ?? e), code: e.code });
+    throw e;
+  }
+}
+
+async function main() {
+  await client.connect(transport);
+  log({ step: 'connected', sessionId: transport.sessionId ?? null, protocolVersion: transport.protocolVersion ?? null });
+  for (const step of STEPS) {
+    const [name, arg] = step.split(':');
+    try {
+      if (name === 'list') { const r = await client.listTools(); log({ step: 'tools/list', ok: true, n: r.tools.length }); }
+      else if (name === 'echo') await call('echo', { text: arg ?? 'hello' });
+      else if (name === 'fail') await call('fail', { reason: 'on purpose' });
+      else if (name === 'unknown') await call('no_such_tool', {});
+      else if (name === 'badargs') await call('echo', { text: 42 });
+      else if (name === 'boom') await call('boom', {});
+      else if (name === 'prompt_unknown') {
+        try { await client.getPrompt({ name: 'no_such_prompt', arguments: {} }); log({ step: 'prompts/get', ok: true }); }
+        catch (e) { log({ step: 'prompts/get', ok: false, code: e.code, error: e.message }); }
+      }
+      else if (name === 'slow') await call('slow', { steps: Number(arg ?? 3) }, { onprogress: (p) => log({ step: 'progress', progress: p.progress, total: p.total }) });
+      else if (name === 'retry_echo') {
+        try { await call('echo', { text: arg ?? 'retry me' }); }
+        catch (e) {
+          log({ step: 'app_retry', after_ms: 300, reason: String(e.message ?? e) });
+          await sleep(300);
+          await call('echo', { text: arg ?? 'retry me' });
+        }
+      }
+      else if (name === 'sleep' || name === 'hold') await sleep(Number(arg ?? 500));
+      else if (name === 'delete') { await transport.terminateSession(); log({ step: 'delete', ok: true }); }
+      else log({ step: name, error: 'unknown step' });
+    } catch (e) {
+      log({ step: name, ok: false, error: String(e.message ?? e) });
+    }
+  }
+  await client.close();
+  log({ step: 'closed' });
+}
+main().then(() => process.exit(0), (e) => { log({ step: 'fatal', error: String(e.stack ?? e) }); process.exit(1); });

@@ -1,0 +1,128 @@
+// MCP servers built with the TypeScript SDK, for the recordings in samples/.
+// usage: node ts/server.mjs --port N [--mode sse|json|legacy] [--cors] [--lifetime S]
+//   sse    : Streamable HTTP, stateful (session ids), SSE responses, in-memory event store (resumable)
+//   json   : same, with enableJsonResponse (application/json responses)
+//   legacy : deprecated HTTP+SSE transport (GET /sse + POST /messages?sessionId=...)
+import http from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
+import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js';
+import { z } from 'zod';
+
+const argv = process.argv.slice(2);
+const opt = (name, dflt) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : dflt; };
+const PORT = Number(opt('--port', '3001'));
+const HOST = opt('--host', '127.0.0.1');
+const MODE = opt('--mode', 'sse');
+const CORS = argv.includes('--cors');
+const LIFETIME = Number(opt('--lifetime', '120'));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function buildServer() {
+  const server = new McpServer({ name: 'samples-ts-server', version: '1.0.0' });
+  server.registerTool('echo', { description: 'Echo the text back', inputSchema: { text: z.string() } },
+    async ({ text }) => ({ content: [{ type: 'text', text: `echo: ${text}` }] }));
+  server.registerTool('fail', { description: 'Always fails (isError result)', inputSchema: { reason: z.string().optional() } },
+    async ({ reason }) => ({ isError: true, content: [{ type: 'text', text: `failed: ${reason ?? 'on purpose'}` }] }));
+  server.registerTool('slow', { description: 'Sends progress notifications, then answers', inputSchema: { steps: z.number().int().min(1).max(5) } },
+    async ({ steps }, extra) => {
+      const token = extra._meta?.progressToken;
+      for (let i = 1; i <= steps; i++) {
+        await sleep(150);
+        if (token !== undefined) {
+          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: steps, message: `step ${i}` } });
+        }
+      }
+      await sleep(150);
+      return { content: [{ type: 'text', text: `slow done after ${steps} steps` }] };
+    });
+  server.registerTool('boom', { description: 'Throws inside the handler', inputSchema: {} },
+    async () => { throw new Error('boom: handler threw'); });
+  server.registerPrompt('greet', { description: 'A greeting prompt', argsSchema: { name: z.string() } },
+    ({ name }) => ({ messages: [{ role: 'user', content: { type: 'text', text: `Hello ${name}` } }] }));
+  return server;
+}
+
+function cors(res) {
+  if (!CORS) return;
+  res.setHeader('Access-Control-Allow-Origin', '*');
+  res.setHeader('Access-Control-Allow-Methods', 'GET, POST, DELETE, OPTIONS');
+  res.setHeader('Access-Control-Allow-Headers', 'content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id');
+  res.setHeader('Access-Control-Expose-Headers', 'mcp-session-id');
+}
+
+async function readJson(req) {
+  const chunks = [];
+  for await (const c of req) chunks.push(c);
+  const text = Buffer.concat(chunks).toString('utf8');
+  try { return JSON.parse(text); } catch { return undefined; }
+}
+
+const transports = new Map();
+
+async function handleStreamable(req, res) {
+  const url = new URL(req.url, 'http://x');
+  if (url.pathname !== '/mcp') { res.writeHead(404).end('not found'); return; }
+  const sid = req.headers['mcp-session-id'];
+  if (req.method === 'POST') {
+    const body = await readJson(req);
+    let transport = sid ? transports.get(sid) : undefined;
+    if (!transport && !sid && body && body.method === 'initialize') {
+      transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        enableJsonResponse: MODE === 'json',
+        eventStore: MODE === 'json' ? undefined : new InMemoryEventStore(),
+        onsessioninitialized: (id) => transports.set(id, transport),
+      });
+      transport.onclose = () => { if (transport.sessionId) transports.delete(transport.sessionId); };
+      await buildServer().connect(transport);
+    }
+    if (!transport) {
+      // Same shapes the SDK itself uses for a missing / unknown session.
+      const status = sid ? 404 : 400;
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: sid ? -32001 : -32000, message: sid ? 'Session not found' : 'Bad Request: No valid session ID provided' }, id: null }));
+      return;
+    }
+    await transport.handleRequest(req, res, body);
+    return;
+  }
+  const transport = sid ? transports.get(sid) : undefined;
+  if (!transport) { res.writeHead(sid ? 404 : 400).end(); return; }
+  await transport.handleRequest(req, res);
+}
+
+const legacy = new Map();
+async function handleLegacy(req, res) {
+  const url = new URL(req.url, 'http://x');
+  if (req.method === 'GET' && url.pathname === '/sse') {
+    const transport = new SSEServerTransport('/messages', res);
+    legacy.set(transport.sessionId, transport);
+    res.on('close', () => legacy.delete(transport.sessionId));
+    await buildServer().connect(transport);
+    return;
+  }
+  if (req.method === 'POST' && url.pathname === '/messages') {
+    const transport = legacy.get(url.searchParams.get('sessionId'));
+    if (!transport) { res.writeHead(404).end('unknown session'); return; }
+    await transport.handlePostMessage(req, res);
+    return;
+  }
+  res.writeHead(404).end('not found');
+}
+
+const httpServer = http.createServer(async (req, res) => {
+  cors(res);
+  if (req.method === 'OPTIONS') { res.writeHead(204).end(); return; }
+  try {
+    if (MODE === 'legacy') await handleLegacy(req, res); else await handleStreamable(req, res);
+  } catch (e) {
+    console.error('server error', e);
+    if (!res.headersSent) res.writeHead(500).end();
+  }
+});
+httpServer.listen(PORT, HOST, () => console.log(`ts server (${MODE}) listening on ${HOST}:${PORT}`));
+setTimeout(() => process.exit(0), LIFETIME * 1000).unref();
+for (const s of ['SIGTERM', 'SIGINT']) process.on(s, () => process.exit(0));

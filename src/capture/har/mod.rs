@@ -1,0 +1,532 @@
+//! HAR 1.2/1.3 exports (browsers, mitmproxy, Charles, Insomnia, Playwright)
+//! -> [`HttpEvent`]s: HAR input rejoins the pipeline at the MCP stage.
+//!
+//! In: the bytes of a `.har` file (a UTF-8 BOM is skipped) or of mitmproxy's
+//! `.zhar` (the same JSON, zlib- or gzip-compressed). Out: per entry, in
+//! request-time order (`startedDateTime`, ties in file order), a `Request`
+//! followed by `ResponseHead`, at most one `ResponseBody` and a `ResponseEnd`,
+//! or by a `NoResponse`: the same contract as the HTTP stage.
+//!
+//! Only a file that is not a HAR at all is an error; a damaged entry is read
+//! tolerantly or skipped and counted as a `har.*` anomaly. Never panics.
+//!
+//! Mapping decisions (each documented where it is made):
+//! * one connection per entry, unless the entry names a `connection`: entries
+//!   with the same id and server share a [`ConnInfo`] and get `trans_depth`
+//!   1, 2, ... in time order; `tcp_stream` is that id when it is numeric.
+//! * `client_addr` is empty: HAR does not record the client's address.
+//! * `server_addr` is `serverIPAddress` with the URL's port, else the URL's
+//!   host and port.
+//! * timestamps: request at `startedDateTime`, request sent at the first
+//!   response byte minus `wait`, response head at the end minus `receive`,
+//!   body and end at `startedDateTime + time` (see [`time::instants`]).
+
+mod body;
+mod entry;
+mod time;
+mod url;
+
+pub use body::MAX_DECODED_BODY_BYTES;
+
+use super::CaptureError;
+use crate::anomaly::Stats;
+use crate::http::{
+    BodyEnd, ConnInfo, ExchangeRef, Headers, HttpEvent, HttpRequest, RequestHead, ResponseHead,
+};
+use entry::{EntryRecord, Model, Parsed, ResponseRecord};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::Arc;
+
+/// Largest HAR document a `.zhar` may inflate to; a bigger one is refused
+/// rather than exhausting memory.
+pub const MAX_INFLATED_HAR_BYTES: u64 = 1024 * 1024 * 1024;
+
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// True when `data` is a compressed HAR (mitmproxy's `.zhar`): a zlib stream
+/// (RFC 1950 header: CM 8, FCHECK) or a gzip member whose first inflated
+/// non-blank byte is `{`. Neither signature collides with pcap/pcapng magics.
+pub fn is_compressed_har(data: &[u8]) -> bool {
+    let mut head = Vec::new();
+    let res = if looks_zlib(data) {
+        flate2::read::ZlibDecoder::new(data)
+            .take(256)
+            .read_to_end(&mut head)
+    } else if data.starts_with(&[0x1f, 0x8b]) {
+        flate2::read::MultiGzDecoder::new(data)
+            .take(256)
+            .read_to_end(&mut head)
+    } else {
+        return false;
+    };
+    // A short read error after some output still tells us what the text starts with.
+    let _ = res;
+    let text = head.strip_prefix(UTF8_BOM).unwrap_or(&head);
+    text.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'{')
+}
+
+fn looks_zlib(b: &[u8]) -> bool {
+    match (b.first(), b.get(1)) {
+        (Some(&cmf), Some(&flg)) => {
+            cmf & 0x0f == 8 && cmf >> 4 <= 7 && (u16::from(cmf) << 8 | u16::from(flg)) % 31 == 0
+        }
+        _ => false,
+    }
+}
+
+/// Inflate a `.zhar` within [`MAX_INFLATED_HAR_BYTES`].
+fn inflate_document(name: &str, data: &[u8]) -> Result<Vec<u8>, CaptureError> {
+    let mut out = Vec::new();
+    let limit = MAX_INFLATED_HAR_BYTES.saturating_add(1);
+    let res = if looks_zlib(data) {
+        flate2::read::ZlibDecoder::new(data)
+            .take(limit)
+            .read_to_end(&mut out)
+    } else {
+        flate2::read::MultiGzDecoder::new(data)
+            .take(limit)
+            .read_to_end(&mut out)
+    };
+    let malformed = |reason: String| CaptureError::Malformed {
+        path: name.to_string(),
+        reason,
+    };
+    match res {
+        Err(e) => Err(malformed(format!("compressed HAR (.zhar) is damaged: {e}"))),
+        Ok(n) if (n as u64) > MAX_INFLATED_HAR_BYTES => Err(malformed(format!(
+            "compressed HAR inflates beyond {MAX_INFLATED_HAR_BYTES} bytes; refused"
+        ))),
+        Ok(_) => Ok(out),
+    }
+}
+
+/// Parse a whole HAR document (bytes as read from the file, maybe with a
+/// UTF-8 BOM, or a `.zhar`) into [`HttpEvent`]s, ordered by request time
+/// (`startedDateTime`; stable for ties).
+///
+/// `name` becomes `ConnInfo.capture`; connection ids start at `conn_base`.
+/// Fatal only when the document is not a HAR at all (not JSON, no
+/// `log.entries`): [`CaptureError::Malformed`] with the reason. Damaged
+/// entries are read tolerantly or skipped, with a `har.*` anomaly each.
+/// Counts one `stats.http_exchanges` per entry delivered.
+pub fn read_har(
+    name: &str,
+    data: &[u8],
+    conn_base: u64,
+    stats: &mut Stats,
+) -> Result<Vec<HttpEvent>, CaptureError> {
+    let inflated;
+    let mut doc = data;
+    if is_compressed_har(data) {
+        inflated = inflate_document(name, data)?;
+        doc = &inflated;
+    }
+    let doc = doc.strip_prefix(UTF8_BOM).unwrap_or(doc);
+    let malformed = |reason: String| CaptureError::Malformed {
+        path: name.to_string(),
+        reason,
+    };
+    let root: Value = serde_json::from_slice(doc)
+        .map_err(|e| malformed(format!("not a HAR file: invalid JSON ({e})")))?;
+    let log = root
+        .get("log")
+        .filter(|l| l.is_object())
+        .ok_or_else(|| malformed("not a HAR file: no top-level `log` object".to_string()))?;
+    let entries = log
+        .get("entries")
+        .and_then(Value::as_array)
+        .ok_or_else(|| {
+            malformed("not a HAR file: `log.entries` is missing or not a list".to_string())
+        })?;
+
+    // The strict model follows `log.version`; an unknown version is still
+    // read (as 1.2, whose fields 1.3 only extends) rather than refused.
+    let model = match log.get("version").and_then(Value::as_str) {
+        Some("1.2") => Model::V1_2,
+        Some("1.3") => Model::V1_3,
+        Some(_) => {
+            stats.anomaly("har.unsupported_version");
+            Model::V1_2
+        }
+        None => {
+            stats.anomaly("har.missing_version");
+            Model::V1_2
+        }
+    };
+
+    let mut records = Vec::with_capacity(entries.len());
+    let mut last_start = 0i64;
+    for v in entries {
+        let mut anomalies = Vec::new();
+        let rec = match entry::parse_entry(model, v) {
+            None => {
+                stats.anomaly("har.entry_skipped");
+                continue;
+            }
+            Some(Parsed::Strict(rec)) => rec,
+            Some(Parsed::Tolerant(rec)) => {
+                anomalies.push("har.tolerant_parse");
+                if entry::dropped_headers(v) > 0 {
+                    anomalies.push("har.bad_header");
+                }
+                rec
+            }
+        };
+        // An entry without a readable start keeps its place in file order.
+        let start = match time::parse_datetime_us(&rec.started) {
+            Some(t) => t,
+            None => {
+                anomalies.push("har.bad_timestamp");
+                last_start
+            }
+        };
+        last_start = start;
+        records.push((start, rec, anomalies));
+    }
+    // Stable: ties keep file order.
+    records.sort_by_key(|(start, _, _)| *start);
+
+    let capture: Arc<str> = Arc::from(name);
+    let mut conns = Connections::new(conn_base, capture);
+    let mut out = Vec::with_capacity(records.len().saturating_mul(4));
+    for (start, rec, anomalies) in records {
+        entry_events(start, rec, anomalies, &mut conns, stats, &mut out);
+    }
+    Ok(out)
+}
+
+/// Assigns [`ConnInfo`]s and `trans_depth`s in request-time order.
+struct Connections {
+    next: u64,
+    capture: Arc<str>,
+    /// (connection id, server address) -> connection and requests so far.
+    named: HashMap<(String, String), (Arc<ConnInfo>, u32)>,
+}
+
+impl Connections {
+    fn new(conn_base: u64, capture: Arc<str>) -> Self {
+        Connections {
+            next: conn_base,
+            capture,
+            named: HashMap::new(),
+        }
+    }
+
+    fn fresh(&mut self, tcp_stream: Option<u64>, server_addr: String) -> Arc<ConnInfo> {
+        let conn = self.next;
+        self.next = self.next.saturating_add(1);
+        Arc::new(ConnInfo {
+            conn,
+            tcp_stream,
+            // HAR records no client address.
+            client_addr: String::new(),
+            server_addr,
+            capture: Arc::clone(&self.capture),
+        })
+    }
+
+    /// The exchange slot of the next request. `connection` is the entry's
+    /// id; the server address is part of the key because an id is only
+    /// unique per server in some exports.
+    fn slot(&mut self, connection: Option<String>, server_addr: String) -> ExchangeRef {
+        let Some(id) = connection else {
+            return ExchangeRef {
+                conn: self.fresh(None, server_addr),
+                depth: 1,
+            };
+        };
+        let key = (id, server_addr);
+        if let Some((conn, depth)) = self.named.get_mut(&key) {
+            *depth = depth.saturating_add(1);
+            return ExchangeRef {
+                conn: Arc::clone(conn),
+                depth: *depth,
+            };
+        }
+        let conn = self.fresh(key.0.parse().ok(), key.1.clone());
+        self.named.insert(key, (Arc::clone(&conn), 1));
+        ExchangeRef { conn, depth: 1 }
+    }
+}
+
+/// `httpVersion` as the HTTP stage writes it: `1.0`, `1.1`, `2`, `3`, or
+/// empty when the recorder left it blank or wrote something unknown.
+fn normalise_version(v: &str) -> String {
+    let lower = v.trim().to_ascii_lowercase();
+    let bare = lower.strip_prefix("http/").unwrap_or(&lower);
+    match bare {
+        "1.1" => "1.1",
+        "1.0" => "1.0",
+        "0.9" => "0.9",
+        "2" | "2.0" | "h2" | "h2c" => "2",
+        b if b == "3" || b == "3.0" || b.starts_with("h3") => "3",
+        _ => "",
+    }
+    .to_string()
+}
+
+/// Drop HTTP/2 and HTTP/3 pseudo-headers (RFC 9113 §8.3), which have no
+/// place in an HTTP/1-shaped header list; `:authority` is returned so it can
+/// become `Host` (RFC 9113 §8.3.1).
+fn split_pseudo(headers: Vec<(String, String)>) -> (Vec<(String, String)>, Option<String>) {
+    let mut authority = None;
+    let mut plain = Vec::with_capacity(headers.len());
+    for (n, v) in headers {
+        if let Some(p) = n.strip_prefix(':') {
+            if p.eq_ignore_ascii_case("authority") && authority.is_none() {
+                authority = Some(v);
+            }
+        } else {
+            plain.push((n, v));
+        }
+    }
+    (plain, authority)
+}
+
+/// Status codes that never carry a body (RFC 9110 §6.4.1).
+fn bodiless(method: &str, status: u16) -> bool {
+    method.eq_ignore_ascii_case("HEAD") || status < 200 || status == 204 || status == 304
+}
+
+/// Collects an entry's anomaly names and counts them in [`Stats`].
+struct Notes<'a> {
+    stats: &'a mut Stats,
+}
+
+impl Notes<'_> {
+    fn add(&mut self, list: &mut Vec<String>, name: &str) {
+        self.stats.anomaly(name);
+        list.push(name.to_string());
+    }
+}
+
+/// Body bytes of a text field; on a bad encoding the text itself, noted.
+fn field_bytes(
+    text: &str,
+    encoding: Option<&str>,
+    notes: &mut Notes<'_>,
+    list: &mut Vec<String>,
+) -> Vec<u8> {
+    body::decode_text(text, encoding).unwrap_or_else(|anomaly| {
+        notes.add(list, anomaly);
+        text.as_bytes().to_vec()
+    })
+}
+
+/// Content-decoded body bytes, with the anomalies of the decoding noted.
+fn content_decoded(
+    raw: Vec<u8>,
+    headers: &Headers,
+    notes: &mut Notes<'_>,
+    list: &mut Vec<String>,
+) -> Vec<u8> {
+    let decoded = body::undo_content_encoding(raw, headers.get("content-encoding"));
+    for a in decoded.anomalies {
+        notes.add(list, a);
+    }
+    decoded.body
+}
+
+/// Events of one entry, appended to `out`.
+fn entry_events(
+    start: i64,
+    rec: EntryRecord,
+    entry_anomalies: Vec<&'static str>,
+    conns: &mut Connections,
+    stats: &mut Stats,
+    out: &mut Vec<HttpEvent>,
+) {
+    stats.http_exchanges = stats.http_exchanges.saturating_add(1);
+    let mut notes = Notes { stats };
+    let mut req_anomalies = Vec::new();
+    for a in entry_anomalies {
+        notes.add(&mut req_anomalies, a);
+    }
+    if rec.websocket_messages {
+        notes.add(&mut req_anomalies, "har.websocket_messages_ignored");
+    }
+    let at = time::instants(start, rec.time_ms, &rec.timings);
+    let q = rec.request;
+
+    let parts = url::parse_url(&q.url);
+    if parts.is_none() {
+        notes.add(&mut req_anomalies, "har.bad_url");
+    }
+    let server_ip = rec
+        .server_ip
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    let server_addr = match (&parts, server_ip) {
+        (Some(p), Some(ip)) => url::socket_addr(ip, p.port),
+        (Some(p), None) => url::socket_addr(&p.host, p.port),
+        (None, _) => String::new(),
+    };
+    // Firefox writes the server port into `connection`; that is no id.
+    let connection = rec
+        .connection
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty() && parts.as_ref().is_none_or(|p| *c != p.port.to_string()));
+    let xref = conns.slot(connection, server_addr);
+
+    let (mut headers, authority) = split_pseudo(q.headers);
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        // RFC 9110 §7.2: a Host is always sent; HTTP/2 carries it as :authority.
+        if let Some(host) = authority.or_else(|| parts.as_ref().map(|p| p.authority.clone())) {
+            headers.insert(0, ("Host".to_string(), host));
+        }
+    }
+    let req_headers = Headers(headers);
+    let req_raw = q
+        .post_text
+        .as_deref()
+        .map(|t| {
+            field_bytes(
+                t,
+                q.post_encoding.as_deref(),
+                &mut notes,
+                &mut req_anomalies,
+            )
+        })
+        .unwrap_or_default();
+    let req_body = content_decoded(req_raw, &req_headers, &mut notes, &mut req_anomalies);
+    let method = q.method;
+
+    // Decide the response before emitting, so `har.no_response` lands on the request.
+    let response = match rec.response {
+        Some(r) if r.status == 0 => None,
+        Some(r) => match u16::try_from(r.status)
+            .ok()
+            .filter(|s| (100..=999).contains(s))
+        {
+            Some(status) => Some((status, r)),
+            None => {
+                notes.add(&mut req_anomalies, "har.bad_status");
+                None
+            }
+        },
+        None => None,
+    };
+    if response.is_none() {
+        // Status 0 is how browsers and mitmproxy record a failed or aborted request.
+        notes.add(&mut req_anomalies, "har.no_response");
+    }
+
+    out.push(HttpEvent::Request(HttpRequest {
+        xref: xref.clone(),
+        ts_first_us: at.start,
+        ts_last_us: at.request_end,
+        frame: 0,
+        wire_len: u64::try_from(q.body_size).unwrap_or(req_body.len() as u64),
+        head: RequestHead {
+            method: method.clone(),
+            uri: parts
+                .as_ref()
+                .map_or_else(|| q.url.clone(), |p| p.target.clone()),
+            version: normalise_version(&q.http_version),
+            headers: req_headers,
+        },
+        body: req_body,
+        complete: true,
+        anomalies: req_anomalies,
+    }));
+
+    let Some((status, r)) = response else {
+        out.push(HttpEvent::NoResponse {
+            xref,
+            ts_us: at.end,
+            end: BodyEnd::CaptureEnd,
+        });
+        return;
+    };
+    response_events(status, r, &method, xref, at, &mut notes, out);
+}
+
+/// `ResponseHead`, `ResponseBody` (when a body was recorded) and `ResponseEnd`.
+fn response_events(
+    status: u16,
+    r: ResponseRecord,
+    method: &str,
+    xref: ExchangeRef,
+    at: time::Instants,
+    notes: &mut Notes<'_>,
+    out: &mut Vec<HttpEvent>,
+) {
+    let mut anomalies = Vec::new();
+    let headers = Headers(split_pseudo(r.headers).0);
+    let media = headers.media_type().or_else(|| {
+        r.mime_type.as_deref().map(|m| {
+            m.split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
+    });
+    let is_sse = media.as_deref() == Some("text/event-stream");
+
+    let recorded = r.text.as_deref().filter(|t| !t.is_empty());
+    let body = match recorded {
+        Some(t) => {
+            let raw = field_bytes(t, r.text_encoding.as_deref(), notes, &mut anomalies);
+            content_decoded(raw, &headers, notes, &mut anomalies)
+        }
+        None => Vec::new(),
+    };
+    let no_body_expected = bodiless(method, status);
+    // Rules, in order: an event stream must end on an event boundary, or it
+    // was cut (or never kept) by the recorder; any other body the recorder
+    // sized but did not keep is also not a complete response.
+    let end = if no_body_expected {
+        BodyEnd::Complete
+    } else if is_sse && body.is_empty() {
+        notes.add(&mut anomalies, "har.sse_body_not_recorded");
+        BodyEnd::CaptureEnd
+    } else if is_sse && !body::sse_ends_with_blank_line(&body) {
+        notes.add(&mut anomalies, "har.sse_body_truncated");
+        BodyEnd::CaptureEnd
+    } else if body.is_empty() && r.content_size > 0 {
+        notes.add(&mut anomalies, "har.body_not_recorded");
+        BodyEnd::CaptureEnd
+    } else {
+        BodyEnd::Complete
+    };
+    let decoded_len = if body.is_empty() && !no_body_expected {
+        u64::try_from(r.content_size).unwrap_or(0)
+    } else {
+        body.len() as u64
+    };
+    let wire_len = u64::try_from(r.body_size).unwrap_or(body.len() as u64);
+
+    out.push(HttpEvent::ResponseHead {
+        xref: xref.clone(),
+        ts_us: at.response_head,
+        frame: 0,
+        head: ResponseHead {
+            status,
+            reason: r.status_text,
+            version: normalise_version(&r.http_version),
+            headers,
+        },
+    });
+    if !body.is_empty() {
+        out.push(HttpEvent::ResponseBody {
+            xref: xref.clone(),
+            ts_us: at.end,
+            data: body,
+        });
+    }
+    out.push(HttpEvent::ResponseEnd {
+        xref,
+        ts_us: at.end,
+        end,
+        wire_len,
+        decoded_len,
+        anomalies,
+    });
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,88 @@
+//! k-way merge of several packet inputs into one capture, in timestamp order.
+//!
+//! Like `mergecap`: each input contributes only its next frame, so frames of
+//! one input keep their file order even when its timestamps go backwards;
+//! equal timestamps keep input order (the heap key is `(ts_ns, position)`).
+
+use super::reader::{PacketReader, UNKNOWN_INTERFACE_LINK_TYPE};
+use super::{Frame, InputInfo};
+use crate::anomaly::Stats;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Merges [`PacketReader`]s and numbers their frames as one capture.
+pub struct Merger {
+    readers: Vec<PacketReader>,
+    /// Next frame of each reader, if it has one.
+    heads: Vec<Option<Frame>>,
+    /// `(ts_ns, reader position)` of every present head.
+    queue: BinaryHeap<Reverse<(i64, usize)>>,
+    primed: bool,
+    next_index: u64,
+}
+
+impl Merger {
+    /// Merge `readers`; their position in the vector breaks timestamp ties.
+    pub fn new(readers: Vec<PacketReader>) -> Merger {
+        let heads = readers.iter().map(|_| None).collect();
+        Merger {
+            readers,
+            heads,
+            queue: BinaryHeap::new(),
+            primed: false,
+            next_index: 1,
+        }
+    }
+
+    /// Pull reader `i`'s next frame into its head slot. Damage ends that reader
+    /// only: it is already in its `InputInfo.error`, here it becomes an anomaly.
+    fn pull(&mut self, i: usize, stats: &mut Stats) {
+        let Some(reader) = self.readers.get_mut(i) else {
+            return;
+        };
+        match reader.next() {
+            Some(Ok(frame)) => {
+                self.queue.push(Reverse((frame.ts_ns, i)));
+                if let Some(slot) = self.heads.get_mut(i) {
+                    *slot = Some(frame);
+                }
+            }
+            Some(Err(_)) => stats.anomaly("capture.damaged_input"),
+            None => {}
+        }
+    }
+
+    /// The next frame in timestamp order, with `index` set (1-based across inputs).
+    /// Counts `stats.packets_total`.
+    pub fn next_frame(&mut self, stats: &mut Stats) -> Option<Frame> {
+        if !self.primed {
+            self.primed = true;
+            for i in 0..self.readers.len() {
+                self.pull(i, stats);
+            }
+        }
+        let Reverse((_, i)) = self.queue.pop()?;
+        let mut frame = self.heads.get_mut(i)?.take()?;
+        self.pull(i, stats);
+        frame.index = self.next_index;
+        self.next_index = self.next_index.saturating_add(1);
+        stats.packets_total = stats.packets_total.saturating_add(1);
+        if frame.link_type == UNKNOWN_INTERFACE_LINK_TYPE {
+            stats.anomaly("capture.unknown_interface");
+        }
+        Some(frame)
+    }
+
+    /// Bytes read from all inputs so far (compressed bytes for gzip), for progress.
+    pub fn bytes_read(&self) -> u64 {
+        self.readers
+            .iter()
+            .map(PacketReader::bytes_read)
+            .fold(0u64, u64::saturating_add)
+    }
+
+    /// Facts about every input, in input order.
+    pub fn infos(&self) -> Vec<InputInfo> {
+        self.readers.iter().map(|r| r.info().clone()).collect()
+    }
+}

@@ -1,0 +1,476 @@
+//! Streaming packet reader for classic pcap and pcapng, over any `Read`.
+//!
+//! We keep our own refillable buffer and call pcap-parser's record/block
+//! parsers on it: `Incomplete` means "read more", and the buffer grows for a
+//! block larger than one read (cf. pcap-parser's `err-buffertoosmall.pcapng`).
+//! Memory is bounded by [`MAX_RECORD_BYTES`] plus one read chunk, whatever the
+//! file size. Damage after a valid header ends this input with one
+//! [`CaptureError::Malformed`] naming the byte offset; frames before it stand.
+
+use super::{CaptureError, Frame, InputInfo};
+use pcap_parser::nom;
+use pcap_parser::pcapng::{Block, parse_block_be, parse_block_le};
+use pcap_parser::traits::PcapNGPacketBlock;
+use pcap_parser::{LegacyPcapBlock, PcapError};
+use std::io::{ErrorKind, Read};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes asked from the underlying reader per refill.
+pub const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// Largest pcap record or pcapng block we accept. libpcap caps snap lengths at
+/// 256 KiB (`MAXIMUM_SNAPLEN`); we allow far more (TSO, USB, big custom blocks)
+/// but a length field beyond this is damage, not a reason to buffer gigabytes.
+pub const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
+
+/// Link type given to frames whose pcapng interface does not exist, so the
+/// decoder counts them as skipped by link type.
+pub const UNKNOWN_INTERFACE_LINK_TYPE: u32 = u32::MAX;
+
+/// Default pcapng timestamp resolution (microseconds, pcapng spec §4.2 `if_tsresol`).
+const DEFAULT_UNITS_PER_SEC: u64 = 1_000_000;
+
+/// Counts bytes pulled from the file (before decompression), shared with the reader.
+pub(crate) struct CountingReader<R> {
+    pub(crate) inner: R,
+    pub(crate) count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// A pcapng interface (one Interface Description Block of the current section).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Interface {
+    link_type: u32,
+    snaplen: u32,
+    units_per_sec: u64,
+    offset_s: i64,
+}
+
+/// Per-format parsing state.
+#[derive(Debug)]
+pub(crate) enum Layout {
+    /// Classic pcap: byte order, timestamp unit and record header size are fixed
+    /// by the file header magic.
+    Pcap {
+        big_endian: bool,
+        nanos: bool,
+        /// Kuznetzov's patched format (magic 0xa1b2cd34): 24-byte record headers.
+        modified: bool,
+        link_type: u32,
+    },
+    /// pcapng: byte order and interface table are per section.
+    PcapNg {
+        big_endian: bool,
+        interfaces: Vec<Interface>,
+    },
+}
+
+impl Layout {
+    pub(crate) fn pcapng(big_endian: bool) -> Layout {
+        Layout::PcapNg {
+            big_endian,
+            interfaces: Vec::new(),
+        }
+    }
+}
+
+/// Reads frames from one pcap or pcapng input, streaming.
+///
+/// Invariant: `buf[pos..]` holds the unparsed bytes, which start at file
+/// offset `offset` (decompressed offset for gzip inputs).
+pub struct PacketReader {
+    input: usize,
+    reader: Box<dyn Read + Send>,
+    buf: Vec<u8>,
+    pos: usize,
+    offset: u64,
+    eof: bool,
+    done: bool,
+    layout: Layout,
+    info: InputInfo,
+    counter: Arc<AtomicU64>,
+}
+
+/// What one parsed record/block amounts to, owned so the buffer can move on.
+enum Item {
+    Frame(Frame),
+    Skip,
+}
+
+/// One parse step's outcome, with the bytes it consumed.
+enum Step {
+    Parsed(usize, Item),
+    /// Need more input (at least this many more bytes, 0 = unknown).
+    Incomplete(usize),
+    Bad(String),
+}
+
+impl PacketReader {
+    /// `initial` holds bytes already read from `reader` (the file header included);
+    /// `skip` of them are consumed (the pcap global header).
+    pub(crate) fn new(
+        input: usize,
+        reader: Box<dyn Read + Send>,
+        initial: Vec<u8>,
+        skip: usize,
+        layout: Layout,
+        info: InputInfo,
+        counter: Arc<AtomicU64>,
+    ) -> PacketReader {
+        let skip = skip.min(initial.len());
+        PacketReader {
+            input,
+            reader,
+            buf: initial,
+            pos: skip,
+            offset: skip as u64,
+            eof: false,
+            done: false,
+            layout,
+            info,
+            counter,
+        }
+    }
+
+    /// Facts about this input so far (link types grow as pcapng interfaces appear).
+    pub fn info(&self) -> &InputInfo {
+        &self.info
+    }
+
+    /// Bytes read from the file so far (compressed bytes for gzip).
+    pub fn bytes_read(&self) -> u64 {
+        self.counter.load(Ordering::Relaxed)
+    }
+
+    fn fail(&mut self, reason: String) -> CaptureError {
+        self.done = true;
+        let err = CaptureError::Malformed {
+            path: self.info.name.clone(),
+            reason,
+        };
+        self.info.error = Some(err.to_string());
+        self.info.bytes = self.bytes_read();
+        err
+    }
+
+    /// Read more input: at least one read of `max(needed, READ_CHUNK_BYTES)` space.
+    fn refill(&mut self, needed: usize) -> Result<(), CaptureError> {
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        let want = needed.max(READ_CHUNK_BYTES);
+        let old_len = self.buf.len();
+        self.buf.resize(old_len.saturating_add(want), 0);
+        let res = loop {
+            let space = self.buf.get_mut(old_len..).unwrap_or_default();
+            match self.reader.read(space) {
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        match res {
+            Ok(n) => {
+                self.buf.truncate(old_len.saturating_add(n));
+                self.eof = n == 0;
+                self.info.bytes = self.bytes_read();
+                Ok(())
+            }
+            Err(e) => {
+                self.buf.truncate(old_len);
+                self.done = true;
+                let err = CaptureError::Io {
+                    path: self.info.name.clone(),
+                    source: e,
+                };
+                self.info.error = Some(err.to_string());
+                Err(err)
+            }
+        }
+    }
+
+    /// Length of the record/block starting the buffer, from its header, if known.
+    fn pending_len(&self) -> Option<u64> {
+        let data = self.buf.get(self.pos..)?;
+        match &self.layout {
+            Layout::Pcap {
+                big_endian,
+                modified,
+                ..
+            } => {
+                let caplen = read_u32(data.get(8..12)?, *big_endian);
+                let hdr = if *modified { 24 } else { 16 };
+                Some(u64::from(caplen) + hdr)
+            }
+            Layout::PcapNg { big_endian, .. } => {
+                let block_type = data.get(0..4)?;
+                // A section header announces its own byte order (pcapng §4.1).
+                let be = if block_type == [0x0a, 0x0d, 0x0d, 0x0a] {
+                    match data.get(8..12)? {
+                        [0x1a, 0x2b, 0x3c, 0x4d] => true,
+                        _ => false,
+                    }
+                } else {
+                    *big_endian
+                };
+                Some(u64::from(read_u32(data.get(4..8)?, be)))
+            }
+        }
+    }
+
+    fn step(&mut self) -> Step {
+        let Some(data) = self.buf.get(self.pos..) else {
+            return Step::Incomplete(0);
+        };
+        let input = self.input;
+        match &mut self.layout {
+            Layout::Pcap {
+                big_endian,
+                nanos,
+                modified,
+                link_type,
+            } => {
+                let parsed = if *modified {
+                    pcap_parser::parse_pcap_frame_modified(data)
+                } else if *big_endian {
+                    pcap_parser::parse_pcap_frame_be(data)
+                } else {
+                    pcap_parser::parse_pcap_frame(data)
+                };
+                match parsed {
+                    Ok((rest, rec)) => {
+                        let used = data.len().saturating_sub(rest.len());
+                        Step::Parsed(used, Item::Frame(pcap_frame(&rec, *nanos, *link_type, input)))
+                    }
+                    Err(e) => nom_step(e),
+                }
+            }
+            Layout::PcapNg {
+                big_endian,
+                interfaces,
+            } => {
+                let parsed = if *big_endian {
+                    parse_block_be(data)
+                } else {
+                    parse_block_le(data)
+                };
+                match parsed {
+                    Ok((rest, block)) => {
+                        let used = data.len().saturating_sub(rest.len());
+                        let item = match block {
+                            Block::SectionHeader(shb) => {
+                                // A new section resets the interface table (pcapng §4.1).
+                                *big_endian = shb.big_endian();
+                                interfaces.clear();
+                                Item::Skip
+                            }
+                            Block::InterfaceDescription(idb) => {
+                                let link_type = u32::from(idb.linktype.0 as u16);
+                                interfaces.push(Interface {
+                                    link_type,
+                                    snaplen: idb.snaplen,
+                                    // An invalid if_tsresol falls back to the default unit.
+                                    units_per_sec: idb
+                                        .ts_resolution()
+                                        .filter(|u| *u > 0)
+                                        .unwrap_or(DEFAULT_UNITS_PER_SEC),
+                                    offset_s: idb.ts_offset(),
+                                });
+                                if !self.info.link_types.contains(&link_type) {
+                                    self.info.link_types.push(link_type);
+                                }
+                                Item::Skip
+                            }
+                            Block::EnhancedPacket(epb) => {
+                                let iface = usize::try_from(epb.if_id)
+                                    .ok()
+                                    .and_then(|i| interfaces.get(i));
+                                let (link_type, ts_ns) = match iface {
+                                    Some(i) => (
+                                        i.link_type,
+                                        pcapng_ts_ns(epb.ts_high, epb.ts_low, i.units_per_sec, i.offset_s),
+                                    ),
+                                    // Damage confined to this packet: counted by the decoder as
+                                    // skipped link type rather than ending the input.
+                                    None => (UNKNOWN_INTERFACE_LINK_TYPE, 0),
+                                };
+                                Item::Frame(Frame {
+                                    index: 0,
+                                    input,
+                                    ts_ns,
+                                    link_type,
+                                    data: epb.packet_data().to_vec(),
+                                    orig_len: epb.origlen,
+                                })
+                            }
+                            Block::SimplePacket(spb) => {
+                                // SPBs belong to the section's first interface and carry no
+                                // timestamp (pcapng §4.4); captured length is
+                                // min(original length, snaplen).
+                                let (link_type, snaplen) = match interfaces.first() {
+                                    Some(i) => (i.link_type, i.snaplen),
+                                    None => (UNKNOWN_INTERFACE_LINK_TYPE, 0),
+                                };
+                                let mut bytes = spb.packet_data();
+                                if snaplen > 0 {
+                                    let cap = usize::try_from(snaplen).unwrap_or(usize::MAX);
+                                    bytes = bytes.get(..cap).unwrap_or(bytes);
+                                }
+                                Item::Frame(Frame {
+                                    index: 0,
+                                    input,
+                                    ts_ns: 0,
+                                    link_type,
+                                    data: bytes.to_vec(),
+                                    orig_len: spb.origlen,
+                                })
+                            }
+                            // Name resolution, statistics, custom, secrets, ...: nothing for us.
+                            _ => Item::Skip,
+                        };
+                        Step::Parsed(used, item)
+                    }
+                    Err(e) => nom_step(e),
+                }
+            }
+        }
+    }
+}
+
+fn nom_step(e: nom::Err<PcapError<&[u8]>>) -> Step {
+    match e {
+        nom::Err::Incomplete(nom::Needed::Size(n)) => Step::Incomplete(n.get()),
+        nom::Err::Incomplete(nom::Needed::Unknown) => Step::Incomplete(0),
+        nom::Err::Error(e) | nom::Err::Failure(e) => Step::Bad(describe(&e)),
+    }
+}
+
+fn describe(e: &PcapError<&[u8]>) -> String {
+    match e {
+        PcapError::NomError(_, kind) | PcapError::OwnedNomError(_, kind) => {
+            format!("invalid record ({kind:?})")
+        }
+        PcapError::HeaderNotRecognized => "unrecognised block header".to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn read_u32(b: &[u8], big_endian: bool) -> u32 {
+    let mut a = [0u8; 4];
+    for (dst, src) in a.iter_mut().zip(b) {
+        *dst = *src;
+    }
+    if big_endian {
+        u32::from_be_bytes(a)
+    } else {
+        u32::from_le_bytes(a)
+    }
+}
+
+fn pcap_frame(rec: &LegacyPcapBlock<'_>, nanos: bool, link_type: u32, input: usize) -> Frame {
+    let frac_ns = if nanos {
+        i64::from(rec.ts_usec)
+    } else {
+        i64::from(rec.ts_usec).saturating_mul(1000)
+    };
+    Frame {
+        index: 0,
+        input,
+        ts_ns: i64::from(rec.ts_sec)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(frac_ns),
+        link_type,
+        data: rec.data.to_vec(),
+        orig_len: rec.origlen,
+    }
+}
+
+/// pcapng timestamp (64-bit count of `units_per_sec` units, plus the interface's
+/// `if_tsoffset` seconds) in nanoseconds since the epoch, saturating.
+pub(crate) fn pcapng_ts_ns(high: u32, low: u32, units_per_sec: u64, offset_s: i64) -> i64 {
+    let ts = (u128::from(high) << 32) | u128::from(low);
+    let units = u128::from(units_per_sec.max(1));
+    let secs = ts / units;
+    let frac_ns = (ts % units) * 1_000_000_000 / units;
+    let total = i128::try_from(secs)
+        .unwrap_or(i128::MAX)
+        .saturating_add(i128::from(offset_s))
+        .saturating_mul(1_000_000_000)
+        .saturating_add(i128::try_from(frac_ns).unwrap_or(0));
+    i64::try_from(total).unwrap_or(if total < 0 { i64::MIN } else { i64::MAX })
+}
+
+impl Iterator for PacketReader {
+    type Item = Result<Frame, CaptureError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(len) = self.pending_len() {
+                if len > MAX_RECORD_BYTES as u64 {
+                    let at = self.offset;
+                    return Some(Err(self.fail(format!(
+                        "record at byte offset {at} claims {len} bytes (limit {MAX_RECORD_BYTES}); the rest of the file is skipped"
+                    ))));
+                }
+            }
+            match self.step() {
+                Step::Parsed(used, item) => {
+                    self.pos = self.pos.saturating_add(used.max(1)).min(self.buf.len());
+                    self.offset = self.offset.saturating_add(used as u64);
+                    if let Item::Frame(f) = item {
+                        return Some(Ok(f));
+                    }
+                }
+                Step::Incomplete(needed) => {
+                    let left = self.buf.len().saturating_sub(self.pos);
+                    if self.eof {
+                        self.done = true;
+                        self.info.bytes = self.bytes_read();
+                        if left == 0 {
+                            return None;
+                        }
+                        let at = self.offset;
+                        let want = self.pending_len().map(|l| format!(" of {l}")).unwrap_or_default();
+                        return Some(Err(self.fail(format!(
+                            "truncated record at byte offset {at}: only {left}{want} bytes left in the file"
+                        ))));
+                    }
+                    if let Err(e) = self.refill(needed) {
+                        return Some(Err(e));
+                    }
+                }
+                Step::Bad(reason) => {
+                    let at = self.offset;
+                    return Some(Err(self.fail(format!("{reason} at byte offset {at}"))));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pcapng_ts_resolutions() {
+        // 1 s + 500 ms in microseconds
+        assert_eq!(pcapng_ts_ns(0, 1_500_000, 1_000_000, 0), 1_500_000_000);
+        assert_eq!(pcapng_ts_ns(0, 1_500_000_123, 1_000_000_000, 0), 1_500_000_123);
+        // 2^-10 s units: 1024 units = 1 s, 512 = 0.5 s
+        assert_eq!(pcapng_ts_ns(0, 1536, 1024, 0), 1_500_000_000);
+        assert_eq!(pcapng_ts_ns(0, 1_000_000, 1_000_000, 10), 11_000_000_000);
+        assert_eq!(pcapng_ts_ns(u32::MAX, u32::MAX, 1, 0), i64::MAX);
+    }
+}

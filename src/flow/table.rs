@@ -1,0 +1,465 @@
+//! The flow table: [`Segment`]s in capture order -> [`StreamEvent`]s.
+//!
+//! Flows are keyed on the 4-tuple regardless of direction. Each stream gets an
+//! index in order of first packet (like tshark's `tcp.stream`), starts with
+//! `Opened` and ends with exactly one `Closed`.
+//!
+//! Lifecycle rules, in the order they are applied to a segment:
+//! 1. Idle expiry is checked lazily, when capture time has advanced by
+//!    [`SWEEP_INTERVAL_NS`] since the last check: flows silent for longer than
+//!    `idle_timeout_ns` close with `Closed{Idle}` and are forgotten.
+//! 2. A SYN on a closed stream's 4-tuple, or on an open stream that saw a FIN
+//!    or whose SYN carried another ISN, starts a new stream (port reuse); the
+//!    old open one closes with `Finished`.
+//! 3. A new flow past `max_open_flows` evicts the least recently active open
+//!    flow (`Closed{Evicted}`, `flow.evicted`).
+//! 4. RST: the sender's data is flushed, `Rst`, the peer's data is flushed,
+//!    `Closed{Finished}`.
+//! 5. Both FINs seen and every byte up to both delivered or gapped:
+//!    `Closed{Finished}` at once, without waiting for the last ACK. While a
+//!    hole remains below a FIN the stream stays open, since the missing
+//!    segment is usually retransmitted; gap rule 1 of the assembler or the
+//!    close of the stream resolves it.
+//!
+//! Closed streams linger as small tombstones (no buffers) for
+//! [`CLOSED_LINGER_NS`] so the last ACK or a retransmitted FIN does not start
+//! a phantom stream; payload reaching a tombstone counts as duplicate bytes or
+//! `flow.data_after_close`.
+//!
+//! `Closed` events, and those produced when a stream is flushed by expiry,
+//! eviction, port reuse or [`FlowTable::finish`], carry the timestamp and
+//! frame of that stream's last packet.
+
+use super::assembler::{Assembler, Sink};
+use super::seq::SeqNum;
+use super::{CloseReason, FlowLimits, Side, StreamEvent, StreamEventKind};
+use crate::anomaly::Stats;
+use crate::decode::Segment;
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+
+/// Capture time between two idle sweeps (lazy expiry keeps the per-packet cost flat).
+pub const SWEEP_INTERVAL_NS: i64 = 1_000_000_000;
+
+/// How long a closed stream's 4-tuple is remembered (capped by the idle
+/// timeout); about one TIME-WAIT (2 MSL, RFC 9293 §3.4.2).
+pub const CLOSED_LINGER_NS: i64 = 60 * 1_000_000_000;
+
+/// Without a known ISN, a SYN further than this from the sender's current
+/// sequence number starts a new stream; nearer, it is taken as belonging to
+/// the open one (RFC 5961 §4 in-window SYN).
+pub const SYN_REUSE_DISTANCE: i64 = 1 << 24;
+
+/// What a segment does to the table.
+enum Action {
+    Create,
+    ReplaceTombstone,
+    ReplaceOpen,
+    Process,
+}
+
+/// Queue entries beyond this many stale ones trigger a compaction.
+const QUEUE_SLACK: usize = 1024;
+
+/// A 4-tuple, same for both directions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct FlowKey {
+    lo: SocketAddr,
+    hi: SocketAddr,
+}
+
+impl FlowKey {
+    fn new(a: SocketAddr, b: SocketAddr) -> FlowKey {
+        if a <= b {
+            FlowKey { lo: a, hi: b }
+        } else {
+            FlowKey { lo: b, hi: a }
+        }
+    }
+}
+
+/// One TCP stream. Once `closed`, its assemblers hold no buffers.
+#[derive(Debug)]
+struct Flow {
+    stream: u64,
+    client: SocketAddr,
+    from_client: Assembler,
+    from_server: Assembler,
+    last_ts: i64,
+    last_frame: u64,
+    /// Value of the table's tick at the last packet (identifies its LRU entry).
+    last_tick: u64,
+    closed: bool,
+}
+
+impl Flow {
+    fn side_of(&self, src: SocketAddr) -> Side {
+        if src == self.client {
+            Side::Client
+        } else {
+            Side::Server
+        }
+    }
+
+    /// (sender's assembler, receiver's assembler).
+    fn dirs_mut(&mut self, sender: Side) -> (&mut Assembler, &mut Assembler) {
+        match sender {
+            Side::Client => (&mut self.from_client, &mut self.from_server),
+            Side::Server => (&mut self.from_server, &mut self.from_client),
+        }
+    }
+
+    fn dir(&self, sender: Side) -> &Assembler {
+        match sender {
+            Side::Client => &self.from_client,
+            Side::Server => &self.from_server,
+        }
+    }
+
+    /// Rule 2: does this SYN open a new connection on the same 4-tuple?
+    fn is_reuse(&self, seg: &Segment) -> bool {
+        let dir = self.dir(self.side_of(seg.src));
+        if self.from_client.fin_seen() || self.from_server.fin_seen() {
+            return true;
+        }
+        let seq = SeqNum(seg.seq);
+        match (dir.isn(), dir.next_seq()) {
+            (Some(isn), _) => isn != seq,
+            // Only a bare SYN is judged by distance: a SYN-ACK alone says too little.
+            (None, Some(next)) if !seg.flags.ack => {
+                seq.add(1).distance_from(next).abs() > SYN_REUSE_DISTANCE
+            }
+            _ => false,
+        }
+    }
+
+    fn sink<'a>(&self, out: &'a mut Vec<StreamEvent>, stats: &'a mut Stats) -> Sink<'a> {
+        Sink {
+            stream: self.stream,
+            ts_ns: self.last_ts,
+            frame: self.last_frame,
+            out,
+            stats,
+        }
+    }
+
+    /// Flush both directions and emit `Closed`.
+    fn close(&mut self, reason: CloseReason, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+        let mut sink = Sink {
+            stream: self.stream,
+            ts_ns: self.last_ts,
+            frame: self.last_frame,
+            out,
+            stats,
+        };
+        self.from_client.flush(&mut sink);
+        self.from_server.flush(&mut sink);
+        sink.emit(StreamEventKind::Closed { reason });
+        self.closed = true;
+    }
+}
+
+/// Reassembles every TCP stream of a capture. See the module doc for the rules.
+///
+/// Memory: at most `max_open_flows` open flows, each holding at most
+/// `max_buffered_bytes_per_direction` out-of-order bytes per direction plus
+/// [`super::assembler::RETAINED_DELIVERED_BYTES`] of history, and at most as
+/// many buffer-free tombstones.
+#[derive(Debug)]
+pub struct FlowTable {
+    limits: FlowLimits,
+    flows: HashMap<FlowKey, Flow>,
+    /// Open flows by last activity (oldest first); stale entries are skipped.
+    lru: VecDeque<(u64, FlowKey)>,
+    /// Tombstones by closing order: (stream index, key); stale entries are skipped.
+    closed_q: VecDeque<(u64, FlowKey)>,
+    open_count: usize,
+    closed_count: usize,
+    next_stream: u64,
+    tick: u64,
+    now_ns: i64,
+    last_sweep_ns: Option<i64>,
+}
+
+impl FlowTable {
+    /// An empty table bounded by `limits`.
+    pub fn new(limits: FlowLimits) -> FlowTable {
+        FlowTable {
+            limits,
+            flows: HashMap::new(),
+            lru: VecDeque::new(),
+            closed_q: VecDeque::new(),
+            open_count: 0,
+            closed_count: 0,
+            next_stream: 0,
+            tick: 0,
+            now_ns: i64::MIN,
+            last_sweep_ns: None,
+        }
+    }
+
+    /// Open (not yet closed) flows.
+    pub fn open_flows(&self) -> usize {
+        self.open_count
+    }
+
+    /// Out-of-order bytes buffered across all open flows (O(flows); for tests and diagnostics).
+    pub fn buffered_bytes(&self) -> usize {
+        self.flows
+            .values()
+            .map(|f| f.from_client.buffered_bytes() + f.from_server.buffered_bytes())
+            .sum()
+    }
+
+    /// Largest out-of-order buffer of any single direction (O(flows); for
+    /// tests and diagnostics). Never above `max_buffered_bytes_per_direction`
+    /// between calls.
+    pub fn largest_direction_buffer(&self) -> usize {
+        self.flows
+            .values()
+            .map(|f| f.from_client.buffered_bytes().max(f.from_server.buffered_bytes()))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Feed one segment (in capture order). Appends events for any stream in `out`.
+    pub fn push(&mut self, seg: Segment, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+        self.tick = self.tick.wrapping_add(1);
+        self.now_ns = self.now_ns.max(seg.ts_ns);
+        let due = self
+            .last_sweep_ns
+            .is_none_or(|t| self.now_ns.saturating_sub(t) >= SWEEP_INTERVAL_NS);
+        if due {
+            self.sweep(stats, out);
+            self.last_sweep_ns = Some(self.now_ns);
+        }
+        let key = FlowKey::new(seg.src, seg.dst);
+        let action = match self.flows.get(&key) {
+            None => Action::Create,
+            Some(f) if f.closed && seg.flags.syn => Action::ReplaceTombstone,
+            Some(f) if f.closed => {
+                f.dir(f.side_of(seg.src))
+                    .late_segment(SeqNum(seg.seq), seg.payload.len(), stats);
+                return;
+            }
+            Some(f) if seg.flags.syn && f.is_reuse(&seg) => Action::ReplaceOpen,
+            Some(_) => Action::Process,
+        };
+        match action {
+            Action::Create => self.create(key, seg, stats, out),
+            Action::ReplaceTombstone => {
+                self.forget_tombstone(key);
+                self.create(key, seg, stats, out);
+            }
+            Action::ReplaceOpen => {
+                if let Some(mut old) = self.flows.remove(&key) {
+                    self.open_count = self.open_count.saturating_sub(1);
+                    old.close(CloseReason::Finished, stats, out);
+                }
+                self.create(key, seg, stats, out);
+            }
+            Action::Process => self.process(key, seg, stats, out),
+        }
+    }
+
+    /// End of capture: flush every open stream (buffered data delivered, holes
+    /// as gaps, `Closed{CaptureEnd}`), in stream order. The table is empty afterwards.
+    pub fn finish(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+        let mut open: Vec<Flow> = self
+            .flows
+            .drain()
+            .map(|(_, f)| f)
+            .filter(|f| !f.closed)
+            .collect();
+        open.sort_unstable_by_key(|f| f.stream);
+        for mut flow in open {
+            flow.close(CloseReason::CaptureEnd, stats, out);
+        }
+        self.lru.clear();
+        self.closed_q.clear();
+        self.open_count = 0;
+        self.closed_count = 0;
+    }
+
+    /// Start a new stream with `seg` as its first packet.
+    fn create(&mut self, key: FlowKey, seg: Segment, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+        if self.open_count >= self.limits.max_open_flows.max(1) {
+            self.evict_one(stats, out);
+        }
+        // Client: the SYN sender; the receiver of a lone SYN-ACK; else the first sender.
+        let client = if seg.flags.syn && seg.flags.ack {
+            seg.dst
+        } else {
+            seg.src
+        };
+        let server = if client == seg.src { seg.dst } else { seg.src };
+        let stream = self.next_stream;
+        self.next_stream = self.next_stream.saturating_add(1);
+        stats.tcp_streams = stats.tcp_streams.saturating_add(1);
+        out.push(StreamEvent {
+            stream,
+            ts_ns: seg.ts_ns,
+            frame: seg.frame,
+            kind: StreamEventKind::Opened {
+                client,
+                server,
+                saw_syn: seg.flags.syn,
+                input: seg.input,
+            },
+        });
+        let flow = Flow {
+            stream,
+            client,
+            from_client: Assembler::new(Side::Client),
+            from_server: Assembler::new(Side::Server),
+            last_ts: seg.ts_ns,
+            last_frame: seg.frame,
+            last_tick: self.tick,
+            closed: false,
+        };
+        self.flows.insert(key, flow);
+        self.open_count = self.open_count.saturating_add(1);
+        self.process(key, seg, stats, out);
+    }
+
+    /// A segment of an open flow.
+    fn process(&mut self, key: FlowKey, seg: Segment, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+        let limit = self.limits.max_buffered_bytes_per_direction;
+        let Some(flow) = self.flows.get_mut(&key) else {
+            return;
+        };
+        flow.last_ts = seg.ts_ns;
+        flow.last_frame = seg.frame;
+        flow.last_tick = self.tick;
+        let side = flow.side_of(seg.src);
+        let mut sink = flow.sink(out, stats);
+        let (own, peer) = flow.dirs_mut(side);
+        if seg.flags.syn {
+            own.syn(SeqNum(seg.seq));
+        }
+        if seg.flags.rst {
+            // RFC 9293 §3.5.3: RST ends the connection; its payload (RFC 1122
+            // §4.2.2.12 diagnostic text) is not stream data.
+            own.flush(&mut sink);
+            sink.emit(StreamEventKind::Rst { side });
+            peer.flush(&mut sink);
+            sink.emit(StreamEventKind::Closed {
+                reason: CloseReason::Finished,
+            });
+            flow.closed = true;
+        } else {
+            // The SYN occupies one sequence number before the data (RFC 9293 §3.4).
+            let data_seq = SeqNum(seg.seq).add(u32::from(seg.flags.syn));
+            own.segment(data_seq, seg.payload, seg.wire_payload_len, seg.flags.fin, limit, &mut sink);
+            if seg.flags.ack {
+                peer.peer_ack(SeqNum(seg.ack), &mut sink);
+            }
+            if own.is_finished() && peer.is_finished() {
+                sink.emit(StreamEventKind::Closed {
+                    reason: CloseReason::Finished,
+                });
+                flow.closed = true;
+            }
+        }
+        if flow.closed {
+            let stream = flow.stream;
+            self.open_count = self.open_count.saturating_sub(1);
+            self.closed_count = self.closed_count.saturating_add(1);
+            self.closed_q.push_back((stream, key));
+            self.cap_tombstones();
+        } else {
+            self.lru.push_back((self.tick, key));
+            self.compact();
+        }
+    }
+
+    /// Rule 1: expire idle open flows and old tombstones (oldest first).
+    fn sweep(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+        let idle = self.limits.idle_timeout_ns;
+        while let Some(&(tick, key)) = self.lru.front() {
+            let state = self
+                .flows
+                .get(&key)
+                .filter(|f| !f.closed && f.last_tick == tick)
+                .map(|f| self.now_ns.saturating_sub(f.last_ts) > idle);
+            match state {
+                Some(false) => break,
+                Some(true) => {
+                    if let Some(mut flow) = self.flows.remove(&key) {
+                        self.open_count = self.open_count.saturating_sub(1);
+                        flow.close(CloseReason::Idle, stats, out);
+                    }
+                }
+                None => {}
+            }
+            self.lru.pop_front();
+        }
+        let linger = idle.min(CLOSED_LINGER_NS);
+        while let Some(&(stream, key)) = self.closed_q.front() {
+            let state = self
+                .flows
+                .get(&key)
+                .filter(|f| f.closed && f.stream == stream)
+                .map(|f| self.now_ns.saturating_sub(f.last_ts) > linger);
+            match state {
+                Some(false) => break,
+                Some(true) => self.forget_tombstone(key),
+                None => {}
+            }
+            self.closed_q.pop_front();
+        }
+    }
+
+    /// Rule 3: close the least recently active open flow.
+    fn evict_one(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+        while let Some((tick, key)) = self.lru.pop_front() {
+            let valid = self
+                .flows
+                .get(&key)
+                .is_some_and(|f| !f.closed && f.last_tick == tick);
+            if !valid {
+                continue;
+            }
+            if let Some(mut flow) = self.flows.remove(&key) {
+                self.open_count = self.open_count.saturating_sub(1);
+                stats.anomaly("flow.evicted");
+                flow.close(CloseReason::Evicted, stats, out);
+            }
+            return;
+        }
+    }
+
+    /// Remove the tombstone at `key` (its queue entry goes stale).
+    fn forget_tombstone(&mut self, key: FlowKey) {
+        if self.flows.get(&key).is_some_and(|f| f.closed) {
+            self.flows.remove(&key);
+            self.closed_count = self.closed_count.saturating_sub(1);
+        }
+    }
+
+    /// Keep at most `max_open_flows` tombstones, dropping the oldest.
+    fn cap_tombstones(&mut self) {
+        while self.closed_count > self.limits.max_open_flows.max(1) {
+            let Some((stream, key)) = self.closed_q.pop_front() else {
+                break;
+            };
+            if self.flows.get(&key).is_some_and(|f| f.closed && f.stream == stream) {
+                self.forget_tombstone(key);
+            }
+        }
+    }
+
+    /// Drop stale queue entries once they outnumber the live ones.
+    fn compact(&mut self) {
+        if self.lru.len() > 2 * self.open_count + QUEUE_SLACK {
+            let flows = &self.flows;
+            self.lru
+                .retain(|(tick, key)| flows.get(key).is_some_and(|f| !f.closed && f.last_tick == *tick));
+        }
+        if self.closed_q.len() > 2 * self.closed_count + QUEUE_SLACK {
+            let flows = &self.flows;
+            self.closed_q
+                .retain(|(stream, key)| flows.get(key).is_some_and(|f| f.closed && f.stream == *stream));
+        }
+    }
+}

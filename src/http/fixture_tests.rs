@@ -1,0 +1,464 @@
+//! Conversation fixtures (`tests/fixtures/http/*.t`) run through the stage,
+//! plus split-point and no-panic tests over whole conversations.
+//!
+//! `.t` format (after Suricata's libhtp tests): a line `>>>` starts a block of
+//! client bytes, `<<<` a block of server bytes; `><> N` is a gap of N client
+//! bytes, `<>< N` of N server bytes. Each block is one delivery. Block lines
+//! are sent with CRLF after each; a line ending in `\` is sent without it;
+//! `\xHH` is a byte and `\\` a backslash. Lines before the first block that
+//! start with `#` are directives:
+//! - `#row key=value ...` an expected row, in row order (`-` = unset);
+//! - `#stats key=value ...` expected counters (`non_http`, `skipped`, `exchanges`);
+//! - `#end fin|rst|capture` how the stream ends (default `fin`: FIN from
+//!   both sides, then `Closed`);
+//! - `#swapped` the flow guessed the sides wrong (server bytes arrive as `Client`).
+
+use super::*;
+use crate::anomaly::Stats;
+use crate::flow::{CloseReason, Side, StreamEvent, StreamEventKind};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone)]
+enum Block {
+    Data(Side, Vec<u8>),
+    Gap(Side, u64),
+}
+
+#[derive(Debug, Clone)]
+struct Fixture {
+    name: String,
+    blocks: Vec<Block>,
+    rows: Vec<Vec<(String, String)>>,
+    stats: Vec<(String, String)>,
+    end: String,
+    swapped: bool,
+}
+
+fn unescape(line: &str) -> Vec<u8> {
+    let b = line.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 1 < b.len() && b[i + 1] == b'\\' {
+            out.push(b'\\');
+            i += 2;
+        } else if b[i] == b'\\' && i + 3 < b.len() && b[i + 1] == b'x' {
+            let hex = std::str::from_utf8(&b[i + 2..i + 4]).unwrap();
+            out.push(u8::from_str_radix(hex, 16).unwrap());
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn pairs(s: &str) -> Vec<(String, String)> {
+    s.split_whitespace()
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+fn parse_fixture(name: &str, text: &str) -> Fixture {
+    let mut f = Fixture {
+        name: name.to_string(),
+        blocks: Vec::new(),
+        rows: Vec::new(),
+        stats: Vec::new(),
+        end: "fin".into(),
+        swapped: false,
+    };
+    let mut current: Option<(Side, Vec<u8>)> = None;
+    let flush = |cur: &mut Option<(Side, Vec<u8>)>, blocks: &mut Vec<Block>| {
+        if let Some((side, bytes)) = cur.take() {
+            blocks.push(Block::Data(side, bytes));
+        }
+    };
+    for line in text.lines() {
+        if current.is_none() && line.starts_with('#') {
+            if let Some(rest) = line.strip_prefix("#row ") {
+                f.rows.push(pairs(rest));
+            } else if let Some(rest) = line.strip_prefix("#stats ") {
+                f.stats = pairs(rest);
+            } else if let Some(rest) = line.strip_prefix("#end ") {
+                f.end = rest.trim().to_string();
+            } else if line.trim() == "#swapped" {
+                f.swapped = true;
+            }
+            continue;
+        }
+        match line {
+            ">>>" => {
+                flush(&mut current, &mut f.blocks);
+                current = Some((Side::Client, Vec::new()));
+            }
+            "<<<" => {
+                flush(&mut current, &mut f.blocks);
+                current = Some((Side::Server, Vec::new()));
+            }
+            l if l.starts_with("><>") || l.starts_with("<><") => {
+                flush(&mut current, &mut f.blocks);
+                let side = if l.starts_with("><>") { Side::Client } else { Side::Server };
+                let n: u64 = l[3..].trim().parse().unwrap();
+                f.blocks.push(Block::Gap(side, n));
+            }
+            l => {
+                if let Some((_, bytes)) = current.as_mut() {
+                    match l.strip_suffix('\\') {
+                        Some(no_eol) if !no_eol.ends_with('\\') => bytes.extend(unescape(no_eol)),
+                        _ => {
+                            bytes.extend(unescape(l));
+                            bytes.extend_from_slice(b"\r\n");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    flush(&mut current, &mut f.blocks);
+    f
+}
+
+fn fixture_dir() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/http"))
+}
+
+fn load(name: &str) -> Fixture {
+    let path = fixture_dir().join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    parse_fixture(name, &text)
+}
+
+/// Stream events for a fixture; each data block is cut by `cut` (a list of
+/// piece lengths for a block of the given length).
+fn events(f: &Fixture, cut: &dyn Fn(usize) -> Vec<usize>) -> Vec<StreamEvent> {
+    let client: std::net::SocketAddr = "10.0.0.1:40000".parse().unwrap();
+    let server: std::net::SocketAddr = "10.0.0.2:80".parse().unwrap();
+    let flip = |s: Side| if f.swapped { s.other() } else { s };
+    let (oc, os) = if f.swapped { (server, client) } else { (client, server) };
+    let mut evs = Vec::new();
+    let mut ts_ns = 1_700_000_000_000_000_000i64;
+    let mut frame = 0u64;
+    let mut push = |kind: StreamEventKind, ts_ns: i64, frame: u64| {
+        evs.push(StreamEvent {
+            stream: 7,
+            ts_ns,
+            frame,
+            kind,
+        })
+    };
+    push(
+        StreamEventKind::Opened {
+            client: oc,
+            server: os,
+            saw_syn: true,
+            input: 0,
+        },
+        ts_ns,
+        frame,
+    );
+    for b in &f.blocks {
+        ts_ns += 1_000_000;
+        frame += 1;
+        match b {
+            Block::Data(side, bytes) => {
+                let mut at = 0;
+                for len in cut(bytes.len()) {
+                    push(
+                        StreamEventKind::Data {
+                            side: flip(*side),
+                            bytes: bytes[at..at + len].to_vec(),
+                        },
+                        ts_ns,
+                        frame,
+                    );
+                    at += len;
+                }
+                assert_eq!(at, bytes.len());
+            }
+            Block::Gap(side, len) => push(
+                StreamEventKind::Gap {
+                    side: flip(*side),
+                    len: *len,
+                },
+                ts_ns,
+                frame,
+            ),
+        }
+    }
+    ts_ns += 1_000_000;
+    frame += 1;
+    match f.end.as_str() {
+        "fin" => {
+            push(StreamEventKind::Fin { side: flip(Side::Client) }, ts_ns, frame);
+            push(StreamEventKind::Fin { side: flip(Side::Server) }, ts_ns, frame);
+            push(StreamEventKind::Closed { reason: CloseReason::Finished }, ts_ns, frame);
+        }
+        "rst" => {
+            push(StreamEventKind::Rst { side: flip(Side::Server) }, ts_ns, frame);
+            push(StreamEventKind::Closed { reason: CloseReason::Finished }, ts_ns, frame);
+        }
+        _ => {}
+    }
+    evs
+}
+
+fn run(evs: Vec<StreamEvent>) -> (Vec<HttpEvent>, Stats) {
+    let mut stage = HttpStage::new(vec![std::sync::Arc::from("fixture.pcap")]);
+    let mut stats = Stats::default();
+    let mut out = Vec::new();
+    for e in evs {
+        stage.push(e, &mut stats, &mut out);
+    }
+    stage.finish(&mut stats, &mut out);
+    (out, stats)
+}
+
+fn rows(evs: &[HttpEvent]) -> Vec<HttpRow> {
+    let mut log = HttpLog::new();
+    for e in evs {
+        log.push(e);
+    }
+    log.finish()
+}
+
+fn whole(n: usize) -> Vec<usize> {
+    if n == 0 { vec![] } else { vec![n] }
+}
+
+/// Checks the promises of `HttpEvent`: the request comes before its
+/// response events, and each request ends exactly once.
+fn check_event_order(evs: &[HttpEvent]) {
+    use std::collections::HashMap;
+    let mut seen_request = HashMap::new();
+    let mut ended = HashMap::new();
+    for e in evs {
+        match e {
+            HttpEvent::Request(r) => {
+                assert!(!ended.contains_key(&r.xref.depth), "request after its end: {e:?}");
+                seen_request.insert(r.xref.depth, true);
+            }
+            HttpEvent::ResponseEnd { xref, .. } | HttpEvent::NoResponse { xref, .. } => {
+                assert!(ended.insert(xref.depth, true).is_none(), "ended twice: {e:?}");
+            }
+            HttpEvent::ResponseHead { xref, .. } | HttpEvent::ResponseBody { xref, .. } => {
+                assert!(!ended.contains_key(&xref.depth), "after end: {e:?}");
+            }
+        }
+    }
+    for d in seen_request.keys() {
+        assert!(ended.contains_key(d), "request {d} never ended");
+    }
+}
+
+fn field(r: &HttpRow, key: &str) -> String {
+    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    match key {
+        "depth" => r.trans_depth.to_string(),
+        "method" => o(&r.method),
+        "host" => o(&r.host),
+        "uri" => o(&r.uri),
+        "version" => o(&r.version),
+        "status" => r.status_code.map_or("-".into(), |s| s.to_string()),
+        "req_body" => r.request_body_len.to_string(),
+        "resp_body" => r.response_body_len.to_string(),
+        "req_wire" => r.request_wire_len.to_string(),
+        "resp_wire" => r.response_wire_len.to_string(),
+        "complete" => r.complete.to_string(),
+        "anomalies" => o(&r.anomalies),
+        "client" => r.client_addr.clone(),
+        "server" => r.server_addr.clone(),
+        other => panic!("unknown row key {other}"),
+    }
+}
+
+fn check_fixture(f: &Fixture) -> Vec<HttpEvent> {
+    let (evs, stats) = run(events(f, &whole));
+    check_event_order(&evs);
+    let got = rows(&evs);
+    assert_eq!(got.len(), f.rows.len(), "{}: rows {got:#?}", f.name);
+    for (i, (row, want)) in got.iter().zip(&f.rows).enumerate() {
+        for (k, v) in want {
+            assert_eq!(&field(row, k), v, "{}: row {i} field {k}: {row:#?}", f.name);
+        }
+    }
+    for (k, v) in &f.stats {
+        let got = match k.as_str() {
+            "non_http" => stats.non_http_streams,
+            "skipped" => stats.http_bytes_skipped,
+            "exchanges" => stats.http_exchanges,
+            other => panic!("unknown stats key {other}"),
+        };
+        assert_eq!(&got.to_string(), v, "{}: stats {k}: {stats:#?}", f.name);
+    }
+    evs
+}
+
+/// Events with the body pieces of one response merged, so runs cut
+/// differently compare equal. For bodies without content coding the time of
+/// every byte must still match (kept as runs of (ts, bytes)); decoders may
+/// release decoded bytes at different points, so coded bodies compare by
+/// content only.
+fn normalized(evs: &[HttpEvent]) -> Vec<String> {
+    use std::collections::{BTreeMap, HashSet};
+    let mut out: Vec<String> = Vec::new();
+    let mut coded = HashSet::new();
+    let mut bodies: BTreeMap<u32, (Vec<u8>, Vec<(i64, usize)>)> = BTreeMap::new();
+    for e in evs {
+        match e {
+            HttpEvent::ResponseBody { xref, ts_us, data } => {
+                let (acc, runs) = bodies.entry(xref.depth).or_default();
+                acc.extend_from_slice(data);
+                if !coded.contains(&xref.depth) {
+                    match runs.last_mut() {
+                        Some((ts, n)) if *ts == *ts_us => *n += data.len(),
+                        _ => runs.push((*ts_us, data.len())),
+                    }
+                }
+                continue;
+            }
+            HttpEvent::ResponseHead { xref, head, .. } => {
+                if head.headers.get("content-encoding").is_some() {
+                    coded.insert(xref.depth);
+                }
+            }
+            HttpEvent::ResponseEnd { xref, .. } => {
+                if let Some((acc, runs)) = bodies.remove(&xref.depth) {
+                    out.push(format!("body {} {:?} {:?}", xref.depth, String::from_utf8_lossy(&acc), runs));
+                }
+            }
+            _ => {}
+        }
+        let s = match e {
+            HttpEvent::Request(r) => format!(
+                "req {} {} {} {} {:?} {:?} {} {:?} {} {}",
+                r.xref.depth,
+                r.ts_first_us,
+                r.ts_last_us,
+                r.frame,
+                r.head,
+                String::from_utf8_lossy(&r.body),
+                r.wire_len,
+                r.anomalies,
+                r.complete,
+                r.xref.conn.client_addr
+            ),
+            other => format!("{other:?}"),
+        };
+        out.push(s);
+    }
+    out
+}
+
+fn all_fixtures() -> Vec<Fixture> {
+    let mut names: Vec<String> = std::fs::read_dir(fixture_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".t"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 12, "fixtures missing: {names:?}");
+    names.iter().map(|n| load(n)).collect()
+}
+
+#[test]
+fn fixtures_give_expected_rows() {
+    for f in all_fixtures() {
+        assert!(!f.rows.is_empty() || !f.stats.is_empty(), "{} states nothing", f.name);
+        check_fixture(&f);
+    }
+}
+
+#[test]
+fn conversation_split_at_every_byte() {
+    for f in all_fixtures() {
+        let base = normalized(&run(events(&f, &whole)).0);
+        let longest = f
+            .blocks
+            .iter()
+            .map(|b| match b {
+                Block::Data(_, d) => d.len(),
+                Block::Gap(..) => 0,
+            })
+            .max()
+            .unwrap_or(0);
+        for at in 1..longest {
+            let cut = |n: usize| if at < n { vec![at, n - at] } else { whole(n) };
+            assert_eq!(normalized(&run(events(&f, &cut)).0), base, "{} cut at {at}", f.name);
+        }
+        let bytewise = |n: usize| vec![1; n];
+        assert_eq!(normalized(&run(events(&f, &bytewise)).0), base, "{} byte at a time", f.name);
+    }
+}
+
+#[test]
+fn sse_pieces_arrive_with_their_times() {
+    let f = load("sse-streaming.t");
+    let evs = check_fixture(&f);
+    let pieces: Vec<(i64, String)> = evs
+        .iter()
+        .filter_map(|e| match e {
+            HttpEvent::ResponseBody { ts_us, data, .. } => Some((*ts_us, String::from_utf8_lossy(data).into_owned())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pieces.len(), 3, "{pieces:?}");
+    assert!(pieces[0].0 < pieces[1].0 && pieces[1].0 < pieces[2].0);
+    assert!(pieces[0].1.starts_with("event: message"));
+    assert!(matches!(
+        evs.last(),
+        Some(HttpEvent::ResponseEnd { end: BodyEnd::CaptureEnd, .. })
+    ));
+}
+
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn conversation() -> impl Strategy<Value = Vec<(bool, Vec<u8>)>> {
+        let piece = prop_oneof![
+            Just(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n".to_vec()),
+            Just(b"POST /x HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc".to_vec()),
+            Just(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n".to_vec()),
+            Just(b"HTTP/1.1 100 Continue\r\n\r\n".to_vec()),
+            Just(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\n\x1f\x8b\x08\x00".to_vec()),
+            prop::collection::vec(any::<u8>(), 0..40),
+        ];
+        prop::collection::vec((any::<bool>(), piece), 0..12)
+    }
+
+    proptest! {
+        #[test]
+        fn malformed_http_never_panics(conv in conversation(), cuts in prop::collection::vec(1usize..20, 1..8), gap in any::<Option<(bool, u16)>>()) {
+            let mut f = Fixture { name: "prop".into(), blocks: vec![], rows: vec![], stats: vec![], end: "capture".into(), swapped: false };
+            for (i, (client, bytes)) in conv.into_iter().enumerate() {
+                let side = if client { Side::Client } else { Side::Server };
+                f.blocks.push(Block::Data(side, bytes));
+                if let Some((c, len)) = gap {
+                    if i == 2 {
+                        f.blocks.push(Block::Gap(if c { Side::Client } else { Side::Server }, u64::from(len)));
+                    }
+                }
+            }
+            let cut = |n: usize| {
+                let mut v = Vec::new();
+                let mut left = n;
+                let mut i = 0;
+                while left > 0 {
+                    let c = cuts[i % cuts.len()].min(left);
+                    v.push(c);
+                    left -= c;
+                    i += 1;
+                }
+                v
+            };
+            let (evs, _) = run(events(&f, &cut));
+            check_event_order(&evs);
+            let _ = rows(&evs);
+        }
+    }
+}

@@ -1,0 +1,1411 @@
+//! [`Analyzer`]: HTTP events -> MCP rows, pairing JSON-RPC responses with
+//! their requests by (direction, id) within the session, wherever they travel
+//! (mcp-wire.md section 7):
+//!
+//! 1. in the POST's own JSON body (its id must match: else `INVALID_ENVELOPE`);
+//! 2. on the POST's own SSE stream;
+//! 3. on a resumed stream (GET with `Last-Event-ID` naming an event id the
+//!    first stream carried), which completes the original POST;
+//! 4. on the standalone GET stream, or the legacy HTTP+SSE GET stream, by id
+//!    among the session's *open* requests (2026-07-28 reuses ids after completion);
+//! 5. server->client requests on any stream pair with the client's POSTed responses.
+//!
+//! Pending state is bounded per session by the `MAX_*` limits below; hitting
+//! one records an anomaly. Never panics on any input.
+
+use super::classify::{self, Final, Kind, RowFacts};
+use super::session::{
+    ContextKey, DerivedSessions, SessionFacts, SessionInfo, fnv1a, host_of,
+    legacy_session_param, path_of,
+};
+use super::{Exchange, InferenceConfig, InferenceInputs};
+use crate::anomaly::Stats;
+use crate::http::{BodyEnd, ExchangeRef, HttpEvent, HttpRequest, ResponseHead};
+use crate::rpc::{self, RpcId, RpcMessage, SseEvent, SseParser, canonical_json};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// Open (unanswered) client requests kept per session; beyond it the oldest
+/// stops waiting for a cross-stream response (`mcp.pending_limit`).
+pub const MAX_PENDING_PER_SESSION: usize = 4096;
+/// Responses without a known request held per session in case their request
+/// is processed later (`response before request`); beyond it the oldest is
+/// dropped and counted as `mcp.response_without_request`.
+pub const MAX_ORPHANS_PER_SESSION: usize = 256;
+/// An orphan response pairs with a request only if their times are this close (µs).
+pub const ORPHAN_WINDOW_US: i64 = 5_000_000;
+/// Server->client requests awaiting the client's POSTed response, per session
+/// (`mcp.server_request_limit`).
+pub const MAX_SERVER_REQUESTS_PER_SESSION: usize = 4096;
+/// SSE event ids remembered per session for `Last-Event-ID` resumption.
+pub const MAX_EVENT_IDS_PER_SESSION: usize = 4096;
+/// Largest JSON response body buffered (`mcp.body_too_large`).
+pub const MAX_JSON_BODY_BYTES: usize = 64 * 1024 * 1024;
+/// MCP endpoints remembered for detecting GETs and non-JSON-RPC requests (`mcp.endpoint_limit`).
+pub const MAX_KNOWN_ENDPOINTS: usize = 65_536;
+/// Legacy HTTP+SSE sessions remembered (`mcp.legacy_session_limit`).
+pub const MAX_LEGACY_SESSIONS: usize = 65_536;
+
+const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+
+type CtxKey = (u64, u32);
+
+fn ctx_key(x: &ExchangeRef) -> CtxKey {
+    (x.conn.conn, x.depth)
+}
+
+/// One row under construction, with the facts classification needs.
+#[derive(Debug)]
+struct Row {
+    ex: Exchange,
+    kind: Kind,
+    rpc_id: Option<RpcId>,
+    /// Pairing scope (the session key as far as known).
+    scope: String,
+    legacy: bool,
+    /// A GET probed for MCP that has not shown MCP content (dropped if it never does).
+    tentative: bool,
+    /// Listed in its scope's open table.
+    open: bool,
+    /// The HTTP exchange that carried it has ended.
+    http_done: bool,
+    facts: SessionFacts,
+    params_task: bool,
+    reason: String,
+    no_response: Option<BodyEnd>,
+    final_msg: Option<Final>,
+    final_ts: Option<i64>,
+    cancel_ts: Option<i64>,
+    malformed: Option<String>,
+    stream_broken: Option<BodyEnd>,
+    stream_row_end: Option<BodyEnd>,
+    body_error: Option<(i64, String)>,
+    resp_end_ts: Option<i64>,
+    resumes_row: Option<usize>,
+    anomalies: Vec<String>,
+}
+
+#[derive(Debug)]
+struct Orphan {
+    id: RpcId,
+    fin: Final,
+    ts: i64,
+}
+
+/// Per-session pairing state (all bounded).
+#[derive(Debug, Default)]
+struct Scope {
+    /// Client requests without a final response, by id, oldest first.
+    open: HashMap<RpcId, Vec<usize>>,
+    open_order: VecDeque<usize>,
+    open_count: usize,
+    server_reqs: HashMap<RpcId, String>,
+    server_order: VecDeque<RpcId>,
+    orphans: VecDeque<Orphan>,
+    /// SSE event id -> the request rows whose stream carried it.
+    event_origin: HashMap<String, Vec<usize>>,
+    event_order: VecDeque<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Carrier {
+    JsonBody,
+    PostStream,
+    GetStream,
+}
+
+#[derive(Debug)]
+enum Role {
+    /// POST of JSON-RPC messages (rows = one per element).
+    Post,
+    /// GET stream; `rows[0]` is the stream row; `origin` = rows whose stream it resumes.
+    Stream {
+        origin: Vec<usize>,
+        probe: bool,
+        legacy: Option<String>,
+    },
+    /// DELETE or any other request to an MCP endpoint.
+    Other,
+}
+
+#[derive(Debug)]
+struct Ctx {
+    rows: Vec<usize>,
+    role: Role,
+    scope: String,
+    server_addr: String,
+    had_sid: bool,
+    status: Option<u16>,
+    media: Option<String>,
+    sse: Option<SseParser>,
+    body: Vec<u8>,
+    body_overflow: bool,
+}
+
+#[derive(Debug)]
+struct LegacySession {
+    end: Option<BodyEnd>,
+}
+
+/// The MCP stage. Feed every [`HttpEvent`] with [`Analyzer::push`], then call [`Analyzer::finish`].
+#[derive(Debug)]
+pub struct Analyzer {
+    cfg: InferenceConfig,
+    rows: Vec<Row>,
+    ctxs: HashMap<CtxKey, Ctx>,
+    scopes: HashMap<String, Scope>,
+    derived: DerivedSessions,
+    endpoints: HashSet<String>,
+    legacy: HashMap<(String, String), LegacySession>,
+    last_ts: i64,
+}
+
+impl Analyzer {
+    /// A fresh analyzer with the given inference thresholds.
+    pub fn new(cfg: InferenceConfig) -> Analyzer {
+        Analyzer {
+            cfg,
+            rows: Vec::new(),
+            ctxs: HashMap::new(),
+            scopes: HashMap::new(),
+            derived: DerivedSessions::default(),
+            endpoints: HashSet::new(),
+            legacy: HashMap::new(),
+            last_ts: i64::MIN,
+        }
+    }
+
+    /// Process one HTTP event (events of one exchange in order: request, head, body pieces, end).
+    pub fn push(&mut self, ev: HttpEvent, stats: &mut Stats) {
+        match ev {
+            HttpEvent::Request(req) => {
+                self.last_ts = self.last_ts.max(req.ts_last_us);
+                self.on_request(req, stats);
+            }
+            HttpEvent::ResponseHead {
+                xref, ts_us, head, ..
+            } => {
+                self.last_ts = self.last_ts.max(ts_us);
+                self.on_head(ctx_key(&xref), &head);
+            }
+            HttpEvent::ResponseBody { xref, ts_us, data } => {
+                self.last_ts = self.last_ts.max(ts_us);
+                self.on_body(ctx_key(&xref), ts_us, &data, stats);
+            }
+            HttpEvent::ResponseEnd {
+                xref,
+                ts_us,
+                end,
+                wire_len,
+                anomalies,
+                ..
+            } => {
+                self.last_ts = self.last_ts.max(ts_us);
+                self.on_end(ctx_key(&xref), ts_us, end, wire_len, anomalies, stats);
+            }
+            HttpEvent::NoResponse { xref, ts_us, end } => {
+                self.last_ts = self.last_ts.max(ts_us);
+                self.on_no_response(ctx_key(&xref), end);
+            }
+        }
+    }
+
+    /// End of input: unanswered requests become rows, rows are sorted by
+    /// (`ts_request`, arrival), `exchange_id` is assigned 1.., retries are inferred.
+    pub fn finish(mut self, stats: &mut Stats) -> Vec<Exchange> {
+        // The HTTP stage ends every exchange; anything left is cut by the end of input.
+        let mut left: Vec<CtxKey> = self.ctxs.keys().copied().collect();
+        left.sort_unstable();
+        for key in left {
+            let has_head = self.ctxs.get(&key).is_some_and(|c| c.status.is_some());
+            if has_head {
+                self.on_end(key, self.last_ts, BodyEnd::CaptureEnd, 0, Vec::new(), stats);
+            } else {
+                self.on_no_response(key, BodyEnd::CaptureEnd);
+            }
+        }
+        for scope in self.scopes.values() {
+            for _ in &scope.orphans {
+                stats.anomaly("mcp.response_without_request");
+            }
+        }
+        // Legacy requests still waiting: their answer would have come on the GET stream.
+        for row in &mut self.rows {
+            if row.legacy && row.kind == Kind::Request && row.final_msg.is_none() {
+                let sid = row.ex.session_id.clone().unwrap_or_default();
+                let end = self
+                    .legacy
+                    .get(&(row.ex.server_addr.clone(), sid))
+                    .and_then(|l| l.end)
+                    .unwrap_or(BodyEnd::CaptureEnd);
+                row.stream_broken = Some(end);
+                row.ex.stream_end = end.name().to_string();
+            }
+        }
+
+        let mut order: Vec<usize> = (0..self.rows.len())
+            .filter(|&i| self.rows.get(i).is_some_and(|r| !r.tentative))
+            .collect();
+        order.sort_by_key(|&i| {
+            self.rows
+                .get(i)
+                .map(|r| (r.ex.ts_request, r.ex.inference.seq))
+        });
+
+        let mut sessions: HashMap<String, SessionInfo> = HashMap::new();
+        for &i in &order {
+            if let Some(r) = self.rows.get_mut(i) {
+                if r.ex.rpc_method.as_deref() == Some("initialize")
+                    && let Some(Final::Result(res)) = &r.final_msg
+                {
+                    r.facts.negotiated_version = res
+                        .get("protocolVersion")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
+                sessions
+                    .entry(r.ex.session_key.clone())
+                    .or_default()
+                    .absorb(&r.facts);
+            }
+        }
+
+        let mut exchange_id_of: HashMap<usize, u64> = HashMap::new();
+        for (n, &i) in order.iter().enumerate() {
+            exchange_id_of.insert(i, (n as u64).saturating_add(1));
+        }
+        let mut out = Vec::with_capacity(order.len());
+        for &i in &order {
+            let Some(row) = self.rows.get_mut(i) else {
+                continue;
+            };
+            let mut ex = std::mem::take(&mut row.ex);
+            ex.exchange_id = exchange_id_of.get(&i).copied().unwrap_or(0);
+            ex.inference.resumes = row
+                .resumes_row
+                .and_then(|r| exchange_id_of.get(&r).copied());
+            let verdict = classify::classify(&facts_of(row, &ex));
+            for a in &verdict.anomalies {
+                stats.anomaly(a);
+                row.anomalies.push((*a).to_string());
+            }
+            ex.outcome = verdict.outcome.to_string();
+            ex.layer = verdict.layer.to_string();
+            ex.error_code = verdict.error_code;
+            ex.error_message = verdict.error_message;
+            ex.result_type = verdict.result_type;
+            ex.is_error = verdict.is_error;
+            ex.final_response = row.final_msg.is_some();
+            ex.ts_response = match row.final_ts {
+                Some(t) => Some(t),
+                None => row.resp_end_ts,
+            };
+            ex.latency_ms = ex
+                .ts_response
+                .map(|t| t.saturating_sub(ex.ts_request) as f64 / 1000.0);
+            if let Some(info) = sessions.get(&ex.session_key) {
+                ex.protocol_version = info
+                    .protocol_version()
+                    .or_else(|| row.facts.declared_version.clone());
+                if let Some((name, version)) = &info.client_info {
+                    ex.client_name.clone_from(name);
+                    ex.client_version.clone_from(version);
+                }
+                ex.user_agent = row
+                    .facts
+                    .user_agent
+                    .clone()
+                    .or_else(|| info.user_agent.clone());
+            }
+            let mut seen = HashSet::new();
+            row.anomalies.retain(|a| seen.insert(a.clone()));
+            ex.anomalies = (!row.anomalies.is_empty()).then(|| row.anomalies.join(";"));
+            if ex.attempt == 0 {
+                ex.attempt = 1;
+            }
+            out.push(ex);
+        }
+        super::retry::infer_retries(&mut out, &self.cfg).record(stats);
+        out
+    }
+
+    // ---- requests -------------------------------------------------------
+
+    fn on_request(&mut self, req: HttpRequest, stats: &mut Stats) {
+        let key = ctx_key(&req.xref);
+        let h = &req.head.headers;
+        let sid = h
+            .get("mcp-session-id")
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
+        let server_addr = req.xref.conn.server_addr.clone();
+        let endpoint = format!("{server_addr}{}", path_of(&req.head.uri));
+        let legacy_sid = legacy_session_param(&req.head.uri)
+            .filter(|s| self.legacy.contains_key(&(server_addr.clone(), s.clone())));
+        let known = self.endpoints.contains(&endpoint) || legacy_sid.is_some();
+        let method = req.head.method.to_ascii_uppercase();
+        let accept_sse = h
+            .get("accept")
+            .is_some_and(|a| a.to_ascii_lowercase().contains("text/event-stream"));
+
+        let mut ctx = Ctx {
+            rows: Vec::new(),
+            role: Role::Other,
+            scope: String::new(),
+            server_addr: server_addr.clone(),
+            had_sid: sid.is_some(),
+            status: None,
+            media: None,
+            sse: None,
+            body: Vec::new(),
+            body_overflow: false,
+        };
+
+        match method.as_str() {
+            "POST" => {
+                let value: Option<Value> = serde_json::from_slice(
+                    req.body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&req.body),
+                )
+                .ok();
+                let is_rpc = value.as_ref().is_some_and(looks_jsonrpc);
+                match value.filter(|_| is_rpc) {
+                    Some(v) => {
+                        self.learn_endpoint(&endpoint, stats);
+                        ctx.role = Role::Post;
+                        self.post_rows(&req, v, &mut ctx, sid, legacy_sid, &endpoint, stats);
+                    }
+                    None if known || sid.is_some() => {
+                        let scope = self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
+                        ctx.scope.clone_from(&scope);
+                        let i = self.new_row(&req, Kind::Http, scope, sid, legacy_sid, &endpoint);
+                        self.note(i, "mcp.request_not_jsonrpc", stats);
+                        ctx.rows.push(i);
+                    }
+                    None => return,
+                }
+            }
+            "GET" if accept_sse || known || sid.is_some() => {
+                let last_event_id = h.get("last-event-id").map(str::to_string);
+                let confirmed = known || sid.is_some() || last_event_id.is_some();
+                let kind = if accept_sse { Kind::Stream } else { Kind::Http };
+                let scope = self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
+                ctx.scope.clone_from(&scope);
+                let i = self.new_row(&req, kind, scope.clone(), sid, legacy_sid, &endpoint);
+                ctx.rows.push(i);
+                if kind == Kind::Stream {
+                    let mut origin = Vec::new();
+                    if let Some(r) = self.rows.get_mut(i) {
+                        r.tentative = !confirmed;
+                        r.ex.inference.last_event_id.clone_from(&last_event_id);
+                    }
+                    if let Some(le) = &last_event_id {
+                        origin = self
+                            .scopes
+                            .get(&scope)
+                            .and_then(|s| s.event_origin.get(le))
+                            .cloned()
+                            .unwrap_or_default();
+                        match origin.first() {
+                            Some(&o) => {
+                                if let Some(r) = self.rows.get_mut(i) {
+                                    r.resumes_row = Some(o);
+                                }
+                            }
+                            None => self.note(i, "mcp.resume_unknown_event_id", stats),
+                        }
+                    }
+                    ctx.role = Role::Stream {
+                        origin,
+                        probe: !confirmed,
+                        legacy: None,
+                    };
+                }
+            }
+            "DELETE" if sid.is_some() || known => {
+                let kind = if sid.is_some() { Kind::SessionEnd } else { Kind::Http };
+                let scope = self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
+                ctx.scope.clone_from(&scope);
+                let i = self.new_row(&req, kind, scope, sid, legacy_sid, &endpoint);
+                ctx.rows.push(i);
+            }
+            _ if known || sid.is_some() => {
+                let scope = self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
+                ctx.scope.clone_from(&scope);
+                let i = self.new_row(&req, Kind::Http, scope, sid, legacy_sid, &endpoint);
+                ctx.rows.push(i);
+            }
+            _ => return,
+        }
+        if let Some(old) = self.ctxs.insert(key, ctx) {
+            // The HTTP stage reuses (conn, depth) only if it lost an exchange's end.
+            self.close_ctx(old, BodyEnd::CaptureEnd);
+            stats.anomaly("mcp.exchange_reused");
+        }
+    }
+
+    /// Rows for each JSON-RPC element of a POST body (a batch gives one row per element).
+    #[allow(clippy::too_many_arguments)]
+    fn post_rows(
+        &mut self,
+        req: &HttpRequest,
+        body: Value,
+        ctx: &mut Ctx,
+        sid: Option<String>,
+        legacy_sid: Option<String>,
+        endpoint: &str,
+        stats: &mut Stats,
+    ) {
+        let elements: Vec<Value> = match &body {
+            Value::Array(items) => items.clone(),
+            other => vec![other.clone()],
+        };
+        let msgs = match rpc::parse_value(body) {
+            Ok(m) => m,
+            Err(_) => return,
+        };
+        let first = elements.first();
+        let scope = self.scope_for(req, sid.as_deref(), legacy_sid.as_deref(), endpoint, first);
+        ctx.scope.clone_from(&scope);
+        let header_version = req
+            .head
+            .headers
+            .get("mcp-protocol-version")
+            .map(|v| v.trim().to_string());
+        for (msg, raw) in msgs.into_iter().zip(elements) {
+            let (kind, invalid) = match &msg {
+                RpcMessage::Request { .. } => (Kind::Request, None),
+                RpcMessage::Notification { .. } => (Kind::Notification, None),
+                RpcMessage::Result { .. } | RpcMessage::Error { .. } => (Kind::Response, None),
+                RpcMessage::Invalid { reason, raw, id } => {
+                    let k = if raw.get("method").is_some() {
+                        if id.is_some() { Kind::Request } else { Kind::Notification }
+                    } else if msg.is_response() {
+                        Kind::Response
+                    } else {
+                        Kind::Http
+                    };
+                    (k, Some(reason.clone()))
+                }
+            };
+            let i = self.new_row(req, kind, scope.clone(), sid.clone(), legacy_sid.clone(), endpoint);
+            ctx.rows.push(i);
+            if let Some(reason) = invalid {
+                self.note(i, "rpc.invalid_request_envelope", stats);
+                if kind == Kind::Http
+                    && let Some(r) = self.rows.get_mut(i)
+                {
+                    r.ex.error_message = Some(reason);
+                }
+            }
+            let params = raw.get("params");
+            let method = msg.method().map(str::to_string);
+            if let Some(r) = self.rows.get_mut(i) {
+                r.rpc_id = msg.id().cloned();
+                r.ex.jsonrpc_id = r.rpc_id.as_ref().map(RpcId::to_json_text);
+                r.ex.rpc_method.clone_from(&method);
+                r.ex.inference.body_canonical = Some(canonical_json(&raw));
+                r.facts.declared_version.clone_from(&header_version);
+                if let Some(p) = params {
+                    fill_params_facts(r, method.as_deref(), p);
+                }
+            }
+            match kind {
+                Kind::Request => self.register_request(i, req.ts_first_us, stats),
+                Kind::Notification => {
+                    if method.as_deref() == Some("notifications/cancelled") {
+                        self.on_cancel(i, params, req.ts_first_us, stats);
+                    }
+                }
+                Kind::Response => {
+                    let found = msg.id().and_then(|id| {
+                        self.scopes
+                            .get_mut(&scope)
+                            .and_then(|s| s.server_reqs.remove(id))
+                    });
+                    match found {
+                        Some(m) => {
+                            if let Some(r) = self.rows.get_mut(i) {
+                                r.ex.rpc_method = Some(m);
+                            }
+                        }
+                        None => {
+                            self.note(i, "mcp.response_without_request", stats);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn new_row(
+        &mut self,
+        req: &HttpRequest,
+        kind: Kind,
+        scope: String,
+        sid: Option<String>,
+        legacy_sid: Option<String>,
+        endpoint: &str,
+    ) -> usize {
+        let h = &req.head.headers;
+        let conn = &req.xref.conn;
+        let legacy = legacy_sid.is_some();
+        let transport = if legacy {
+            "legacy_sse"
+        } else if kind == Kind::Http && sid.is_none() {
+            "unknown"
+        } else {
+            "streamable_http"
+        };
+        let seq = self.rows.len() as u64;
+        let ex = Exchange {
+            capture: conn.capture.to_string(),
+            ts_request: req.ts_first_us,
+            client_addr: conn.client_addr.clone(),
+            server_addr: conn.server_addr.clone(),
+            tcp_stream: conn.tcp_stream,
+            transport: transport.to_string(),
+            session_key: scope.clone(),
+            session_id: legacy_sid.or(sid),
+            user_agent: h.get("user-agent").map(str::to_string),
+            kind: kind.name().to_string(),
+            http_method: req.head.method.clone(),
+            path: req.head.uri.clone(),
+            stream_end: "none".to_string(),
+            request_bytes: req.wire_len,
+            attempt: 1,
+            retry_origin: "none".to_string(),
+            inference: InferenceInputs {
+                endpoint: endpoint.to_string(),
+                ts_request_end: req.ts_last_us,
+                auth_hash: h.get("authorization").map(|a| fnv1a(&[a.as_bytes()])),
+                seq,
+                ..InferenceInputs::default()
+            },
+            ..Exchange::default()
+        };
+        self.rows.push(Row {
+            ex,
+            kind,
+            rpc_id: None,
+            scope,
+            legacy,
+            tentative: false,
+            open: false,
+            http_done: false,
+            facts: SessionFacts {
+                user_agent: h.get("user-agent").map(str::to_string),
+                ..SessionFacts::default()
+            },
+            params_task: false,
+            reason: String::new(),
+            no_response: None,
+            final_msg: None,
+            final_ts: None,
+            cancel_ts: None,
+            malformed: None,
+            stream_broken: None,
+            stream_row_end: None,
+            body_error: None,
+            resp_end_ts: None,
+            resumes_row: None,
+            anomalies: req.anomalies.clone(),
+        });
+        self.rows.len().saturating_sub(1)
+    }
+
+    /// Session key at request time (report-schema.md section 4).
+    fn scope_for(
+        &mut self,
+        req: &HttpRequest,
+        sid: Option<&str>,
+        legacy_sid: Option<&str>,
+        endpoint: &str,
+        first: Option<&Value>,
+    ) -> String {
+        if let Some(l) = legacy_sid {
+            return format!("legacy:{l}");
+        }
+        if let Some(s) = sid {
+            return format!("sid:{s}");
+        }
+        let h = &req.head.headers;
+        let method = first.and_then(|v| v.get("method")).and_then(Value::as_str);
+        let starts = matches!(method, Some("initialize" | "server/discover"));
+        let params = first.and_then(|v| v.get("params"));
+        let client_info = params
+            .and_then(|p| {
+                p.get("_meta")
+                    .and_then(|m| m.get(META_CLIENT_INFO))
+                    .or_else(|| {
+                        (method == Some("initialize"))
+                            .then(|| p.get("clientInfo"))
+                            .flatten()
+                    })
+            })
+            .map(|ci| {
+                let s = |k: &str| ci.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                (s("name"), s("version"))
+            });
+        let ctx = ContextKey {
+            host: host_of(&req.xref.conn.client_addr).to_string(),
+            endpoint: endpoint.to_string(),
+            auth_hash: h.get("authorization").map(|a| fnv1a(&[a.as_bytes()])),
+            user_agent: h.get("user-agent").map(str::to_string),
+        };
+        let (key, _) = self.derived.key_for(
+            ctx,
+            req.ts_first_us,
+            starts,
+            client_info,
+            self.cfg.session_gap_ms,
+        );
+        key
+    }
+
+    fn learn_endpoint(&mut self, endpoint: &str, stats: &mut Stats) {
+        if self.endpoints.contains(endpoint) {
+            return;
+        }
+        if self.endpoints.len() >= MAX_KNOWN_ENDPOINTS {
+            stats.anomaly("mcp.endpoint_limit");
+            return;
+        }
+        self.endpoints.insert(endpoint.to_string());
+    }
+
+    fn register_request(&mut self, i: usize, ts: i64, stats: &mut Stats) {
+        let Some((scope_name, id)) = self
+            .rows
+            .get(i)
+            .and_then(|r| Some((r.scope.clone(), r.rpc_id.clone()?)))
+        else {
+            return;
+        };
+        let scope = self.scopes.entry(scope_name).or_default();
+        // Two requests in flight with the same id: ambiguous pairing (mcp-wire.md 3.1).
+        let in_flight = scope.open.get(&id).is_some_and(|v| {
+            v.iter()
+                .any(|&o| self.rows.get(o).is_some_and(|r| !r.http_done))
+        });
+        // A response processed before its request (e.g. merged captures out of order).
+        let orphan = scope
+            .orphans
+            .iter()
+            .position(|o| o.id == id && o.ts.saturating_sub(ts).abs() <= ORPHAN_WINDOW_US)
+            .and_then(|p| scope.orphans.remove(p));
+        if let Some(o) = orphan {
+            if let Some(r) = self.rows.get_mut(i) {
+                r.final_msg = Some(o.fin);
+                r.final_ts = Some(o.ts);
+            }
+            self.note(i, "mcp.response_before_request", stats);
+            return;
+        }
+        scope.open.entry(id).or_default().push(i);
+        scope.open_order.push_back(i);
+        scope.open_count = scope.open_count.saturating_add(1);
+        if let Some(r) = self.rows.get_mut(i) {
+            r.open = true;
+        }
+        if in_flight {
+            self.note(i, "mcp.duplicate_request_id", stats);
+        }
+        self.enforce_pending_limit(i, stats);
+    }
+
+    fn enforce_pending_limit(&mut self, i: usize, stats: &mut Stats) {
+        let Some(scope_name) = self.rows.get(i).map(|r| r.scope.clone()) else {
+            return;
+        };
+        loop {
+            let Some(scope) = self.scopes.get_mut(&scope_name) else {
+                return;
+            };
+            if scope.open_count <= MAX_PENDING_PER_SESSION {
+                // Drop closed entries from the order queue now and then, so it stays bounded.
+                if scope.open_order.len() > MAX_PENDING_PER_SESSION.saturating_mul(2) {
+                    let rows = &self.rows;
+                    scope
+                        .open_order
+                        .retain(|&o| rows.get(o).is_some_and(|r| r.open));
+                }
+                return;
+            }
+            let Some(oldest) = scope.open_order.pop_front() else {
+                return;
+            };
+            if self.rows.get(oldest).is_some_and(|r| r.open) {
+                self.close_open(oldest);
+                self.note(oldest, "mcp.pending_limit", stats);
+            }
+        }
+    }
+
+    fn close_open(&mut self, i: usize) {
+        let Some(row) = self.rows.get_mut(i) else {
+            return;
+        };
+        if !row.open {
+            return;
+        }
+        row.open = false;
+        let (Some(id), Some(scope)) = (row.rpc_id.as_ref(), self.scopes.get_mut(&row.scope)) else {
+            return;
+        };
+        if let Some(v) = scope.open.get_mut(id) {
+            v.retain(|&o| o != i);
+            if v.is_empty() {
+                scope.open.remove(id);
+            }
+        }
+        scope.open_count = scope.open_count.saturating_sub(1);
+    }
+
+    /// `notifications/cancelled` (mcp-wire.md 3.5): the latest open request with that id.
+    fn on_cancel(&mut self, i: usize, params: Option<&Value>, ts: i64, stats: &mut Stats) {
+        let Some(scope_name) = self.rows.get(i).map(|r| r.scope.clone()) else {
+            return;
+        };
+        let target = params
+            .and_then(|p| p.get("requestId"))
+            .and_then(RpcId::from_value)
+            .and_then(|id| {
+                self.scopes
+                    .get(&scope_name)
+                    .and_then(|s| s.open.get(&id))
+                    .and_then(|v| v.last().copied())
+            });
+        match target.and_then(|t| self.rows.get_mut(t)) {
+            Some(r) => {
+                if r.cancel_ts.is_none() {
+                    r.cancel_ts = Some(ts);
+                }
+            }
+            None => self.note(i, "mcp.cancel_without_open_request", stats),
+        }
+    }
+
+    // ---- responses ------------------------------------------------------
+
+    fn on_head(&mut self, key: CtxKey, head: &ResponseHead) {
+        let Some(ctx) = self.ctxs.get_mut(&key) else {
+            return;
+        };
+        let media = head.headers.media_type();
+        ctx.status = Some(head.status);
+        ctx.media.clone_from(&media);
+        let is_legacy = ctx
+            .rows
+            .first()
+            .and_then(|&r| self.rows.get(r))
+            .is_some_and(|r| r.legacy);
+        // The session id joins through the response header (report-schema.md section 4).
+        let new_sid = head
+            .headers
+            .get("mcp-session-id")
+            .map(str::trim)
+            .filter(|s| !s.is_empty() && !ctx.had_sid && !is_legacy)
+            .map(str::to_string);
+        if (200..300).contains(&head.status) && media.as_deref() == Some("text/event-stream") {
+            ctx.sse = Some(SseParser::new());
+        }
+        let rows = ctx.rows.clone();
+        if let Some(sid) = &new_sid {
+            ctx.scope = format!("sid:{sid}");
+        }
+        let new_scope = ctx.scope.clone();
+        for &i in &rows {
+            if let Some(sid) = &new_sid {
+                self.rescope(i, &new_scope);
+                if let Some(r) = self.rows.get_mut(i) {
+                    r.ex.session_id = Some(sid.clone());
+                }
+            }
+            if let Some(r) = self.rows.get_mut(i) {
+                r.ex.http_status = Some(head.status);
+                r.ex.content_type.clone_from(&media);
+                r.reason.clone_from(&head.reason);
+            }
+        }
+    }
+
+    fn rescope(&mut self, i: usize, new_scope: &str) {
+        let was_open = self.rows.get(i).is_some_and(|r| r.open);
+        if was_open {
+            self.close_open(i);
+        }
+        if let Some(r) = self.rows.get_mut(i) {
+            r.scope = new_scope.to_string();
+            r.ex.session_key = new_scope.to_string();
+        }
+        if was_open {
+            let Some(id) = self.rows.get(i).and_then(|r| r.rpc_id.clone()) else {
+                return;
+            };
+            let scope = self.scopes.entry(new_scope.to_string()).or_default();
+            scope.open.entry(id).or_default().push(i);
+            scope.open_order.push_back(i);
+            scope.open_count = scope.open_count.saturating_add(1);
+            if let Some(r) = self.rows.get_mut(i) {
+                r.open = true;
+            }
+        }
+    }
+
+    fn on_body(&mut self, key: CtxKey, ts: i64, data: &[u8], stats: &mut Stats) {
+        let Some(ctx) = self.ctxs.get_mut(&key) else {
+            return;
+        };
+        let mut events = Vec::new();
+        if let Some(p) = ctx.sse.as_mut() {
+            p.feed(data, ts, &mut events);
+        } else if ctx.body.len().saturating_add(data.len()) > MAX_JSON_BODY_BYTES {
+            if !ctx.body_overflow {
+                ctx.body_overflow = true;
+                stats.anomaly("mcp.body_too_large");
+            }
+        } else {
+            ctx.body.extend_from_slice(data);
+        }
+        for ev in events {
+            self.on_sse_event(key, ev, stats);
+        }
+    }
+
+    fn on_sse_event(&mut self, key: CtxKey, ev: SseEvent, stats: &mut Stats) {
+        let Some(ctx) = self.ctxs.get_mut(&key) else {
+            return;
+        };
+        // Probe: a GET to an endpoint not yet known as MCP.
+        if let Role::Stream {
+            probe: probe @ true,
+            legacy,
+            ..
+        } = &mut ctx.role
+        {
+            let Some(&row) = ctx.rows.first() else {
+                return;
+            };
+            if ev.event == "endpoint" {
+                // Legacy HTTP+SSE (2024-11-05): the first event names the POST endpoint.
+                *probe = false;
+                let sid = legacy_session_param(&ev.data);
+                let server_addr = ctx.server_addr.clone();
+                let post_endpoint = format!("{server_addr}{}", path_of(ev.data.trim()));
+                if let Some(s) = &sid {
+                    *legacy = Some(s.clone());
+                    ctx.scope = format!("legacy:{s}");
+                }
+                let scope = ctx.scope.clone();
+                if let Some(r) = self.rows.get_mut(row) {
+                    r.tentative = false;
+                    r.legacy = sid.is_some();
+                    r.ex.transport = "legacy_sse".to_string();
+                    r.ex.session_id.clone_from(&sid);
+                    r.scope.clone_from(&scope);
+                    r.ex.session_key = scope;
+                    r.ex.sse_events = r.ex.sse_events.saturating_add(1);
+                }
+                match sid {
+                    Some(s) => {
+                        if self.legacy.len() >= MAX_LEGACY_SESSIONS {
+                            stats.anomaly("mcp.legacy_session_limit");
+                        } else {
+                            self.legacy.insert((server_addr, s), LegacySession { end: None });
+                        }
+                    }
+                    None => self.note(row, "mcp.legacy_endpoint_without_session", stats),
+                }
+                self.learn_endpoint(&post_endpoint, stats);
+                return;
+            }
+            let is_rpc = serde_json::from_str::<Value>(&ev.data)
+                .ok()
+                .as_ref()
+                .is_some_and(looks_jsonrpc);
+            if !is_rpc {
+                return; // not (yet) MCP: some other event stream
+            }
+            *probe = false;
+            if let Some(r) = self.rows.get_mut(row) {
+                r.tentative = false;
+            }
+        }
+        let Some(ctx) = self.ctxs.get(&key) else {
+            return;
+        };
+        let scope = ctx.scope.clone();
+        let (carrier, local, stream_row) = match &ctx.role {
+            Role::Post => (Carrier::PostStream, ctx.rows.clone(), None),
+            Role::Stream { origin, .. } => (Carrier::GetStream, origin.clone(), ctx.rows.first().copied()),
+            Role::Other => return,
+        };
+        for &i in local.iter().chain(stream_row.iter()) {
+            if let Some(r) = self.rows.get_mut(i) {
+                r.ex.sse_events = r.ex.sse_events.saturating_add(1);
+            }
+        }
+        if let Some(id) = &ev.id {
+            let origin: Vec<usize> = local
+                .iter()
+                .copied()
+                .filter(|&i| self.rows.get(i).is_some_and(|r| r.kind == Kind::Request))
+                .collect();
+            if !origin.is_empty() {
+                self.remember_event_id(&scope, id, origin);
+            }
+        }
+        if ev.data.trim().is_empty() {
+            return; // priming event or keep-alive (2025-11-25 transports)
+        }
+        match rpc::parse_body(ev.data.as_bytes()) {
+            Err(e) => {
+                stats.anomaly("rpc.sse_data_not_json");
+                let targets: Vec<usize> = self.open_requests(&local);
+                for &i in targets.iter().chain(stream_row.iter()) {
+                    if let Some(r) = self.rows.get_mut(i) {
+                        r.anomalies.push("rpc.sse_data_not_json".to_string());
+                        if r.kind == Kind::Request && r.malformed.is_none() {
+                            r.malformed = Some(format!("SSE data: {e}"));
+                        }
+                    }
+                }
+            }
+            Ok(msgs) => {
+                for m in msgs {
+                    self.on_server_message(m, ev.ts_us, &local, &scope, carrier, stream_row, stats);
+                }
+            }
+        }
+    }
+
+    fn remember_event_id(&mut self, scope: &str, id: &str, origin: Vec<usize>) {
+        let s = self.scopes.entry(scope.to_string()).or_default();
+        if s.event_origin.insert(id.to_string(), origin).is_none() {
+            s.event_order.push_back(id.to_string());
+        }
+        while s.event_order.len() > MAX_EVENT_IDS_PER_SESSION {
+            if let Some(old) = s.event_order.pop_front() {
+                s.event_origin.remove(&old);
+            }
+        }
+    }
+
+    fn open_requests(&self, rows: &[usize]) -> Vec<usize> {
+        rows.iter()
+            .copied()
+            .filter(|&i| {
+                self.rows
+                    .get(i)
+                    .is_some_and(|r| r.kind == Kind::Request && r.final_msg.is_none())
+            })
+            .collect()
+    }
+
+    /// A message from the server: a response to pair, or a server->client request to remember.
+    #[allow(clippy::too_many_arguments)]
+    fn on_server_message(
+        &mut self,
+        msg: RpcMessage,
+        ts: i64,
+        local: &[usize],
+        scope: &str,
+        carrier: Carrier,
+        stream_row: Option<usize>,
+        stats: &mut Stats,
+    ) {
+        if !msg.is_response() {
+            match msg {
+                RpcMessage::Request { id, method, .. } => {
+                    let s = self.scopes.entry(scope.to_string()).or_default();
+                    if s.server_reqs.len() >= MAX_SERVER_REQUESTS_PER_SESSION {
+                        stats.anomaly("mcp.server_request_limit");
+                        return;
+                    }
+                    if s.server_reqs.insert(id.clone(), method).is_none() {
+                        s.server_order.push_back(id);
+                    }
+                }
+                RpcMessage::Notification { .. } => {}
+                _ => {
+                    stats.anomaly("rpc.invalid_envelope");
+                    if let Some(r) = stream_row.and_then(|r| self.rows.get_mut(r)) {
+                        r.anomalies.push("rpc.invalid_envelope".to_string());
+                    }
+                }
+            }
+            return;
+        }
+        let fin = match &msg {
+            RpcMessage::Result { result, .. } => Final::Result(result.clone()),
+            RpcMessage::Error { code, message, .. } => Final::Error {
+                code: *code,
+                message: message.clone(),
+            },
+            RpcMessage::Invalid { reason, .. } => Final::Invalid(reason.clone()),
+            _ => return,
+        };
+        let open_local = self.open_requests(local);
+        let Some(id) = msg.id().cloned() else {
+            // An error without id answers the HTTP exchange it came in (mcp-wire.md 7.7).
+            if open_local.is_empty() {
+                stats.anomaly("mcp.response_without_request");
+                if let Some(r) = stream_row {
+                    self.note_uncounted(r, "mcp.response_without_request");
+                }
+            }
+            for i in open_local {
+                self.set_final(i, fin.clone(), ts);
+            }
+            return;
+        };
+        let matching = local.iter().copied().find(|&i| {
+            self.rows
+                .get(i)
+                .is_some_and(|r| r.kind == Kind::Request && r.rpc_id.as_ref() == Some(&id))
+        });
+        if let Some(i) = matching {
+            if self.rows.get(i).is_some_and(|r| r.final_msg.is_some()) {
+                self.note(i, "mcp.duplicate_response", stats);
+            } else {
+                self.set_final(i, fin, ts);
+            }
+            return;
+        }
+        let mismatch = |this: &mut Self, fin: Final| -> Option<Final> {
+            if let [only] = open_local.as_slice() {
+                let expected = this
+                    .rows
+                    .get(*only)
+                    .and_then(|r| r.rpc_id.clone())
+                    .map(|r| r.to_json_text())
+                    .unwrap_or_default();
+                this.set_final(
+                    *only,
+                    Final::Invalid(format!(
+                        "response id {} does not match request id {expected}",
+                        id.to_json_text()
+                    )),
+                    ts,
+                );
+                None
+            } else {
+                Some(fin)
+            }
+        };
+        let fin = if carrier == Carrier::JsonBody {
+            match mismatch(self, fin) {
+                Some(f) => f,
+                None => return,
+            }
+        } else {
+            fin
+        };
+        let open = self
+            .scopes
+            .get(scope)
+            .and_then(|s| s.open.get(&id))
+            .and_then(|v| v.first().copied());
+        if let Some(i) = open {
+            self.set_final(i, fin, ts);
+            if carrier == Carrier::GetStream
+                && !local.contains(&i)
+                && let Some(r) = self.rows.get_mut(i)
+            {
+                r.ex.sse_events = r.ex.sse_events.saturating_add(1);
+            }
+            return;
+        }
+        let fin = if carrier == Carrier::PostStream {
+            match mismatch(self, fin) {
+                Some(f) => f,
+                None => return,
+            }
+        } else {
+            fin
+        };
+        let s = self.scopes.entry(scope.to_string()).or_default();
+        s.orphans.push_back(Orphan { id, fin, ts });
+        if s.orphans.len() > MAX_ORPHANS_PER_SESSION {
+            s.orphans.pop_front();
+            stats.anomaly("mcp.response_without_request");
+        }
+    }
+
+    fn set_final(&mut self, i: usize, fin: Final, ts: i64) {
+        if let Some(r) = self.rows.get_mut(i) {
+            r.final_msg = Some(fin);
+            r.final_ts = Some(ts);
+        }
+        self.close_open(i);
+    }
+
+    fn on_end(
+        &mut self,
+        key: CtxKey,
+        ts: i64,
+        end: BodyEnd,
+        wire_len: u64,
+        anomalies: Vec<String>,
+        stats: &mut Stats,
+    ) {
+        let Some(mut ctx) = self.ctxs.remove(&key) else {
+            return;
+        };
+        for &i in &ctx.rows {
+            if let Some(r) = self.rows.get_mut(i) {
+                r.ex.response_bytes = wire_len;
+                r.anomalies.extend(anomalies.iter().cloned());
+                r.resp_end_ts = Some(ts);
+                r.http_done = true;
+            }
+        }
+        if let Some(mut parser) = ctx.sse.take() {
+            let mut events = Vec::new();
+            parser.finish(&mut events);
+            let parser_anomalies = parser.take_anomalies();
+            self.ctxs.insert(key, ctx);
+            for ev in events {
+                self.on_sse_event(key, ev, stats);
+            }
+            let Some(ctx) = self.ctxs.remove(&key) else {
+                return;
+            };
+            let carriers: Vec<usize> = match &ctx.role {
+                Role::Stream { .. } => ctx.rows.first().copied().into_iter().collect(),
+                _ => ctx.rows.clone(),
+            };
+            for a in parser_anomalies {
+                stats.anomaly(a);
+                for &i in &carriers {
+                    self.note_uncounted(i, a);
+                }
+            }
+            match &ctx.role {
+                Role::Post => {
+                    for &i in &ctx.rows {
+                        if let Some(r) = self.rows.get_mut(i)
+                            && r.kind == Kind::Request
+                        {
+                            r.ex.stream_end = end.name().to_string();
+                            if r.final_msg.is_none() {
+                                r.stream_broken = Some(end);
+                            }
+                        }
+                    }
+                }
+                Role::Stream { legacy, .. } => {
+                    if let Some(r) = ctx.rows.first().and_then(|&i| self.rows.get_mut(i)) {
+                        r.stream_row_end = Some(end);
+                        r.ex.stream_end = end.name().to_string();
+                    }
+                    if let Some(s) = legacy
+                        && let Some(l) = self.legacy.get_mut(&(ctx.server_addr.clone(), s.clone()))
+                    {
+                        l.end = Some(end);
+                    }
+                }
+                Role::Other => {}
+            }
+            return;
+        }
+        self.json_response(&mut ctx, ts, stats);
+        self.close_ctx(ctx, end);
+    }
+
+    /// A non-SSE response body: the JSON-RPC answer, or the error detail of an HTTP error.
+    fn json_response(&mut self, ctx: &mut Ctx, ts: i64, stats: &mut Stats) {
+        let Some(status) = ctx.status else {
+            return;
+        };
+        let body = std::mem::take(&mut ctx.body);
+        let parsed = rpc::parse_body(&body);
+        let ok = (200..300).contains(&status);
+        let all_accepted_kinds = ctx.rows.iter().all(|&i| {
+            self.rows.get(i).is_some_and(|r| {
+                matches!(r.kind, Kind::Notification | Kind::Response | Kind::SessionEnd)
+            })
+        });
+        let legacy = ctx
+            .rows
+            .first()
+            .and_then(|&i| self.rows.get(i))
+            .is_some_and(|r| r.legacy);
+        if !ok || !matches!(ctx.role, Role::Post) {
+            // HTTP errors (and `http` rows): keep the JSON-RPC error detail if there is one.
+            if let Ok(msgs) = &parsed {
+                for m in msgs {
+                    if let RpcMessage::Error { id, code, message, .. } = m {
+                        for &i in &ctx.rows {
+                            if let Some(r) = self.rows.get_mut(i)
+                                && r.body_error.is_none()
+                                && (id.is_none() || r.rpc_id.is_none() || r.rpc_id == *id)
+                            {
+                                r.body_error = Some((*code, message.clone()));
+                            }
+                        }
+                    }
+                }
+            }
+            return;
+        }
+        if all_accepted_kinds {
+            // 202 (or any 2xx) for notifications/responses: a body there is an anomaly,
+            // except the legacy transport's text `Accepted`.
+            if !legacy && !body.iter().all(u8::is_ascii_whitespace) {
+                for i in ctx.rows.clone() {
+                    self.note(i, "mcp.body_on_accepted", stats);
+                }
+            }
+            return;
+        }
+        if legacy || status == 202 || !classify::is_json_media(ctx.media.as_deref()) {
+            return; // legacy answers come on the GET stream; others are UNEXPECTED_RESPONSE
+        }
+        match parsed {
+            Err(e) => {
+                let why = if ctx.body_overflow {
+                    format!("body larger than {MAX_JSON_BODY_BYTES} bytes")
+                } else {
+                    e.to_string()
+                };
+                for i in self.open_requests(&ctx.rows) {
+                    if let Some(r) = self.rows.get_mut(i) {
+                        r.malformed = Some(why.clone());
+                    }
+                }
+            }
+            Ok(msgs) => {
+                let scope = ctx.scope.clone();
+                let rows = ctx.rows.clone();
+                for m in msgs {
+                    self.on_server_message(m, ts, &rows, &scope, Carrier::JsonBody, None, stats);
+                }
+                for i in self.open_requests(&rows) {
+                    self.set_final(
+                        i,
+                        Final::Invalid("no response for this id in the JSON body".into()),
+                        ts,
+                    );
+                }
+            }
+        }
+    }
+
+    /// The exchange is over; requests that cannot be answered elsewhere stop waiting.
+    fn close_ctx(&mut self, ctx: Ctx, end: BodyEnd) {
+        let ok = ctx.status.is_some_and(|s| (200..300).contains(&s));
+        for &i in &ctx.rows {
+            let keep_open = self
+                .rows
+                .get(i)
+                .is_some_and(|r| r.legacy && ok && r.final_msg.is_none());
+            if let Some(r) = self.rows.get_mut(i) {
+                r.http_done = true;
+                if ctx.status.is_none() {
+                    r.no_response = Some(end);
+                }
+            }
+            if !keep_open {
+                self.close_open(i);
+            }
+        }
+        if let Role::Stream {
+            legacy: Some(s), ..
+        } = &ctx.role
+            && let Some(l) = self.legacy.get_mut(&(ctx.server_addr.clone(), s.clone()))
+        {
+            l.end = Some(end);
+        }
+    }
+
+    fn on_no_response(&mut self, key: CtxKey, end: BodyEnd) {
+        if let Some(ctx) = self.ctxs.remove(&key) {
+            self.close_ctx(ctx, end);
+        }
+    }
+
+    fn note(&mut self, i: usize, name: &str, stats: &mut Stats) {
+        stats.anomaly(name);
+        self.note_uncounted(i, name);
+    }
+
+    fn note_uncounted(&mut self, i: usize, name: &str) {
+        if let Some(r) = self.rows.get_mut(i) {
+            r.anomalies.push(name.to_string());
+        }
+    }
+}
+
+/// MCP by content: a JSON object (or batch of objects) with a `jsonrpc` member.
+fn looks_jsonrpc(v: &Value) -> bool {
+    match v {
+        Value::Object(o) => o.contains_key("jsonrpc"),
+        Value::Array(items) => items
+            .iter()
+            .any(|i| i.as_object().is_some_and(|o| o.contains_key("jsonrpc"))),
+        _ => false,
+    }
+}
+
+/// Columns and inference inputs taken from a request's `params`.
+fn fill_params_facts(r: &mut Row, method: Option<&str>, p: &Value) {
+    if method == Some("tools/call") {
+        r.ex.tool_name = p.get("name").and_then(Value::as_str).map(str::to_string);
+        r.params_task = p.get("task").is_some_and(Value::is_object);
+    }
+    r.ex.inference.has_mrtr_fields =
+        p.get("inputResponses").is_some() || p.get("requestState").is_some();
+    let mut stripped = p.clone();
+    if let Some(o) = stripped.as_object_mut() {
+        for k in ["_meta", "progressToken", "inputResponses", "requestState"] {
+            o.remove(k);
+        }
+    }
+    r.ex.inference.params_canonical = Some(canonical_json(&stripped));
+    let meta = p.get("_meta");
+    if let Some(v) = meta
+        .and_then(|m| m.get(META_PROTOCOL_VERSION))
+        .and_then(Value::as_str)
+    {
+        r.facts.declared_version = Some(v.to_string());
+    }
+    let mut ci = meta.and_then(|m| m.get(META_CLIENT_INFO));
+    if method == Some("initialize") {
+        if let Some(v) = p.get("protocolVersion").and_then(Value::as_str) {
+            r.facts.declared_version = Some(v.to_string());
+        }
+        ci = p.get("clientInfo").or(ci);
+    }
+    if let Some(ci) = ci {
+        let s = |k: &str| ci.get(k).and_then(Value::as_str).map(str::to_string);
+        r.facts.client_info = Some((s("name"), s("version")));
+    }
+}
+
+fn facts_of(row: &Row, ex: &Exchange) -> RowFacts {
+    RowFacts {
+        kind: row.kind,
+        rpc_method: ex.rpc_method.clone(),
+        params_task: row.params_task,
+        legacy: row.legacy,
+        status: ex.http_status,
+        reason: row.reason.clone(),
+        media: ex.content_type.clone(),
+        no_response: row.no_response,
+        final_msg: row.final_msg.clone(),
+        final_ts: row.final_ts,
+        cancel_ts: row.cancel_ts,
+        malformed: row.malformed.clone(),
+        stream_broken: row.stream_broken,
+        stream_row_end: row.stream_row_end,
+        body_error: row.body_error.clone(),
+    }
+}
+
+#[cfg(test)]
+#[path = "analyzer_tests.rs"]
+mod tests;

@@ -1,0 +1,801 @@
+//! Analyzer tests on hand-built HTTP event sequences: the pairing cases of
+//! style.md section 5 by name, then one test (or more) per outcome.
+
+use super::*;
+use crate::http::{ConnInfo, Headers, RequestHead};
+use std::sync::Arc;
+
+const T0: i64 = 1_700_000_000_000_000;
+
+struct Run {
+    a: Analyzer,
+    stats: Stats,
+    next_conn: u64,
+    t: i64,
+}
+
+#[derive(Clone)]
+struct C {
+    conn: Arc<ConnInfo>,
+    depth: u32,
+}
+
+fn hdrs(h: &[(&str, &str)]) -> Headers {
+    Headers(
+        h.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    )
+}
+
+impl Run {
+    fn new() -> Run {
+        Run {
+            a: Analyzer::new(InferenceConfig::default()),
+            stats: Stats::default(),
+            next_conn: 0,
+            t: T0,
+        }
+    }
+
+    fn tick(&mut self) -> i64 {
+        self.t += 1000;
+        self.t
+    }
+
+    fn conn(&mut self) -> C {
+        self.next_conn += 1;
+        C {
+            conn: Arc::new(ConnInfo {
+                conn: self.next_conn,
+                tcp_stream: Some(self.next_conn - 1),
+                client_addr: format!("10.0.0.1:{}", 40000 + self.next_conn),
+                server_addr: "10.0.0.2:8080".into(),
+                capture: Arc::from("t.pcap"),
+            }),
+            depth: 0,
+        }
+    }
+
+    fn xref(c: &C) -> ExchangeRef {
+        ExchangeRef {
+            conn: c.conn.clone(),
+            depth: c.depth,
+        }
+    }
+
+    fn request(&mut self, c: &mut C, method: &str, uri: &str, h: &[(&str, &str)], body: &str) {
+        c.depth += 1;
+        let ts = self.tick();
+        let req = HttpRequest {
+            xref: Run::xref(c),
+            ts_first_us: ts,
+            ts_last_us: ts + 10,
+            frame: 0,
+            head: RequestHead {
+                method: method.into(),
+                uri: uri.into(),
+                version: "1.1".into(),
+                headers: hdrs(h),
+            },
+            body: body.as_bytes().to_vec(),
+            wire_len: body.len() as u64,
+            complete: true,
+            anomalies: vec![],
+        };
+        self.a.push(HttpEvent::Request(req), &mut self.stats);
+    }
+
+    fn post(&mut self, c: &mut C, h: &[(&str, &str)], body: &str) {
+        self.request(c, "POST", "/mcp", h, body);
+    }
+
+    fn head(&mut self, c: &C, status: u16, h: &[(&str, &str)]) {
+        let ts = self.tick();
+        self.a.push(
+            HttpEvent::ResponseHead {
+                xref: Run::xref(c),
+                ts_us: ts,
+                frame: 0,
+                head: ResponseHead {
+                    status,
+                    reason: "R".into(),
+                    version: "1.1".into(),
+                    headers: hdrs(h),
+                },
+            },
+            &mut self.stats,
+        );
+    }
+
+    fn body(&mut self, c: &C, data: &str) {
+        let ts = self.tick();
+        self.a.push(
+            HttpEvent::ResponseBody {
+                xref: Run::xref(c),
+                ts_us: ts,
+                data: data.as_bytes().to_vec(),
+            },
+            &mut self.stats,
+        );
+    }
+
+    fn end(&mut self, c: &C, end: BodyEnd) {
+        let ts = self.tick();
+        self.a.push(
+            HttpEvent::ResponseEnd {
+                xref: Run::xref(c),
+                ts_us: ts,
+                end,
+                wire_len: 42,
+                decoded_len: 42,
+                anomalies: vec![],
+            },
+            &mut self.stats,
+        );
+    }
+
+    fn no_response(&mut self, c: &C, end: BodyEnd) {
+        let ts = self.tick();
+        self.a.push(
+            HttpEvent::NoResponse {
+                xref: Run::xref(c),
+                ts_us: ts,
+                end,
+            },
+            &mut self.stats,
+        );
+    }
+
+    /// Whole response with a body of the given media type.
+    fn respond(&mut self, c: &C, status: u16, media: &str, body: &str) {
+        let mut h = vec![];
+        if !media.is_empty() {
+            h.push(("content-type", media));
+        }
+        self.head(c, status, &h);
+        if !body.is_empty() {
+            self.body(c, body);
+        }
+        self.end(c, BodyEnd::Complete);
+    }
+
+    fn json(&mut self, c: &C, status: u16, body: &str) {
+        self.respond(c, status, "application/json", body);
+    }
+
+    fn sse_head(&mut self, c: &C) {
+        self.head(c, 200, &[("content-type", "text/event-stream")]);
+    }
+
+    fn event(&mut self, c: &C, data: &str) {
+        self.body(c, &format!("event: message\ndata: {data}\n\n"));
+    }
+
+    fn finish(self) -> (Vec<Exchange>, Stats) {
+        let mut stats = self.stats;
+        let rows = self.a.finish(&mut stats);
+        (rows, stats)
+    }
+}
+
+fn call(id: u64, tool: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"a":1}}}}}}"#
+    )
+}
+
+fn ok_tool(id: u64) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"ok"}}]}}}}"#)
+}
+
+fn only(rows: &[Exchange]) -> &Exchange {
+    assert_eq!(rows.len(), 1, "rows: {rows:#?}");
+    &rows[0]
+}
+
+/// One tools/call POST answered with a JSON body.
+fn tool_json(status: u16, media: &str, body: &str) -> Exchange {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, &[], &call(1, "echo"));
+    r.respond(&c, status, media, body);
+    let (rows, _) = r.finish();
+    only(&rows).clone()
+}
+
+fn has_anomaly(e: &Exchange, name: &str) -> bool {
+    e.anomalies
+        .as_deref()
+        .is_some_and(|a| a.split(';').any(|x| x == name))
+}
+
+// ---- style.md section 5: pairing cases ----------------------------------
+
+#[test]
+fn response_before_request() {
+    let mut r = Run::new();
+    let sid = [("mcp-session-id", "S1"), ("accept", "text/event-stream")];
+    let mut g = r.conn();
+    r.request(&mut g, "GET", "/mcp", &sid, "");
+    r.sse_head(&g);
+    // The answer to id 5 is processed before the POST that asked for it.
+    r.event(&g, &ok_tool(5));
+    let mut c = r.conn();
+    r.post(&mut c, &sid, &call(5, "echo"));
+    r.sse_head(&c);
+    r.end(&c, BodyEnd::Complete);
+    let (rows, stats) = r.finish();
+    let post = rows.iter().find(|e| e.kind == "request").unwrap();
+    assert!(post.final_response);
+    assert_eq!(post.outcome, "TOOL_SUCCESS");
+    assert!(has_anomaly(post, "mcp.response_before_request"));
+    assert_eq!(stats.anomalies.get("mcp.response_before_request"), Some(&1));
+    assert_eq!(stats.anomalies.get("mcp.response_without_request"), None);
+}
+
+#[test]
+fn response_without_request_is_counted() {
+    let mut r = Run::new();
+    let mut g = r.conn();
+    r.request(&mut g, "GET", "/mcp", &[("mcp-session-id", "S1"), ("accept", "text/event-stream")], "");
+    r.sse_head(&g);
+    r.event(&g, &ok_tool(99));
+    let (rows, stats) = r.finish();
+    assert_eq!(only(&rows).kind, "stream");
+    assert_eq!(only(&rows).outcome, "STREAM_OPEN");
+    assert_eq!(stats.anomalies.get("mcp.response_without_request"), Some(&1));
+}
+
+#[test]
+fn duplicate_id() {
+    let mut r = Run::new();
+    let sid = [("mcp-session-id", "S1")];
+    let (mut a, mut b) = (r.conn(), r.conn());
+    r.post(&mut a, &sid, &call(3, "one"));
+    r.post(&mut b, &sid, &call(3, "two"));
+    r.json(&b, 200, &format!(r#"{{"jsonrpc":"2.0","id":3,"error":{{"code":-1,"message":"x"}}}}"#));
+    r.json(&a, 200, &ok_tool(3));
+    let (rows, stats) = r.finish();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].tool_name.as_deref(), Some("one"));
+    assert_eq!(rows[0].outcome, "TOOL_SUCCESS");
+    assert_eq!(rows[1].tool_name.as_deref(), Some("two"));
+    assert_eq!(rows[1].outcome, "JSONRPC_ERROR");
+    assert!(has_anomaly(&rows[1], "mcp.duplicate_request_id"));
+    assert_eq!(stats.anomalies.get("mcp.duplicate_request_id"), Some(&1));
+}
+
+#[test]
+fn id_reused_after_its_response() {
+    // Legacy transport: answers travel on the GET stream, so pairing is by id among
+    // *open* requests; the second id 1 must not pair with the first (already answered).
+    let mut r = Run::new();
+    let mut g = r.conn();
+    r.request(&mut g, "GET", "/sse", &[("accept", "text/event-stream")], "");
+    r.sse_head(&g);
+    r.body(&g, "event: endpoint\ndata: /messages?sessionId=abc\n\n");
+    let mut c = r.conn();
+    r.request(&mut c, "POST", "/messages?sessionId=abc", &[], &call(1, "echo"));
+    r.respond(&c, 202, "text/plain", "Accepted");
+    r.event(&g, &ok_tool(1));
+    r.request(&mut c, "POST", "/messages?sessionId=abc", &[], &call(1, "echo"));
+    r.respond(&c, 202, "text/plain", "Accepted");
+    r.event(&g, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"boom"}}"#);
+    let (rows, stats) = r.finish();
+    let reqs: Vec<_> = rows.iter().filter(|e| e.kind == "request").collect();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].outcome, "TOOL_SUCCESS");
+    assert_eq!(reqs[1].outcome, "JSONRPC_ERROR");
+    assert_eq!(reqs[1].error_code, Some(-32603));
+    assert!(reqs.iter().all(|e| e.transport == "legacy_sse"
+        && e.session_key == "legacy:abc"
+        && e.session_id.as_deref() == Some("abc")
+        && e.sse_events == 1
+        && e.http_status == Some(202)));
+    assert!(reqs[0].ts_response < reqs[1].ts_request.into());
+    assert!(stats.anomalies.is_empty(), "{:?}", stats.anomalies);
+    let stream = rows.iter().find(|e| e.kind == "stream").unwrap();
+    assert_eq!((stream.transport.as_str(), stream.sse_events), ("legacy_sse", 3));
+    assert_eq!(stream.outcome, "STREAM_OPEN");
+}
+
+#[test]
+fn id_reused_after_response_in_own_bodies() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, &[], &call(1, "echo"));
+    r.json(&c, 200, &ok_tool(1));
+    r.post(&mut c, &[], &call(1, "echo"));
+    r.json(&c, 200, r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#);
+    let (rows, stats) = r.finish();
+    assert_eq!(rows[0].outcome, "TOOL_SUCCESS");
+    assert_eq!(rows[1].outcome, "TOOL_ERROR");
+    assert!(!has_anomaly(&rows[1], "mcp.duplicate_request_id"));
+    assert!(stats.anomalies.is_empty());
+}
+
+#[test]
+fn notification() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, &[], r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    r.respond(&c, 202, "", "");
+    let (rows, _) = r.finish();
+    let e = only(&rows);
+    assert_eq!((e.kind.as_str(), e.outcome.as_str(), e.layer.as_str()), ("notification", "ACCEPTED", "protocol"));
+    assert_eq!(e.jsonrpc_id, None);
+    assert_eq!(e.rpc_method.as_deref(), Some("notifications/initialized"));
+    assert!(!e.final_response);
+    assert_eq!(e.http_status, Some(202));
+    assert_eq!(e.anomalies, None);
+}
+
+#[test]
+fn batch() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(
+        &mut c,
+        &[],
+        r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"p"}}]"#,
+    );
+    r.json(
+        &c,
+        200,
+        r#"[{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"no prompt"}},{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}]"#,
+    );
+    let (rows, _) = r.finish();
+    assert_eq!(rows.len(), 3);
+    let got: Vec<_> = rows
+        .iter()
+        .map(|e| (e.kind.as_str(), e.jsonrpc_id.as_deref(), e.outcome.as_str(), e.error_code))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("request", Some("1"), "RPC_SUCCESS", None),
+            ("notification", None, "ACCEPTED", None),
+            ("request", Some("2"), "JSONRPC_ERROR", Some(-32602)),
+        ]
+    );
+    assert_eq!(rows.iter().map(|e| e.exchange_id).collect::<Vec<_>>(), vec![1, 2, 3]);
+    assert!(rows.iter().all(|e| e.ts_request == rows[0].ts_request));
+}
+
+#[test]
+fn error_response() {
+    let e = tool_json(
+        200,
+        "application/json",
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params"}}"#,
+    );
+    assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("JSONRPC_ERROR", "protocol"));
+    assert_eq!(e.error_code, Some(-32602));
+    assert_eq!(e.error_message.as_deref(), Some("Invalid params"));
+    assert!(e.final_response);
+}
+
+#[test]
+fn request_never_answered() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, &[], &call(1, "a"));
+    r.no_response(&c, BodyEnd::Rst);
+    let mut d = r.conn();
+    r.post(&mut d, &[], &call(2, "b"));
+    // No end at all for d: the end of input cuts it.
+    let (rows, _) = r.finish();
+    assert_eq!(rows.len(), 2);
+    for e in &rows {
+        assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("NO_RESPONSE", "transport"));
+        assert_eq!(e.http_status, None);
+        assert_eq!(e.ts_response, None);
+        assert_eq!(e.stream_end, "none");
+    }
+    assert_eq!(rows[0].error_message.as_deref(), Some("no HTTP response (rst)"));
+    assert_eq!(rows[1].error_message.as_deref(), Some("no HTTP response (capture_end)"));
+}
+
+#[test]
+fn sse_stream_carrying_several_responses() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, &[], &format!("[{},{}]", call(1, "a"), call(2, "b")));
+    r.sse_head(&c);
+    r.event(&c, r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#);
+    r.event(&c, &ok_tool(2));
+    let t_second = r.t;
+    r.body(&c, ": keepalive\n\n");
+    r.event(&c, r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#);
+    let t_first = r.t;
+    r.end(&c, BodyEnd::Complete);
+    let (rows, _) = r.finish();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].outcome, "TOOL_ERROR");
+    assert_eq!(rows[1].outcome, "TOOL_SUCCESS");
+    assert_eq!(rows[0].ts_response, Some(t_first));
+    assert_eq!(rows[1].ts_response, Some(t_second));
+    assert!(rows.iter().all(|e| e.sse_events == 3 && e.stream_end == "complete"));
+    assert_eq!(rows[0].content_type.as_deref(), Some("text/event-stream"));
+}
+
+// ---- outcomes ------------------------------------------------------------
+
+#[test]
+fn outcome_cancelled() {
+    let mut r = Run::new();
+    let sid = [("mcp-session-id", "S")];
+    let (mut c, mut d) = (r.conn(), r.conn());
+    r.post(&mut c, &sid, &call(7, "slow"));
+    r.sse_head(&c);
+    r.post(&mut d, &sid, r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"timeout"}}"#);
+    r.respond(&d, 202, "", "");
+    r.event(&c, &ok_tool(7)); // a late answer does not undo the cancellation
+    r.end(&c, BodyEnd::Complete);
+    let (rows, _) = r.finish();
+    assert_eq!((rows[0].outcome.as_str(), rows[0].layer.as_str()), ("CANCELLED", "protocol"));
+    assert!(rows[0].final_response);
+    assert_eq!(rows[1].outcome, "ACCEPTED");
+}
+
+#[test]
+fn outcome_cancel_after_response_is_not_cancelled() {
+    let mut r = Run::new();
+    let sid = [("mcp-session-id", "S")];
+    let mut c = r.conn();
+    r.post(&mut c, &sid, &call(7, "x"));
+    r.json(&c, 200, &ok_tool(7));
+    r.post(&mut c, &sid, r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#);
+    r.respond(&c, 202, "", "");
+    let (rows, stats) = r.finish();
+    assert_eq!(rows[0].outcome, "TOOL_SUCCESS");
+    assert!(has_anomaly(&rows[1], "mcp.cancel_without_open_request"));
+    assert_eq!(stats.anomalies.get("mcp.cancel_without_open_request"), Some(&1));
+}
+
+#[test]
+fn outcome_http_error_wins_over_body() {
+    let e = tool_json(500, "application/json", &ok_tool(1));
+    assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("HTTP_ERROR", "transport"));
+    assert_eq!(e.error_code, None);
+    assert_eq!(e.http_status, Some(500));
+    let e = tool_json(
+        404,
+        "application/json",
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}"#,
+    );
+    assert_eq!((e.outcome.as_str(), e.error_code), ("HTTP_ERROR", Some(-32001)));
+    assert_eq!(e.error_message.as_deref(), Some("Session not found"));
+    assert!(!e.final_response);
+    let e = tool_json(503, "", "");
+    assert_eq!(e.error_message.as_deref(), Some("HTTP 503 R"));
+}
+
+#[test]
+fn outcome_accepted_with_body_is_an_anomaly() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, &[], r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    r.respond(&c, 202, "application/json", r#"{"ok":true}"#);
+    let (rows, _) = r.finish();
+    assert_eq!(rows[0].outcome, "ACCEPTED");
+    assert!(has_anomaly(&rows[0], "mcp.body_on_accepted"));
+}
+
+#[test]
+fn outcome_unexpected_response() {
+    let e = tool_json(202, "", "");
+    assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("UNEXPECTED_RESPONSE", "protocol"));
+    let e = tool_json(200, "text/html", "<html>");
+    assert_eq!(e.outcome, "UNEXPECTED_RESPONSE");
+    assert_eq!(e.content_type.as_deref(), Some("text/html"));
+}
+
+#[test]
+fn outcome_malformed_json() {
+    let e = tool_json(200, "application/json", r#"{"jsonrpc":"2.0","id":1,"res"#);
+    assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("MALFORMED_JSON", "protocol"));
+    assert!(!e.final_response);
+    let e = tool_json(200, "application/json", "");
+    assert_eq!(e.outcome, "MALFORMED_JSON");
+    // On an SSE stream: the data that should carry the response is not JSON.
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, &[], &call(1, "x"));
+    r.sse_head(&c);
+    r.event(&c, "{not json");
+    r.end(&c, BodyEnd::Complete);
+    let (rows, stats) = r.finish();
+    assert_eq!(rows[0].outcome, "MALFORMED_JSON");
+    assert_eq!(stats.anomalies.get("rpc.sse_data_not_json"), Some(&1));
+}
+
+#[test]
+fn outcome_invalid_envelope() {
+    for (body, why) in [
+        (
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]},"error":{"code":1,"message":"m"}}"#,
+            "both result and error",
+        ),
+        (r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#, "response id 2 does not match request id 1"),
+        (r#"{"jsonrpc":"1.0","id":1,"result":{"content":[]}}"#, "jsonrpc is not \"2.0\""),
+        (r#"{"jsonrpc":"2.0","id":1}"#, "neither result nor error"),
+        (r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}"#, "bad error shape (code must be an integer, message a string)"),
+    ] {
+        let e = tool_json(200, "application/json", body);
+        assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("INVALID_ENVELOPE", "protocol"), "{body}");
+        assert_eq!(e.error_message.as_deref(), Some(why));
+        assert!(e.final_response);
+    }
+}
+
+#[test]
+fn outcome_stream_incomplete_for_every_end() {
+    for end in [BodyEnd::Fin, BodyEnd::Rst, BodyEnd::Gap, BodyEnd::CaptureEnd, BodyEnd::Complete] {
+        let mut r = Run::new();
+        let mut c = r.conn();
+        r.post(&mut c, &[], &call(1, "x"));
+        r.sse_head(&c);
+        r.event(&c, r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#);
+        r.end(&c, end);
+        let (rows, _) = r.finish();
+        let e = only(&rows);
+        assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("STREAM_INCOMPLETE", "protocol"));
+        assert_eq!(e.stream_end, end.name());
+        assert!(!e.final_response);
+        assert_eq!(e.sse_events, 1);
+    }
+}
+
+#[test]
+fn outcome_stream_incomplete_then_resumed() {
+    let mut r = Run::new();
+    let sid = [("mcp-session-id", "S"), ("accept", "text/event-stream")];
+    let mut c = r.conn();
+    r.post(&mut c, &sid, &call(4, "long"));
+    r.sse_head(&c);
+    r.body(&c, "id: ev-1\nretry: 500\ndata: \n\n");
+    r.end(&c, BodyEnd::Fin);
+    let mut g = r.conn();
+    r.request(&mut g, "GET", "/mcp", &[("mcp-session-id", "S"), ("accept", "text/event-stream"), ("last-event-id", "ev-1")], "");
+    r.sse_head(&g);
+    r.body(&g, &format!("id: ev-2\ndata: {}\n\n", ok_tool(4)));
+    let t_answer = r.t;
+    r.end(&g, BodyEnd::Complete);
+    let (rows, _) = r.finish();
+    let post = &rows[0];
+    assert_eq!(post.outcome, "TOOL_SUCCESS");
+    assert_eq!(post.stream_end, "fin", "records how the first stream ended");
+    assert_eq!(post.ts_response, Some(t_answer));
+    assert_eq!(post.sse_events, 2);
+    let get = &rows[1];
+    assert_eq!(get.kind, "stream");
+    assert_eq!(get.inference.last_event_id.as_deref(), Some("ev-1"));
+    assert_eq!(get.inference.resumes, Some(post.exchange_id));
+    assert_eq!(get.outcome, "RPC_SUCCESS");
+}
+
+#[test]
+fn outcome_jsonrpc_error_on_sse() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, &[], &call(1, "x"));
+    r.sse_head(&c);
+    r.event(&c, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"nope"}}"#);
+    r.end(&c, BodyEnd::Complete);
+    let (rows, _) = r.finish();
+    assert_eq!((rows[0].outcome.as_str(), rows[0].error_code), ("JSONRPC_ERROR", Some(-32000)));
+}
+
+#[test]
+fn outcome_input_required_and_task() {
+    let e = tool_json(
+        200,
+        "application/json",
+        r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"s"}}"#,
+    );
+    assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("INPUT_REQUIRED", "interaction"));
+    assert_eq!(e.result_type.as_deref(), Some("input_required"));
+    let e = tool_json(200, "application/json", r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"t"}}"#);
+    assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("TASK_CREATED", "interaction"));
+}
+
+#[test]
+fn outcome_tool_results() {
+    let e = tool_json(200, "application/json", r#"{"jsonrpc":"2.0","id":1,"result":{"content":"not-an-array"}}"#);
+    assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("INVALID_TOOL_RESULT", "application"));
+    let e = tool_json(200, "application/json", r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#);
+    assert_eq!((e.outcome.as_str(), e.is_error), ("TOOL_ERROR", Some(true)));
+    let e = tool_json(200, "application/json", &ok_tool(1));
+    assert_eq!((e.outcome.as_str(), e.result_type.as_deref()), ("TOOL_SUCCESS", None));
+    assert_eq!(e.tool_name.as_deref(), Some("echo"));
+    assert_eq!(e.rpc_method.as_deref(), Some("tools/call"));
+}
+
+#[test]
+fn outcome_rpc_success_and_stream_open() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, &[], r#"{"jsonrpc":"2.0","id":"a","method":"resources/read","params":{"uri":"x"}}"#);
+    r.json(&c, 200, r#"{"jsonrpc":"2.0","id":"a","result":{"contents":[]}}"#);
+    let mut g = r.conn();
+    r.request(&mut g, "GET", "/mcp", &[("accept", "text/event-stream")], "");
+    r.sse_head(&g);
+    let (rows, _) = r.finish();
+    assert_eq!((rows[0].outcome.as_str(), rows[0].jsonrpc_id.as_deref()), ("RPC_SUCCESS", Some("\"a\"")));
+    assert_eq!((rows[1].kind.as_str(), rows[1].outcome.as_str()), ("stream", "STREAM_OPEN"));
+    assert_eq!(rows[1].stream_end, "capture_end");
+}
+
+#[test]
+fn get_405_is_http_error_stream_row() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, &[], &call(1, "x"));
+    r.json(&c, 200, &ok_tool(1));
+    r.request(&mut c, "GET", "/mcp", &[("accept", "text/event-stream")], "");
+    r.respond(&c, 405, "", "");
+    r.request(&mut c, "DELETE", "/mcp", &[("mcp-session-id", "S")], "");
+    r.respond(&c, 200, "", "");
+    let (rows, _) = r.finish();
+    assert_eq!((rows[1].kind.as_str(), rows[1].outcome.as_str()), ("stream", "HTTP_ERROR"));
+    assert_eq!((rows[2].kind.as_str(), rows[2].outcome.as_str()), ("session_end", "ACCEPTED"));
+}
+
+// ---- detection, sessions, server requests ----------------------------------
+
+#[test]
+fn non_mcp_http_is_ignored_but_non_jsonrpc_to_mcp_endpoint_is_a_row() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.request(&mut c, "GET", "/index.html", &[], "");
+    r.respond(&c, 200, "text/html", "<html>");
+    r.request(&mut c, "POST", "/api", &[], r#"{"a":1}"#);
+    r.json(&c, 200, "{}");
+    r.request(&mut c, "GET", "/events", &[("accept", "text/event-stream")], "");
+    r.sse_head(&c);
+    r.body(&c, "data: tick\n\n");
+    r.end(&c, BodyEnd::Complete);
+    r.post(&mut c, &[], &call(1, "x"));
+    r.json(&c, 200, &ok_tool(1));
+    r.post(&mut c, &[], "hello");
+    r.json(&c, 400, r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#);
+    let (rows, stats) = r.finish();
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    assert_eq!(rows[1].kind, "http");
+    assert_eq!((rows[1].outcome.as_str(), rows[1].error_code), ("HTTP_ERROR", Some(-32700)));
+    assert_eq!(stats.anomalies.get("mcp.request_not_jsonrpc"), Some(&1));
+}
+
+#[test]
+fn session_joins_through_initialize_response_header() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(
+        &mut c,
+        &[("user-agent", "node")],
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","clientInfo":{"name":"cli","version":"1.2"},"capabilities":{}}}"#,
+    );
+    r.head(&c, 200, &[("content-type", "text/event-stream"), ("mcp-session-id", "abc")]);
+    r.event(&c, r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#);
+    r.end(&c, BodyEnd::Complete);
+    let mut d = r.conn();
+    r.post(&mut d, &[("mcp-session-id", "abc"), ("user-agent", "node")], &call(1, "x"));
+    r.json(&d, 200, &ok_tool(1));
+    let (rows, _) = r.finish();
+    for e in &rows {
+        assert_eq!(e.session_key, "sid:abc");
+        assert_eq!(e.session_id.as_deref(), Some("abc"));
+        assert_eq!(e.protocol_version.as_deref(), Some("2025-03-26"));
+        assert_eq!((e.client_name.as_deref(), e.client_version.as_deref()), (Some("cli"), Some("1.2")));
+        assert_eq!(e.user_agent.as_deref(), Some("node"));
+        assert_eq!(e.transport, "streamable_http");
+    }
+    assert_eq!(rows[0].outcome, "RPC_SUCCESS");
+}
+
+#[test]
+fn derived_sessions_for_stateless_clients() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    let meta = |id: u64| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"t","_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{{"name":"py","version":"2"}},"progressToken":9}}}}}}"#
+        )
+    };
+    r.post(&mut c, &[("user-agent", "python-httpx2/2.16.2")], r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#);
+    r.json(&c, 200, r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}"#);
+    r.post(&mut c, &[("user-agent", "python-httpx2/2.16.2")], &meta(2));
+    r.json(&c, 200, &ok_tool(2));
+    r.post(&mut c, &[("user-agent", "python-httpx2/2.16.2")], r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#);
+    r.json(&c, 200, r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}"#);
+    let (rows, _) = r.finish();
+    assert!(rows[0].session_key.starts_with("derived:10.0.0.1>10.0.0.2:8080/mcp:"));
+    assert_eq!(rows[0].session_key, rows[1].session_key);
+    assert_ne!(rows[1].session_key, rows[2].session_key, "server/discover starts a session");
+    assert_eq!(rows[1].protocol_version.as_deref(), Some("2026-07-28"));
+    assert_eq!(rows[1].client_name.as_deref(), Some("py"));
+    assert_eq!(rows[1].inference.params_canonical.as_deref(), Some(r#"{"name":"t"}"#));
+    assert_eq!(rows[1].inference.endpoint, "10.0.0.2:8080/mcp");
+    assert_eq!(rows[0].session_id, None);
+}
+
+#[test]
+fn server_request_pairs_with_client_posted_response() {
+    let mut r = Run::new();
+    let sid = [("mcp-session-id", "S")];
+    let mut c = r.conn();
+    r.post(&mut c, &sid, &call(1, "needs_llm"));
+    r.sse_head(&c);
+    r.event(&c, r#"{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{}}"#);
+    let mut d = r.conn();
+    r.post(&mut d, &sid, r#"{"jsonrpc":"2.0","id":0,"result":{"role":"assistant","content":{"type":"text","text":"hi"}}}"#);
+    r.respond(&d, 202, "", "");
+    r.event(&c, &ok_tool(1));
+    r.end(&c, BodyEnd::Complete);
+    // A response the server never asked for.
+    r.post(&mut d, &sid, r#"{"jsonrpc":"2.0","id":55,"result":{}}"#);
+    r.respond(&d, 202, "", "");
+    let (rows, stats) = r.finish();
+    assert_eq!(rows[0].outcome, "TOOL_SUCCESS");
+    assert_eq!(rows[0].sse_events, 2);
+    let resp = &rows[1];
+    assert_eq!((resp.kind.as_str(), resp.outcome.as_str()), ("response", "ACCEPTED"));
+    assert_eq!(resp.rpc_method.as_deref(), Some("sampling/createMessage"));
+    assert_eq!(resp.jsonrpc_id.as_deref(), Some("0"));
+    assert!(has_anomaly(&rows[2], "mcp.response_without_request"));
+    assert_eq!(stats.anomalies.get("mcp.response_without_request"), Some(&1));
+}
+
+#[test]
+fn inference_inputs_filled() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(
+        &mut c,
+        &[("authorization", "Bearer x")],
+        r#"{"params":{"name":"t","arguments":{"b":2,"a":1},"inputResponses":{"k":{}},"requestState":"s"},"jsonrpc":"2.0","id":3,"method":"tools/call"}"#,
+    );
+    r.json(&c, 200, &ok_tool(3));
+    let (rows, _) = r.finish();
+    let i = &rows[0].inference;
+    assert_eq!(i.params_canonical.as_deref(), Some(r#"{"arguments":{"a":1,"b":2},"name":"t"}"#));
+    assert!(i.has_mrtr_fields);
+    assert!(i.body_canonical.as_deref().unwrap().starts_with(r#"{"id":3,"jsonrpc":"2.0","method":"tools/call""#));
+    assert!(i.auth_hash.is_some());
+    assert_eq!(i.ts_request_end, rows[0].ts_request + 10);
+    assert_eq!(rows[0].request_bytes as usize, r#"{"params":{"name":"t","arguments":{"b":2,"a":1},"inputResponses":{"k":{}},"requestState":"s"},"jsonrpc":"2.0","id":3,"method":"tools/call"}"#.len());
+    assert_eq!(rows[0].response_bytes, 42);
+    assert_eq!((rows[0].attempt, rows[0].retry_origin.as_str()), (1, "none"));
+    let lat = rows[0].latency_ms.unwrap();
+    assert!(lat > 0.0 && lat < 10.0, "{lat}");
+}
+
+#[test]
+fn pending_limit_bounds_open_requests() {
+    let mut r = Run::new();
+    let sid = [("mcp-session-id", "S")];
+    let mut c = r.conn();
+    for id in 0..(MAX_PENDING_PER_SESSION as u64 + 3) {
+        r.post(&mut c, &sid, &call(id, "x"));
+        r.sse_head(&c);
+        r.end(&c, BodyEnd::Fin);
+    }
+    let (rows, stats) = r.finish();
+    assert_eq!(stats.anomalies.get("mcp.pending_limit"), Some(&3));
+    assert!(rows.iter().all(|e| e.outcome == "STREAM_INCOMPLETE"));
+}
+
+#[test]
+fn garbage_sse_and_bodies_never_panic() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, &[], &call(1, "x"));
+    r.sse_head(&c);
+    r.body(&c, "\u{0}\r\r\n:::\ndata: [1,2]\n\ndata: []\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"x\"}\n\nevent");
+    r.end(&c, BodyEnd::Rst);
+    let (rows, stats) = r.finish();
+    assert_eq!(rows[0].outcome, "MALFORMED_JSON");
+    assert!(stats.anomalies.contains_key("rpc.sse_unterminated_event"));
+}

@@ -1,0 +1,405 @@
+//! Outcome classification (report-schema.md section 3): the facts gathered
+//! for one row -> `outcome`, `layer` and the error/result columns.
+//!
+//! The rules are evaluated in the table's order; the first that applies wins.
+//! Pure functions of [`RowFacts`], so each rule is tested on its own.
+
+use crate::http::BodyEnd;
+use serde_json::Value;
+
+/// What the final JSON-RPC response of a request was.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Final {
+    Result(Value),
+    Error { code: i64, message: String },
+    /// Not a valid envelope (reason), though it answered this request.
+    Invalid(String),
+}
+
+/// Row kinds that need a final response / that are only accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Request,
+    Notification,
+    Response,
+    Stream,
+    SessionEnd,
+    Http,
+}
+
+impl Kind {
+    /// The `kind` column.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::Request => "request",
+            Kind::Notification => "notification",
+            Kind::Response => "response",
+            Kind::Stream => "stream",
+            Kind::SessionEnd => "session_end",
+            Kind::Http => "http",
+        }
+    }
+}
+
+/// Everything the classifier needs about one row.
+#[derive(Debug, Clone)]
+pub(crate) struct RowFacts {
+    pub kind: Kind,
+    pub rpc_method: Option<String>,
+    /// `tools/call` carried `params.task` (2025-11-25 task-augmented call).
+    pub params_task: bool,
+    /// Legacy HTTP+SSE POST: the 202 is not the outcome (report-schema.md section 3).
+    pub legacy: bool,
+    pub status: Option<u16>,
+    pub reason: String,
+    pub media: Option<String>,
+    /// The HTTP exchange ended without a response head.
+    pub no_response: Option<BodyEnd>,
+    pub final_msg: Option<Final>,
+    pub final_ts: Option<i64>,
+    pub cancel_ts: Option<i64>,
+    pub malformed: Option<String>,
+    /// The SSE stream that should carry the response ended without it.
+    pub stream_broken: Option<BodyEnd>,
+    /// A stream row's own end (`None`: still open at the end of input).
+    pub stream_row_end: Option<BodyEnd>,
+    /// JSON-RPC error found in the body of an HTTP error (or of an `http` row).
+    pub body_error: Option<(i64, String)>,
+}
+
+/// Classifier output: the columns it decides.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Verdict {
+    pub outcome: &'static str,
+    pub layer: &'static str,
+    pub error_code: Option<i64>,
+    pub error_message: Option<String>,
+    pub result_type: Option<String>,
+    pub is_error: Option<bool>,
+    /// Extra anomalies found while classifying (e.g. `mcp.unknown_result_type`).
+    pub anomalies: Vec<&'static str>,
+}
+
+fn layer_of(outcome: &str) -> &'static str {
+    match outcome {
+        "NO_RESPONSE" | "HTTP_ERROR" | "STREAM_OPEN" => "transport",
+        "INPUT_REQUIRED" | "TASK_CREATED" => "interaction",
+        "INVALID_TOOL_RESULT" | "TOOL_ERROR" | "TOOL_SUCCESS" | "RPC_SUCCESS" => "application",
+        _ => "protocol",
+    }
+}
+
+fn verdict(outcome: &'static str) -> Verdict {
+    Verdict {
+        outcome,
+        layer: layer_of(outcome),
+        ..Verdict::default()
+    }
+}
+
+fn with_msg(mut v: Verdict, msg: impl Into<String>) -> Verdict {
+    v.error_message = Some(msg.into());
+    v
+}
+
+/// `application/json` or any `+json` media type.
+pub(crate) fn is_json_media(media: Option<&str>) -> bool {
+    media.is_some_and(|m| m == "application/json" || m.ends_with("+json"))
+}
+
+/// Apply report-schema.md section 3 in order.
+pub(crate) fn classify(f: &RowFacts) -> Verdict {
+    let final_ts = f.final_ts.unwrap_or(i64::MAX);
+    // 1. CANCELLED: a notifications/cancelled naming the id before the final response.
+    if f.kind == Kind::Request
+        && let Some(c) = f.cancel_ts
+        && (f.final_msg.is_none() || c < final_ts)
+    {
+        return with_msg(verdict("CANCELLED"), "cancelled by the client");
+    }
+    // 2. NO_RESPONSE.
+    if let Some(end) = f.no_response {
+        return with_msg(
+            verdict("NO_RESPONSE"),
+            format!("no HTTP response ({})", end.name()),
+        );
+    }
+    let Some(status) = f.status else {
+        return with_msg(verdict("NO_RESPONSE"), "no HTTP response");
+    };
+    // 3. HTTP_ERROR: the status wins over any body.
+    if !(200..300).contains(&status) {
+        let mut v = verdict("HTTP_ERROR");
+        match &f.body_error {
+            Some((code, msg)) => {
+                v.error_code = Some(*code);
+                v.error_message = Some(msg.clone());
+            }
+            None => v.error_message = Some(format!("HTTP {status} {}", f.reason).trim().into()),
+        }
+        return v;
+    }
+    match f.kind {
+        // 4. ACCEPTED.
+        Kind::Notification | Kind::Response | Kind::SessionEnd => return verdict("ACCEPTED"),
+        Kind::Http => {
+            return match &f.body_error {
+                Some((code, msg)) => {
+                    let mut v = verdict("JSONRPC_ERROR");
+                    v.error_code = Some(*code);
+                    v.error_message = Some(msg.clone());
+                    v
+                }
+                None => with_msg(
+                    verdict("UNEXPECTED_RESPONSE"),
+                    "request to an MCP endpoint is not JSON-RPC",
+                ),
+            };
+        }
+        Kind::Stream => return classify_stream(f),
+        Kind::Request => {}
+    }
+    // 5. UNEXPECTED_RESPONSE (legacy POSTs: the 202 is expected, the answer is on the GET stream).
+    if !f.legacy {
+        if status == 202 {
+            return with_msg(verdict("UNEXPECTED_RESPONSE"), "HTTP 202 to a request");
+        }
+        let media = f.media.as_deref();
+        if !is_json_media(media) && media != Some("text/event-stream") {
+            return with_msg(
+                verdict("UNEXPECTED_RESPONSE"),
+                format!("media type {} is neither JSON nor SSE", media.unwrap_or("(none)")),
+            );
+        }
+    }
+    let Some(final_msg) = &f.final_msg else {
+        // 6. MALFORMED_JSON, 8. STREAM_INCOMPLETE.
+        if let Some(m) = &f.malformed {
+            return with_msg(verdict("MALFORMED_JSON"), m.clone());
+        }
+        let end = f.stream_broken.map_or("capture_end", BodyEnd::name);
+        return with_msg(
+            verdict("STREAM_INCOMPLETE"),
+            format!("stream ended ({end}) before the final response"),
+        );
+    };
+    match final_msg {
+        // 7. INVALID_ENVELOPE.
+        Final::Invalid(reason) => with_msg(verdict("INVALID_ENVELOPE"), reason.clone()),
+        // 9. JSONRPC_ERROR.
+        Final::Error { code, message } => {
+            let mut v = verdict("JSONRPC_ERROR");
+            v.error_code = Some(*code);
+            v.error_message = Some(message.clone());
+            v
+        }
+        Final::Result(result) => classify_result(f, result),
+    }
+}
+
+fn classify_stream(f: &RowFacts) -> Verdict {
+    if f.media.as_deref() != Some("text/event-stream") {
+        return with_msg(
+            verdict("UNEXPECTED_RESPONSE"),
+            format!(
+                "stream request answered with {}",
+                f.media.as_deref().unwrap_or("(no media type)")
+            ),
+        );
+    }
+    match f.stream_row_end {
+        None | Some(BodyEnd::CaptureEnd) => verdict("STREAM_OPEN"),
+        // Cut by the network: the stream did not end normally.
+        Some(end @ (BodyEnd::Rst | BodyEnd::Gap)) => with_msg(
+            verdict("STREAM_INCOMPLETE"),
+            format!("stream ended ({})", end.name()),
+        ),
+        // The server closed the stream normally (e.g. after replaying a resumed response).
+        Some(BodyEnd::Complete | BodyEnd::Fin) => verdict("RPC_SUCCESS"),
+    }
+}
+
+fn classify_result(f: &RowFacts, result: &Value) -> Verdict {
+    let rt = result.get("resultType");
+    let result_type = rt.map(|v| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    let is_tool = f.rpc_method.as_deref() == Some("tools/call");
+    let is_error = if is_tool {
+        result.get("isError").and_then(Value::as_bool)
+    } else {
+        None
+    };
+    let done = |mut v: Verdict| {
+        v.result_type = result_type.clone();
+        v.is_error = is_error;
+        v
+    };
+    // 10-11. Interaction outcomes (mcp-wire.md 4.2: absent resultType means complete).
+    match rt.and_then(Value::as_str) {
+        Some("input_required") => return done(verdict("INPUT_REQUIRED")),
+        Some("task") => return done(verdict("TASK_CREATED")),
+        _ => {}
+    }
+    // 2025-11-25 task-augmented call: CreateTaskResult {task} instead of a CallToolResult.
+    if f.params_task && rt.is_none() && result.get("task").is_some_and(Value::is_object) {
+        return done(verdict("TASK_CREATED"));
+    }
+    let unknown_rt = match rt {
+        None => false,
+        Some(Value::String(s)) => s != "complete",
+        Some(_) => true,
+    };
+    if !is_tool {
+        let mut v = done(verdict("RPC_SUCCESS"));
+        if unknown_rt {
+            v.anomalies.push("mcp.unknown_result_type");
+        }
+        return v;
+    }
+    // 12. INVALID_TOOL_RESULT (CallToolResult shape, mcp-wire.md 4.1).
+    if let Some(why) = tool_result_problem(result, unknown_rt) {
+        return done(with_msg(verdict("INVALID_TOOL_RESULT"), why));
+    }
+    if is_error == Some(true) {
+        return done(verdict("TOOL_ERROR"));
+    }
+    done(verdict("TOOL_SUCCESS"))
+}
+
+fn tool_result_problem(result: &Value, unknown_rt: bool) -> Option<String> {
+    if unknown_rt {
+        return Some(format!(
+            "unknown resultType {}",
+            result.get("resultType").map(Value::to_string).unwrap_or_default()
+        ));
+    }
+    let Some(content) = result.get("content") else {
+        return Some("content is missing".into());
+    };
+    let Some(blocks) = content.as_array() else {
+        return Some("content is not an array".into());
+    };
+    if let Some(i) = blocks
+        .iter()
+        .position(|b| b.get("type").and_then(Value::as_str).is_none())
+    {
+        return Some(format!("content[{i}] has no string type"));
+    }
+    match result.get("isError") {
+        None | Some(Value::Bool(_)) => None,
+        Some(_) => Some("isError is not a boolean".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn facts() -> RowFacts {
+        RowFacts {
+            kind: Kind::Request,
+            rpc_method: Some("tools/call".into()),
+            params_task: false,
+            legacy: false,
+            status: Some(200),
+            reason: "OK".into(),
+            media: Some("application/json".into()),
+            no_response: None,
+            final_msg: Some(Final::Result(json!({"content":[{"type":"text","text":"x"}]}))),
+            final_ts: Some(10),
+            cancel_ts: None,
+            malformed: None,
+            stream_broken: None,
+            stream_row_end: None,
+            body_error: None,
+        }
+    }
+
+    fn outcome(f: &RowFacts) -> &'static str {
+        classify(f).outcome
+    }
+
+    #[test]
+    fn tool_results() {
+        let mut f = facts();
+        assert_eq!(outcome(&f), "TOOL_SUCCESS");
+        f.final_msg = Some(Final::Result(json!({"content":[],"isError":true})));
+        let v = classify(&f);
+        assert_eq!((v.outcome, v.layer, v.is_error), ("TOOL_ERROR", "application", Some(true)));
+        f.final_msg = Some(Final::Result(json!({"content":"not-an-array"})));
+        assert_eq!(outcome(&f), "INVALID_TOOL_RESULT");
+        f.final_msg = Some(Final::Result(json!({"content":[],"isError":"yes"})));
+        assert_eq!(outcome(&f), "INVALID_TOOL_RESULT");
+        f.final_msg = Some(Final::Result(json!({"content":[],"resultType":"weird"})));
+        assert_eq!(outcome(&f), "INVALID_TOOL_RESULT");
+        f.final_msg = Some(Final::Result(json!({"content":[],"resultType":"complete"})));
+        let v = classify(&f);
+        assert_eq!((v.outcome, v.result_type.as_deref()), ("TOOL_SUCCESS", Some("complete")));
+        f.final_msg = Some(Final::Result(json!({"resultType":"input_required","requestState":"s"})));
+        assert_eq!(classify(&f).layer, "interaction");
+        assert_eq!(outcome(&f), "INPUT_REQUIRED");
+        f.final_msg = Some(Final::Result(json!({"resultType":"task","taskId":"t"})));
+        assert_eq!(outcome(&f), "TASK_CREATED");
+    }
+
+    #[test]
+    fn order_of_rules() {
+        let mut f = facts();
+        f.cancel_ts = Some(5);
+        assert_eq!(outcome(&f), "CANCELLED");
+        f.cancel_ts = Some(11);
+        assert_eq!(outcome(&f), "TOOL_SUCCESS", "cancel after the final response");
+        f.cancel_ts = None;
+        f.status = Some(500);
+        assert_eq!(outcome(&f), "HTTP_ERROR");
+        f.body_error = Some((-32603, "boom".into()));
+        assert_eq!(classify(&f).error_code, Some(-32603));
+        f.status = Some(202);
+        assert_eq!(outcome(&f), "UNEXPECTED_RESPONSE");
+        f.legacy = true;
+        assert_eq!(outcome(&f), "TOOL_SUCCESS", "legacy 202 is not the outcome");
+        f.legacy = false;
+        f.status = Some(200);
+        f.media = Some("text/html".into());
+        assert_eq!(outcome(&f), "UNEXPECTED_RESPONSE");
+        f.media = Some("text/event-stream".into());
+        f.final_msg = None;
+        f.stream_broken = Some(BodyEnd::Rst);
+        assert_eq!(outcome(&f), "STREAM_INCOMPLETE");
+        f.malformed = Some("not JSON".into());
+        assert_eq!(outcome(&f), "MALFORMED_JSON");
+        f.final_msg = Some(Final::Invalid("both result and error".into()));
+        assert_eq!(outcome(&f), "INVALID_ENVELOPE");
+        f.final_msg = Some(Final::Error { code: -32602, message: "Invalid params".into() });
+        let v = classify(&f);
+        assert_eq!((v.outcome, v.error_code), ("JSONRPC_ERROR", Some(-32602)));
+        f.no_response = Some(BodyEnd::Rst);
+        assert_eq!(outcome(&f), "NO_RESPONSE");
+    }
+
+    #[test]
+    fn other_kinds() {
+        let mut f = facts();
+        f.kind = Kind::Notification;
+        f.status = Some(202);
+        f.media = None;
+        assert_eq!(outcome(&f), "ACCEPTED");
+        f.kind = Kind::Stream;
+        f.media = Some("text/event-stream".into());
+        f.stream_row_end = Some(BodyEnd::CaptureEnd);
+        assert_eq!(outcome(&f), "STREAM_OPEN");
+        f.stream_row_end = Some(BodyEnd::Rst);
+        assert_eq!(outcome(&f), "STREAM_INCOMPLETE");
+        f.status = Some(405);
+        assert_eq!(outcome(&f), "HTTP_ERROR");
+        f.kind = Kind::Request;
+        f.rpc_method = Some("tools/list".into());
+        f.status = Some(200);
+        f.media = Some("application/json".into());
+        f.final_msg = Some(Final::Result(json!({"tools":[]})));
+        assert_eq!(outcome(&f), "RPC_SUCCESS");
+    }
+}

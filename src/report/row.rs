@@ -1,0 +1,289 @@
+//! The schema of the written tables: one [`ColumnSpec`] list per table and the typed
+//! [`Cell`]s of a row, in contract order (report-schema.md sections 2 and 5).
+//!
+//! Every writer (JSONL, CSV, Parquet) walks these lists, so the three formats cannot disagree
+//! on names, order, types or nulls. Column names are stable: add, never rename.
+
+use crate::mcp::Exchange;
+
+/// The type of a column, as the contract names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColType {
+    U64,
+    U32,
+    U16,
+    I64,
+    F64,
+    Bool,
+    Str,
+    /// Microseconds since the Unix epoch, UTC.
+    Timestamp,
+}
+
+/// One column: name, type, and whether null is allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnSpec {
+    pub name: &'static str,
+    pub ty: ColType,
+    pub nullable: bool,
+}
+
+/// One value of a row, borrowed from the row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cell<'a> {
+    Null,
+    U64(u64),
+    U32(u32),
+    U16(u16),
+    I64(i64),
+    F64(f64),
+    Bool(bool),
+    Str(&'a str),
+    /// Microseconds since the Unix epoch, UTC.
+    Timestamp(i64),
+}
+
+impl Cell<'_> {
+    /// Whether this value may stand in a column of type `ty` (null is checked separately).
+    pub fn fits(&self, ty: ColType) -> bool {
+        matches!(
+            (self, ty),
+            (Cell::Null, _)
+                | (Cell::U64(_), ColType::U64)
+                | (Cell::U32(_), ColType::U32)
+                | (Cell::U16(_), ColType::U16)
+                | (Cell::I64(_), ColType::I64)
+                | (Cell::F64(_), ColType::F64)
+                | (Cell::Bool(_), ColType::Bool)
+                | (Cell::Str(_), ColType::Str)
+                | (Cell::Timestamp(_), ColType::Timestamp)
+        )
+    }
+}
+
+/// A table row type: its columns and its values in the same order.
+///
+/// Invariant: `cells().len() == COLUMNS.len()`, each cell fits its column's type, and a
+/// null appears only in a nullable column (checked by tests for both tables).
+pub trait Table {
+    /// Columns in contract order.
+    const COLUMNS: &'static [ColumnSpec];
+    /// Values in the order of [`Table::COLUMNS`].
+    fn cells(&self) -> Vec<Cell<'_>>;
+}
+
+const fn col(name: &'static str, ty: ColType, nullable: bool) -> ColumnSpec {
+    ColumnSpec { name, ty, nullable }
+}
+
+/// Section 3 outcomes in evaluation order, with their fixed layer.
+pub const OUTCOMES: [(&str, &str); 16] = [
+    ("CANCELLED", "protocol"),
+    ("NO_RESPONSE", "transport"),
+    ("HTTP_ERROR", "transport"),
+    ("ACCEPTED", "protocol"),
+    ("UNEXPECTED_RESPONSE", "protocol"),
+    ("MALFORMED_JSON", "protocol"),
+    ("INVALID_ENVELOPE", "protocol"),
+    ("STREAM_INCOMPLETE", "protocol"),
+    ("JSONRPC_ERROR", "protocol"),
+    ("INPUT_REQUIRED", "interaction"),
+    ("TASK_CREATED", "interaction"),
+    ("INVALID_TOOL_RESULT", "application"),
+    ("TOOL_ERROR", "application"),
+    ("TOOL_SUCCESS", "application"),
+    ("RPC_SUCCESS", "application"),
+    ("STREAM_OPEN", "transport"),
+];
+
+/// The four layers, from the wire up.
+pub const LAYERS: [&str; 4] = ["transport", "protocol", "interaction", "application"];
+
+/// Outcomes that are not failures (`--only-failures` keeps everything else).
+pub const NON_FAILURE_OUTCOMES: [&str; 4] = ["TOOL_SUCCESS", "RPC_SUCCESS", "ACCEPTED", "STREAM_OPEN"];
+
+/// Whether `outcome` counts as a failure for filters and summaries.
+pub fn is_failure(outcome: &str) -> bool {
+    !NON_FAILURE_OUTCOMES.contains(&outcome)
+}
+
+/// Position of `outcome` in [`OUTCOMES`], if it is a contract outcome.
+pub fn outcome_index(outcome: &str) -> Option<usize> {
+    OUTCOMES.iter().position(|(name, _)| *name == outcome)
+}
+
+use ColType::{Bool, F64, I64, Str, Timestamp, U16, U32, U64};
+
+/// The exchanges table (report-schema.md section 2), in contract order.
+pub const EXCHANGE_COLUMNS: &[ColumnSpec] = &[
+    col("exchange_id", U64, false),
+    col("capture", Str, false),
+    col("ts_request", Timestamp, false),
+    col("ts_response", Timestamp, true),
+    col("latency_ms", F64, true),
+    col("client_addr", Str, false),
+    col("server_addr", Str, false),
+    col("tcp_stream", U64, true),
+    col("transport", Str, false),
+    col("session_key", Str, false),
+    col("session_id", Str, true),
+    col("protocol_version", Str, true),
+    col("client_name", Str, true),
+    col("client_version", Str, true),
+    col("user_agent", Str, true),
+    col("kind", Str, false),
+    col("http_method", Str, false),
+    col("path", Str, false),
+    col("http_status", U16, true),
+    col("content_type", Str, true),
+    col("jsonrpc_id", Str, true),
+    col("rpc_method", Str, true),
+    col("tool_name", Str, true),
+    col("outcome", Str, false),
+    col("layer", Str, false),
+    col("error_code", I64, true),
+    col("error_message", Str, true),
+    col("result_type", Str, true),
+    col("is_error", Bool, true),
+    col("sse_events", U32, false),
+    col("final_response", Bool, false),
+    col("stream_end", Str, false),
+    col("request_bytes", U64, false),
+    col("response_bytes", U64, false),
+    col("attempt", U32, false),
+    col("retry_of", U64, true),
+    col("retry_origin", Str, false),
+    col("retry_evidence", Str, true),
+    col("continuation_of", U64, true),
+    col("anomalies", Str, true),
+];
+
+/// A nullable string cell.
+pub(crate) fn opt_str(v: &Option<String>) -> Cell<'_> {
+    v.as_deref().map_or(Cell::Null, Cell::Str)
+}
+
+fn opt_u64(v: Option<u64>) -> Cell<'static> {
+    v.map_or(Cell::Null, Cell::U64)
+}
+
+impl Table for Exchange {
+    const COLUMNS: &'static [ColumnSpec] = EXCHANGE_COLUMNS;
+
+    fn cells(&self) -> Vec<Cell<'_>> {
+        vec![
+            Cell::U64(self.exchange_id),
+            Cell::Str(&self.capture),
+            Cell::Timestamp(self.ts_request),
+            self.ts_response.map_or(Cell::Null, Cell::Timestamp),
+            // JSON has no NaN or infinity; a non-finite latency is written as null everywhere.
+            self.latency_ms
+                .filter(|v| v.is_finite())
+                .map_or(Cell::Null, Cell::F64),
+            Cell::Str(&self.client_addr),
+            Cell::Str(&self.server_addr),
+            opt_u64(self.tcp_stream),
+            Cell::Str(&self.transport),
+            Cell::Str(&self.session_key),
+            opt_str(&self.session_id),
+            opt_str(&self.protocol_version),
+            opt_str(&self.client_name),
+            opt_str(&self.client_version),
+            opt_str(&self.user_agent),
+            Cell::Str(&self.kind),
+            Cell::Str(&self.http_method),
+            Cell::Str(&self.path),
+            self.http_status.map_or(Cell::Null, Cell::U16),
+            opt_str(&self.content_type),
+            opt_str(&self.jsonrpc_id),
+            opt_str(&self.rpc_method),
+            opt_str(&self.tool_name),
+            Cell::Str(&self.outcome),
+            Cell::Str(&self.layer),
+            self.error_code.map_or(Cell::Null, Cell::I64),
+            opt_str(&self.error_message),
+            opt_str(&self.result_type),
+            self.is_error.map_or(Cell::Null, Cell::Bool),
+            Cell::U32(self.sse_events),
+            Cell::Bool(self.final_response),
+            Cell::Str(&self.stream_end),
+            Cell::U64(self.request_bytes),
+            Cell::U64(self.response_bytes),
+            Cell::U32(self.attempt),
+            opt_u64(self.retry_of),
+            Cell::Str(&self.retry_origin),
+            opt_str(&self.retry_evidence),
+            opt_u64(self.continuation_of),
+            opt_str(&self.anomalies),
+        ]
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Checks the invariant of [`Table`] on one row.
+    pub(crate) fn assert_row_fits<T: Table>(row: &T) {
+        let cells = row.cells();
+        assert_eq!(cells.len(), T::COLUMNS.len());
+        for (cell, spec) in cells.iter().zip(T::COLUMNS) {
+            assert!(cell.fits(spec.ty), "{} holds {cell:?}", spec.name);
+            assert!(
+                spec.nullable || *cell != Cell::Null,
+                "{} is null but not nullable",
+                spec.name
+            );
+        }
+    }
+
+    #[test]
+    fn exchange_columns_are_the_struct_fields_in_order() {
+        // serde writes struct fields in declaration order; the column list must match it.
+        let text = serde_json::to_string(&Exchange::default()).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let n_fields = value.as_object().unwrap().len();
+        assert_eq!(n_fields, EXCHANGE_COLUMNS.len());
+        let mut last = 0;
+        for spec in EXCHANGE_COLUMNS {
+            let pos = text
+                .find(&format!("\"{}\":", spec.name))
+                .unwrap_or_else(|| panic!("{} not a field", spec.name));
+            assert!(pos >= last, "{} out of order", spec.name);
+            last = pos;
+        }
+    }
+
+    #[test]
+    fn exchange_cells_fit_their_columns() {
+        let mut e = Exchange {
+            ts_response: Some(5),
+            latency_ms: Some(1.5),
+            tcp_stream: Some(3),
+            session_id: Some("s".into()),
+            http_status: Some(200),
+            error_code: Some(-32602),
+            is_error: Some(false),
+            retry_of: Some(1),
+            continuation_of: Some(1),
+            ..Exchange::default()
+        };
+        assert_row_fits(&e);
+        e.latency_ms = Some(f64::NAN);
+        assert_eq!(e.cells().get(4), Some(&Cell::Null));
+    }
+
+    #[test]
+    fn outcomes_and_failures() {
+        assert_eq!(outcome_index("CANCELLED"), Some(0));
+        assert_eq!(outcome_index("STREAM_OPEN"), Some(15));
+        assert_eq!(outcome_index("nope"), None);
+        assert!(is_failure("HTTP_ERROR"));
+        assert!(is_failure("INPUT_REQUIRED"));
+        assert!(!is_failure("TOOL_SUCCESS"));
+        assert!(!is_failure("STREAM_OPEN"));
+        for (_, layer) in OUTCOMES {
+            assert!(LAYERS.contains(&layer));
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! The run summary (`--summary`, report-schema.md section 5): one JSON object with the
+//! run's counters, so scripts can check what was read, what was skipped and why.
+
+use super::row::{LAYERS, OUTCOMES};
+use crate::anomaly::Stats;
+use crate::capture::InputInfo;
+use crate::mcp::Exchange;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+/// Version of the output contract; bumped when a column is renamed or removed.
+pub const SCHEMA_VERSION: &str = "1";
+
+/// Everything a summary is made of.
+#[derive(Debug, Clone, Copy)]
+pub struct RunInfo<'a> {
+    pub inputs: &'a [InputInfo],
+    pub stats: &'a Stats,
+    /// Every exchange of the run (not the filtered rows).
+    pub rows: &'a [Exchange],
+    /// Wall-clock seconds the run took.
+    pub elapsed_s: f64,
+    /// Bytes read from all inputs.
+    pub bytes_read: u64,
+}
+
+impl RunInfo<'_> {
+    /// Input megabytes (10^6 bytes) per second; 0 when no time elapsed.
+    pub fn throughput_mb_s(&self) -> f64 {
+        if self.elapsed_s > 0.0 && self.elapsed_s.is_finite() {
+            self.bytes_read as f64 / 1e6 / self.elapsed_s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Rows per outcome: every section 3 outcome (zero included, so the keys are stable),
+/// plus any other outcome string that occurs.
+pub(crate) fn outcome_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
+    let mut counts: BTreeMap<String, u64> =
+        OUTCOMES.iter().map(|(o, _)| (o.to_string(), 0)).collect();
+    for r in rows {
+        let n = counts.entry(r.outcome.clone()).or_default();
+        *n = n.saturating_add(1);
+    }
+    counts
+}
+
+/// Rows per layer (the four layers always present).
+pub(crate) fn layer_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
+    let mut counts: BTreeMap<String, u64> = LAYERS.iter().map(|l| (l.to_string(), 0)).collect();
+    for r in rows {
+        let n = counts.entry(r.layer.clone()).or_default();
+        *n = n.saturating_add(1);
+    }
+    counts
+}
+
+fn count_map(m: &BTreeMap<String, u64>) -> Value {
+    Value::Object(m.iter().map(|(k, v)| (k.clone(), json!(v))).collect())
+}
+
+/// The run summary as a JSON object. Keys of section 5 plus every other [`Stats`] counter,
+/// `mcp_exchanges_total`, `layers`, `sessions`, `retries` and `bytes_read`.
+pub fn run_summary(info: &RunInfo) -> Value {
+    let s = info.stats;
+    let mut retries = BTreeMap::new();
+    for origin in ["sdk", "application", "manual"] {
+        retries.insert(origin.to_string(), 0u64);
+    }
+    for r in info.rows {
+        if let Some(n) = retries.get_mut(r.retry_origin.as_str()) {
+            *n = n.saturating_add(1);
+        }
+    }
+    let sessions: std::collections::HashSet<&str> =
+        info.rows.iter().map(|r| r.session_key.as_str()).collect();
+    let inputs: Vec<Value> = info
+        .inputs
+        .iter()
+        .map(|i| {
+            json!({
+                "name": i.name,
+                "bytes": i.bytes,
+                "format": i.format,
+                "link_types": i.link_types,
+                "gzip": i.gzip,
+                "error": i.error,
+            })
+        })
+        .collect();
+    let mut m = Map::new();
+    m.insert("schema_version".into(), json!(SCHEMA_VERSION));
+    m.insert("inputs".into(), Value::Array(inputs));
+    m.insert("packets_total".into(), json!(s.packets_total));
+    m.insert("packets_decoded".into(), json!(s.packets_decoded));
+    m.insert("packets_skipped".into(), count_map(&s.packets_skipped));
+    m.insert("packets_skipped_total".into(), json!(s.packets_skipped_total()));
+    m.insert("packets_truncated".into(), json!(s.packets_truncated));
+    m.insert("tcp_streams".into(), json!(s.tcp_streams));
+    m.insert("tcp_payload_bytes".into(), json!(s.tcp_payload_bytes));
+    m.insert("duplicate_bytes".into(), json!(s.duplicate_bytes));
+    m.insert("gap_bytes".into(), json!(s.gap_bytes));
+    m.insert("http_exchanges".into(), json!(s.http_exchanges));
+    m.insert("non_http_streams".into(), json!(s.non_http_streams));
+    m.insert("http_bytes_skipped".into(), json!(s.http_bytes_skipped));
+    m.insert("mcp_exchanges".into(), count_map(&outcome_counts(info.rows)));
+    m.insert("mcp_exchanges_total".into(), json!(info.rows.len()));
+    m.insert("layers".into(), count_map(&layer_counts(info.rows)));
+    m.insert("sessions".into(), json!(sessions.len()));
+    m.insert("retries".into(), count_map(&retries));
+    m.insert("anomalies".into(), count_map(&s.anomalies));
+    m.insert("bytes_read".into(), json!(info.bytes_read));
+    m.insert("elapsed_s".into(), json!(finite(info.elapsed_s)));
+    m.insert("throughput_mb_s".into(), json!(finite(info.throughput_mb_s())));
+    Value::Object(m)
+}
+
+fn finite(v: f64) -> f64 {
+    if v.is_finite() { v } else { 0.0 }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::super::test_rows::ex;
+    use super::*;
+
+    pub(crate) fn stats() -> Stats {
+        let mut s = Stats {
+            packets_total: 10,
+            packets_decoded: 7,
+            tcp_streams: 2,
+            tcp_payload_bytes: 5000,
+            gap_bytes: 120,
+            http_exchanges: 4,
+            ..Stats::default()
+        };
+        s.skip("not_tcp");
+        s.skip("not_tcp");
+        s.skip("malformed");
+        s.anomaly("flow.overlap_mismatch");
+        s
+    }
+
+    pub(crate) fn inputs() -> Vec<InputInfo> {
+        vec![InputInfo {
+            name: "cap.pcap".into(),
+            bytes: 2_000_000,
+            format: "pcap",
+            link_types: vec![1],
+            gzip: false,
+            error: None,
+        }]
+    }
+
+    #[test]
+    fn section_5_keys_and_counts() {
+        let stats = stats();
+        let inputs = inputs();
+        let mut rows = vec![ex(1, 0), ex(2, 1), ex(3, 2)];
+        rows[1].outcome = "HTTP_ERROR".into();
+        rows[1].layer = "transport".into();
+        rows[2].retry_origin = "sdk".into();
+        let info = RunInfo {
+            inputs: &inputs,
+            stats: &stats,
+            rows: &rows,
+            elapsed_s: 0.5,
+            bytes_read: 2_000_000,
+        };
+        let v = run_summary(&info);
+        for key in [
+            "schema_version",
+            "inputs",
+            "packets_total",
+            "packets_decoded",
+            "packets_skipped",
+            "tcp_streams",
+            "tcp_payload_bytes",
+            "gap_bytes",
+            "http_exchanges",
+            "mcp_exchanges",
+            "anomalies",
+            "elapsed_s",
+            "throughput_mb_s",
+        ] {
+            assert!(v.get(key).is_some(), "missing {key}");
+        }
+        assert_eq!(v["schema_version"], "1");
+        assert_eq!(v["inputs"][0]["name"], "cap.pcap");
+        assert_eq!(v["inputs"][0]["link_types"][0], 1);
+        assert_eq!(v["packets_skipped"]["not_tcp"], 2);
+        // The identity the summary promises.
+        let skipped: u64 = v["packets_skipped"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|n| n.as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            v["packets_total"].as_u64().unwrap(),
+            v["packets_decoded"].as_u64().unwrap() + skipped
+        );
+        assert_eq!(v["mcp_exchanges"]["TOOL_SUCCESS"], 2);
+        assert_eq!(v["mcp_exchanges"]["HTTP_ERROR"], 1);
+        assert_eq!(v["mcp_exchanges"]["CANCELLED"], 0);
+        assert_eq!(v["mcp_exchanges"].as_object().unwrap().len(), 16);
+        assert_eq!(v["layers"]["transport"], 1);
+        assert_eq!(v["retries"]["sdk"], 1);
+        assert_eq!(v["anomalies"]["flow.overlap_mismatch"], 1);
+        assert_eq!(v["throughput_mb_s"], 4.0);
+        assert_eq!(v["sessions"], 1);
+    }
+
+    #[test]
+    fn zero_elapsed_gives_zero_throughput() {
+        let stats = Stats::default();
+        let info = RunInfo {
+            inputs: &[],
+            stats: &stats,
+            rows: &[],
+            elapsed_s: 0.0,
+            bytes_read: 10,
+        };
+        assert_eq!(run_summary(&info)["throughput_mb_s"], 0.0);
+    }
+}

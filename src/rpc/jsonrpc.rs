@@ -1,0 +1,350 @@
+//! JSON-RPC 2.0 envelopes (https://www.jsonrpc.org/specification, sections
+//! 4-6) with the rules MCP adds (mcp-wire.md section 3): request ids are
+//! strings or integers, never `null`; results are objects; an error response
+//! may carry a `null` or absent id.
+//!
+//! Never panics. A body that is JSON but not a valid envelope becomes
+//! [`RpcMessage::Invalid`] with the reason, so the caller can still pair it by id.
+
+use super::RpcError;
+use serde_json::Value;
+use std::fmt;
+
+/// A JSON-RPC id: a string or a number (kept as its JSON number text).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RpcId {
+    Number(String),
+    String(String),
+}
+
+impl RpcId {
+    /// The id of `v` when it is a string or a number.
+    pub fn from_value(v: &Value) -> Option<RpcId> {
+        match v {
+            Value::Number(n) => Some(RpcId::Number(n.to_string())),
+            Value::String(s) => Some(RpcId::String(s.clone())),
+            _ => None,
+        }
+    }
+
+    /// The id as JSON text (`1`, `"abc"`), the `jsonrpc_id` column.
+    pub fn to_json_text(&self) -> String {
+        match self {
+            RpcId::Number(n) => n.clone(),
+            RpcId::String(s) => Value::String(s.clone()).to_string(),
+        }
+    }
+}
+
+impl fmt::Display for RpcId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_json_text())
+    }
+}
+
+/// One JSON-RPC message (an element of a batch counts as one).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RpcMessage {
+    Request {
+        id: RpcId,
+        method: String,
+        params: Option<Value>,
+    },
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
+    Result {
+        id: RpcId,
+        result: Value,
+    },
+    Error {
+        id: Option<RpcId>,
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
+    /// JSON, but not a valid JSON-RPC 2.0 envelope.
+    Invalid {
+        reason: String,
+        id: Option<RpcId>,
+        raw: Value,
+    },
+}
+
+impl RpcMessage {
+    /// The id of a request, result, error, or invalid message.
+    pub fn id(&self) -> Option<&RpcId> {
+        match self {
+            RpcMessage::Request { id, .. } | RpcMessage::Result { id, .. } => Some(id),
+            RpcMessage::Error { id, .. } | RpcMessage::Invalid { id, .. } => id.as_ref(),
+            RpcMessage::Notification { .. } => None,
+        }
+    }
+
+    /// The method of a request or notification (or of an invalid message that names one).
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            RpcMessage::Request { method, .. } | RpcMessage::Notification { method, .. } => {
+                Some(method)
+            }
+            RpcMessage::Invalid { raw, .. } => raw.get("method").and_then(Value::as_str),
+            _ => None,
+        }
+    }
+
+    /// A response: a result, an error, or an invalid object without a `method`.
+    pub fn is_response(&self) -> bool {
+        match self {
+            RpcMessage::Result { .. } | RpcMessage::Error { .. } => true,
+            // Without a method it can only be (a broken) response.
+            RpcMessage::Invalid { raw, .. } => raw.is_object() && raw.get("method").is_none(),
+            _ => false,
+        }
+    }
+}
+
+/// Parse an HTTP body or SSE `data`: one message or a batch (one entry per element).
+pub fn parse_body(bytes: &[u8]) -> Result<Vec<RpcMessage>, RpcError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(RpcError::Empty);
+    }
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| RpcError::NotJson(e.to_string()))?;
+    parse_value(value)
+}
+
+/// Classify an already parsed JSON value (object or batch array).
+pub fn parse_value(value: Value) -> Result<Vec<RpcMessage>, RpcError> {
+    match value {
+        Value::Object(_) => Ok(vec![classify(value)]),
+        Value::Array(items) if items.is_empty() => Err(RpcError::EmptyBatch),
+        Value::Array(items) => Ok(items.into_iter().map(classify).collect()),
+        other => Err(RpcError::NotJsonRpc(json_kind(&other))),
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn invalid(reason: impl Into<String>, raw: Value) -> RpcMessage {
+    let id = raw.get("id").and_then(RpcId::from_value);
+    RpcMessage::Invalid {
+        reason: reason.into(),
+        id,
+        raw,
+    }
+}
+
+/// JSON-RPC 2.0 section 4 (request), 4.1 (notification), 5 (response), 5.1 (error object).
+fn classify(v: Value) -> RpcMessage {
+    let Some(obj) = v.as_object() else {
+        let kind = json_kind(&v);
+        return invalid(format!("batch element is {kind}, not an object"), v);
+    };
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return invalid("jsonrpc is not \"2.0\"", v);
+    }
+    let id_field = obj.get("id");
+    if let Some(m) = obj.get("method") {
+        let Some(method) = m.as_str().map(str::to_string) else {
+            return invalid("method is not a string", v);
+        };
+        if obj.contains_key("result") || obj.contains_key("error") {
+            return invalid("both method and result/error", v);
+        }
+        let params = obj.get("params").cloned();
+        return match id_field {
+            None => RpcMessage::Notification { method, params },
+            // MCP: request ids MUST NOT be null (mcp-wire.md 3.1/3.2).
+            Some(Value::Null) => invalid("request id is null", v),
+            Some(idv) => match RpcId::from_value(idv) {
+                Some(id) => RpcMessage::Request { id, method, params },
+                None => invalid("request id is not a string or number", v),
+            },
+        };
+    }
+    match (obj.get("result"), obj.get("error")) {
+        (Some(_), Some(_)) => invalid("both result and error", v),
+        (None, None) => invalid("neither result nor error", v),
+        (Some(result), None) => {
+            let Some(id) = id_field.and_then(RpcId::from_value) else {
+                return invalid("result without a string or number id", v);
+            };
+            if !result.is_object() {
+                return invalid("result is not an object", v);
+            }
+            RpcMessage::Result {
+                id,
+                result: result.clone(),
+            }
+        }
+        (None, Some(err)) => {
+            let id = match id_field {
+                None | Some(Value::Null) => None,
+                Some(idv) => match RpcId::from_value(idv) {
+                    Some(id) => Some(id),
+                    None => return invalid("error id is not a string or number", v),
+                },
+            };
+            let code = err.get("code").and_then(Value::as_i64);
+            let message = err.get("message").and_then(Value::as_str);
+            match (code, message) {
+                (Some(code), Some(message)) => RpcMessage::Error {
+                    id,
+                    code,
+                    message: message.to_string(),
+                    data: err.get("data").cloned(),
+                },
+                _ => invalid("bad error shape (code must be an integer, message a string)", v),
+            }
+        }
+    }
+}
+
+/// Canonical JSON text: object keys sorted at every level, no spacing.
+/// Independent of serde_json's `preserve_order` feature.
+pub fn canonical_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                if let Some(val) = map.get(k) {
+                    write_canonical(val, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn one(s: &str) -> RpcMessage {
+        let mut v = parse_body(s.as_bytes()).unwrap();
+        assert_eq!(v.len(), 1);
+        v.remove(0)
+    }
+
+    fn reason(m: &RpcMessage) -> &str {
+        match m {
+            RpcMessage::Invalid { reason, .. } => reason,
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn request_notification_result_error() {
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#),
+            RpcMessage::Request {
+                id: RpcId::Number("1".into()),
+                method: "tools/call".into(),
+                params: Some(json!({"name":"x"})),
+            }
+        );
+        assert_eq!(
+            one(r#"{"method":"notifications/initialized","jsonrpc":"2.0"}"#),
+            RpcMessage::Notification {
+                method: "notifications/initialized".into(),
+                params: None
+            }
+        );
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#),
+            RpcMessage::Result {
+                id: RpcId::String("a".into()),
+                result: json!({})
+            }
+        );
+        assert_eq!(
+            one(
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"Invalid params","data":1}}"#
+            ),
+            RpcMessage::Error {
+                id: None,
+                code: -32602,
+                message: "Invalid params".into(),
+                data: Some(json!(1))
+            }
+        );
+    }
+
+    #[test]
+    fn invalid_envelopes() {
+        assert_eq!(reason(&one(r#"{"jsonrpc":"1.0","id":1,"result":{}}"#)), "jsonrpc is not \"2.0\"");
+        let m = one(r#"{"jsonrpc":"2.0","id":3,"result":{},"error":{"code":1,"message":"x"}}"#);
+        assert_eq!(reason(&m), "both result and error");
+        assert_eq!(m.id(), Some(&RpcId::Number("3".into())));
+        assert!(m.is_response());
+        assert_eq!(reason(&one(r#"{"jsonrpc":"2.0","id":3}"#)), "neither result nor error");
+        assert!(reason(&one(r#"{"jsonrpc":"2.0","id":3,"error":{"code":"x","message":"m"}}"#)).starts_with("bad error shape"));
+        assert!(reason(&one(r#"{"jsonrpc":"2.0","id":3,"error":{"code":1.5,"message":"m"}}"#)).starts_with("bad error shape"));
+        assert_eq!(reason(&one(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#)), "request id is null");
+        assert_eq!(reason(&one(r#"{"jsonrpc":"2.0","id":1,"result":5}"#)), "result is not an object");
+        assert_eq!(reason(&one(r#"{"jsonrpc":"2.0","id":null,"result":{}}"#)), "result without a string or number id");
+    }
+
+    #[test]
+    fn batches_and_errors() {
+        let v = parse_body(br#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"},7]"#)
+            .unwrap();
+        assert_eq!(v.len(), 3);
+        assert!(matches!(v[0], RpcMessage::Request { .. }));
+        assert!(matches!(v[1], RpcMessage::Notification { .. }));
+        assert_eq!(reason(&v[2]), "batch element is a number, not an object");
+        assert!(matches!(parse_body(b"[]"), Err(RpcError::EmptyBatch)));
+        assert!(matches!(parse_body(b"  \n"), Err(RpcError::Empty)));
+        assert!(matches!(parse_body(b"{\"jsonrpc\":"), Err(RpcError::NotJson(_))));
+        assert!(matches!(parse_body(b"\"x\""), Err(RpcError::NotJsonRpc("a string"))));
+        assert!(parse_body(b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"method\":\"x\"}").is_ok());
+    }
+
+    #[test]
+    fn ids_as_json_text() {
+        assert_eq!(RpcId::Number("1".into()).to_json_text(), "1");
+        assert_eq!(RpcId::String("a\"b".into()).to_json_text(), "\"a\\\"b\"");
+    }
+
+    #[test]
+    fn canonical_sorts_keys_at_every_level() {
+        let a: Value = serde_json::from_str(r#"{"b":1, "a":{"y":[1,{"d":2,"c":3}],"x":null}}"#).unwrap();
+        assert_eq!(canonical_json(&a), r#"{"a":{"x":null,"y":[1,{"c":3,"d":2}]},"b":1}"#);
+    }
+}
