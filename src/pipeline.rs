@@ -1,1 +1,194 @@
-//! Wires the stages together: inputs -> frames -> segments -> streams -> HTTP -> sinks.
+//! Wires the stages together, one way:
+//! inputs -> [`Frame`]s -> [`Segment`]s -> [`StreamEvent`]s -> [`HttpEvent`]s -> a sink
+//! (the MCP analyzer for `analyze`, the HTTP log for `http`).
+//!
+//! HAR inputs skip the packet stages and join at the sink. Nothing here
+//! interprets data; it only moves it and counts it.
+
+use crate::anomaly::Stats;
+use crate::capture::{self, CaptureError, InputInfo, Merger, Source, har};
+use crate::decode::{Decoded, Decoder};
+use crate::flow::{FlowLimits, FlowTable, StreamEvent};
+use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
+use crate::mcp::{Analyzer, Exchange, InferenceConfig};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Connection ids for HAR entries start above any TCP stream index.
+const HAR_CONN_BASE: u64 = 1 << 48;
+
+/// Settings of one run.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    pub inference: InferenceConfig,
+    pub flow: FlowLimits,
+    /// Show a progress bar on stderr (the caller decides whether stderr is a terminal).
+    pub progress: bool,
+}
+
+/// What one run produced, for the report stage.
+#[derive(Debug)]
+pub struct Analysis {
+    pub rows: Vec<Exchange>,
+    pub stats: Stats,
+    pub inputs: Vec<InputInfo>,
+    pub elapsed_s: f64,
+    pub bytes_read: u64,
+}
+
+/// Totals of the packet and HTTP stages.
+struct Totals {
+    stats: Stats,
+    inputs: Vec<InputInfo>,
+    bytes_read: u64,
+}
+
+/// `mcp-trace analyze`: every stage, MCP exchanges out.
+pub fn analyze(paths: &[String], cfg: &Config) -> Result<Analysis, CaptureError> {
+    let started = Instant::now();
+    let mut analyzer = Analyzer::new(cfg.inference);
+    let mut totals = run_http(paths, cfg, &mut |ev, stats| analyzer.push(ev, stats))?;
+    let rows = analyzer.finish(&mut totals.stats);
+    Ok(Analysis {
+        rows,
+        stats: totals.stats,
+        inputs: totals.inputs,
+        elapsed_s: started.elapsed().as_secs_f64(),
+        bytes_read: totals.bytes_read,
+    })
+}
+
+/// `mcp-trace http`: every HTTP exchange, MCP or not.
+pub fn http_rows(paths: &[String]) -> Result<(Vec<HttpRow>, Stats), CaptureError> {
+    let mut log = HttpLog::new();
+    let totals = run_http(paths, &Config::default(), &mut |ev, _| log.push(&ev))?;
+    Ok((log.finish(), totals.stats))
+}
+
+/// File name shown in the `capture` column.
+fn display_name(path: &str) -> Arc<str> {
+    if path == "-" {
+        return Arc::from("-");
+    }
+    let name = std::path::Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string());
+    Arc::from(name)
+}
+
+fn run_http(
+    paths: &[String],
+    cfg: &Config,
+    sink: &mut dyn FnMut(HttpEvent, &mut Stats),
+) -> Result<Totals, CaptureError> {
+    let mut stats = Stats::default();
+    let mut readers = Vec::new();
+    let mut hars = Vec::new();
+    let names: Vec<Arc<str>> = paths.iter().map(|p| display_name(p)).collect();
+    // Inputs are opened (and their headers checked) before any work starts,
+    // so a bad file fails the run at once.
+    for (index, path) in paths.iter().enumerate() {
+        match capture::open(path, index)? {
+            Source::Packets(reader) => readers.push(reader),
+            Source::Har {
+                name: _,
+                data,
+                info,
+            } => hars.push((index, data, info)),
+        }
+    }
+    let total_bytes: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    let progress = progress_bar(cfg.progress, total_bytes);
+
+    let mut merger = Merger::new(readers);
+    let mut decoder = Decoder::new();
+    let mut flows = FlowTable::new(cfg.flow);
+    let mut http = HttpStage::new(names.clone());
+    let mut stream_events: Vec<StreamEvent> = Vec::new();
+    let mut http_events: Vec<HttpEvent> = Vec::new();
+    let mut frames_since_tick = 0u32;
+
+    while let Some(frame) = merger.next_frame(&mut stats) {
+        if frame.is_truncated() {
+            stats.packets_truncated += 1;
+        }
+        match decoder.decode(&frame) {
+            Decoded::Segment(segment) => {
+                stats.packets_decoded += 1;
+                flows.push(segment, &mut stats, &mut stream_events);
+            }
+            Decoded::Held => stats.packets_decoded += 1,
+            Decoded::Skipped(reason) => stats.skip(reason.name()),
+        }
+        for ev in stream_events.drain(..) {
+            http.push(ev, &mut stats, &mut http_events);
+        }
+        for ev in http_events.drain(..) {
+            sink(ev, &mut stats);
+        }
+        frames_since_tick += 1;
+        if frames_since_tick >= 4096 {
+            frames_since_tick = 0;
+            if let Some(bar) = &progress {
+                bar.set_position(merger.bytes_read());
+            }
+        }
+    }
+    for _ in 0..decoder.finish() {
+        stats.anomaly("decode.ip_fragment_incomplete");
+    }
+    flows.finish(&mut stats, &mut stream_events);
+    for ev in stream_events.drain(..) {
+        http.push(ev, &mut stats, &mut http_events);
+    }
+    http.finish(&mut stats, &mut http_events);
+    for ev in http_events.drain(..) {
+        sink(ev, &mut stats);
+    }
+
+    let mut inputs = merger.infos();
+    let mut bytes_read = merger.bytes_read();
+    let mut conn_base = HAR_CONN_BASE;
+    for (index, data, info) in hars {
+        let name = names
+            .get(index)
+            .cloned()
+            .unwrap_or_else(|| Arc::from("har"));
+        bytes_read += data.len() as u64;
+        let events = har::read_har(&name, &data, conn_base, &mut stats)?;
+        conn_base += events.len() as u64 + 1;
+        for ev in events {
+            sink(ev, &mut stats);
+        }
+        inputs.push(info);
+    }
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+    Ok(Totals {
+        stats,
+        inputs,
+        bytes_read,
+    })
+}
+
+fn progress_bar(enabled: bool, total_bytes: u64) -> Option<indicatif::ProgressBar> {
+    if !enabled || total_bytes == 0 {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(total_bytes),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{spinner} {bytes}/{total_bytes} {bytes_per_sec} {wide_bar} {eta}",
+    ) {
+        bar.set_style(style);
+    }
+    Some(bar)
+}

@@ -12,9 +12,12 @@
 //!   declared charset as Latin-1; no body in this corpus is affected, so the
 //!   comparison below is exact).
 
+// Test helpers outside #[test] fns: a failed unwrap is a failed test here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
 use mcp_trace::anomaly::Stats;
 use mcp_trace::capture::CaptureError;
-use mcp_trace::capture::har::{is_compressed_har, read_har};
+use mcp_trace::capture::har::{has_zlib_header, is_compressed_har, read_har};
 use mcp_trace::http::{BodyEnd, HttpEvent, HttpRequest, ResponseHead};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -175,14 +178,6 @@ struct Agreement {
 fn compare_with_mitmproxy(har_path: &Path) -> Agreement {
     let expected: Vec<Value> =
         serde_json::from_slice(&std::fs::read(har_path.with_extension("json")).unwrap()).unwrap();
-    let raw_bytes = std::fs::read(har_path).unwrap();
-    let raw: Value = serde_json::from_slice(
-        raw_bytes
-            .strip_prefix(b"\xEF\xBB\xBF")
-            .unwrap_or(&raw_bytes),
-    )
-    .unwrap();
-    let raw_entries = raw["log"]["entries"].as_array().unwrap();
     let (got, _) = read(har_path);
     let file = har_path.file_name().unwrap().to_string_lossy().to_string();
     assert_eq!(got.len(), expected.len(), "{file}: entry count");
@@ -222,7 +217,7 @@ fn compare_with_mitmproxy(har_path: &Path) -> Agreement {
             );
         check(host == rq["host"].as_str().unwrap(), "host");
         let port = x.req.xref.conn.server_addr.rsplit_once(':').unwrap().1;
-        check(port == rq["port"].to_string(), "port");
+        check(port.parse::<u64>().ok() == rq["port"].as_u64(), "port");
         let want_req_h = header_list(&rq["headers"]);
         let got_req_h = &x.req.head.headers.0;
         let has_host = want_req_h
@@ -445,6 +440,19 @@ fn zhar_reads_like_its_har() {
     let Some(dir) = corpus() else { return };
     let data = std::fs::read(dir.join("flows/compressed.zhar")).unwrap();
     assert!(is_compressed_har(&data));
+    // A format probe sees only the first bytes: enough to decide.
+    assert!(has_zlib_header(&data[..2]));
+    assert!(is_compressed_har(&data[..512]));
+    for magic in [
+        [0xa1, 0xb2],
+        [0xd4, 0xc3],
+        [0x4d, 0x3c],
+        [0x0a, 0x0d],
+        [0x1f, 0x8b],
+        [b'{', b'"'],
+    ] {
+        assert!(!has_zlib_header(&magic), "{magic:x?}");
+    }
     let (x, stats) = read(&dir.join("flows/compressed.zhar"));
     let (y, _) = read(&dir.join("flows/successful_log.har"));
     assert_eq!(
@@ -504,4 +512,119 @@ fn every_corpus_file_and_its_prefixes_never_panic() {
     }
     // 7 browser/tool HARs + 7 mitmproxy HARs + the zhar (the .json oracles and broken files fail).
     assert_eq!(read_ok, 15, "{files:?}");
+}
+
+/// A streamable-HTTP MCP session as a browser would export it, entries out of
+/// order, one SSE answer complete and one the recorder did not keep.
+fn mcp_session_har() -> Vec<u8> {
+    let entry = |t: &str, body: &str, status: u16, ctype: &str, text: Option<&str>| {
+        let mut content = serde_json::json!({"size": text.map_or(0, str::len), "mimeType": ctype});
+        if let Some(text) = text {
+            content["text"] = Value::from(text);
+        }
+        serde_json::json!({
+            "startedDateTime": t, "time": 20.0, "connection": "77",
+            "request": {"method": "POST", "url": "https://mcp.example.com/mcp", "httpVersion": "h2",
+                "headers": [
+                    {"name": ":authority", "value": "mcp.example.com"},
+                    {"name": "content-type", "value": "application/json"},
+                    {"name": "accept", "value": "application/json, text/event-stream"},
+                    {"name": "mcp-session-id", "value": "s-1"}],
+                "cookies": [], "queryString": [], "headersSize": -1, "bodySize": body.len(),
+                "postData": {"mimeType": "application/json", "text": body}},
+            "response": {"status": status, "statusText": "", "httpVersion": "h2", "cookies": [],
+                "headers": [{"name": "content-type", "value": ctype}, {"name": "mcp-session-id", "value": "s-1"}],
+                "content": content, "redirectURL": "", "headersSize": -1, "bodySize": -1},
+            "cache": {}, "timings": {"send": 1, "wait": 15, "receive": 4},
+            "serverIPAddress": "203.0.113.9", "_priority": "High"
+        })
+    };
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let init_ok = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#;
+    let call = |id: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{}}}}}}"#
+        )
+    };
+    let sse_ok =
+        "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\n\n";
+    let doc = serde_json::json!({"log": {"version": "1.2", "creator": {"name": "t", "version": "1"}, "entries": [
+        entry("2025-01-01T00:00:03Z", &call(2), 200, "text/event-stream", None),
+        entry("2025-01-01T00:00:00Z", init, 200, "application/json", Some(init_ok)),
+        entry("2025-01-01T00:00:02Z", &call(1), 200, "text/event-stream", Some(sse_ok)),
+        entry("2025-01-01T00:00:01Z", r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, 202, "", None),
+    ]}});
+    serde_json::to_vec(&doc).unwrap()
+}
+
+#[test]
+fn har_events_through_the_mcp_stage() {
+    use mcp_trace::mcp::{Analyzer, InferenceConfig};
+    let mut stats = Stats::default();
+    let events = read_har("session.har", &mcp_session_har(), 5000, &mut stats).unwrap();
+    let mut analyzer = Analyzer::new(InferenceConfig::default());
+    for ev in events {
+        analyzer.push(ev, &mut stats);
+    }
+    let rows = analyzer.finish(&mut stats);
+    // `stream_end` is `none` for plain JSON answers (report-schema.md).
+    let got: Vec<(Option<&str>, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.rpc_method.as_deref(),
+                r.outcome.as_str(),
+                r.stream_end.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Some("initialize"), "RPC_SUCCESS", "none"),
+            (Some("notifications/initialized"), "ACCEPTED", "none"),
+            (Some("tools/call"), "TOOL_SUCCESS", "complete"),
+            (Some("tools/call"), "STREAM_INCOMPLETE", "capture_end"),
+        ],
+        "{rows:#?}"
+    );
+    for r in &rows {
+        assert_eq!(r.capture, "session.har");
+        assert_eq!(r.tcp_stream, Some(77));
+        assert_eq!(r.server_addr, "203.0.113.9:443");
+        assert_eq!(r.path, "/mcp");
+    }
+    assert!(rows.windows(2).all(|w| w[0].ts_request < w[1].ts_request));
+    assert!(
+        rows[3]
+            .anomalies
+            .as_deref()
+            .unwrap_or("")
+            .contains("har.sse_body_not_recorded"),
+        "{:?}",
+        rows[3].anomalies
+    );
+    assert_eq!(stats.anomalies.get("har.sse_body_not_recorded"), Some(&1));
+}
+
+#[test]
+fn tmp_samples_probe() {
+    use mcp_trace::mcp::{Analyzer, InferenceConfig};
+    for name in ["har-chromium-ts", "har-mitmproxy-raw", "har-mitmproxy-ts"] {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/");
+        let data = std::fs::read(format!("{dir}{name}.har")).unwrap();
+        let truth: Value = serde_json::from_slice(&std::fs::read(format!("{dir}{name}.truth.json")).unwrap()).unwrap();
+        let mut stats = Stats::default();
+        let events = read_har(&format!("{name}.har"), &data, 0, &mut stats).unwrap();
+        let mut a = Analyzer::new(InferenceConfig::default());
+        for ev in events {
+            a.push(ev, &mut stats);
+        }
+        let rows = a.finish(&mut stats);
+        eprintln!("== {name}: {} rows, truth {} ; anomalies {:?}", rows.len(), truth["entries"].as_array().unwrap().len(), stats.anomalies);
+        for (i, r) in rows.iter().enumerate() {
+            let t = &truth["entries"][i];
+            eprintln!("  {} {:?} {:?} {} {} {:?} | truth {} {} {} {} {}", r.http_method, r.rpc_method, r.jsonrpc_id, r.outcome, r.stream_end, r.http_status, t["http_method"], t["rpc_method"], t["jsonrpc_id"], t["outcome"], t["http_status"]);
+        }
+    }
 }

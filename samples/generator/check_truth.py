@@ -56,9 +56,19 @@ def wire_raw(capture, port):
 
 
 def check_har(truth_doc, har_path):
+    """HAR entries for the MCP endpoint paths, in the HAR's order; status 0 (none) -> None.
+
+    Entries for other paths (the page itself in the Chromium HAR) are not MCP traffic and are
+    not in the truth."""
+    paths = {e["path"] for e in truth_doc["entries"]}
     entries = json.loads(har_path.read_text())["log"]["entries"]
-    wire = [(e["request"]["method"], re.sub(r"^https?://[^/]+", "", e["request"]["url"]),
-             e["response"]["status"] or None) for e in entries]
+    # mitmproxy writes entries when flows finish (a long GET stream comes late): use start order
+    entries = sorted(entries, key=lambda e: e["startedDateTime"])
+    wire = []
+    for e in entries:
+        path = re.sub(r"^https?://[^/]+", "", e["request"]["url"])
+        if path in paths:
+            wire.append((e["request"]["method"], path, e["response"]["status"] or None))
     return wire
 
 
@@ -82,6 +92,8 @@ def main():
             got = wire_raw(cap, doc["server_port"])
             ok = same(got)
             how = "tshark tcp.payload"
+        if cap.suffix == ".har":
+            how = "HAR entries by startedDateTime"
         # entry numbers must be 1..n and retry/continuation links must point backwards
         for e in doc["entries"]:
             for link in ("retry_of", "continuation_of"):

@@ -23,6 +23,7 @@ its log (a JSON list) to --log then.
 
 import argparse
 import asyncio
+import gzip
 import json
 import signal
 import socket
@@ -231,7 +232,14 @@ async def handle_client(creader, cwriter, args):
                     complete, cut = await relay_body(
                         ureader, cwriter, headers, on_data, closable=True,
                         stop_check=(lambda w=watch: w.fired) if watch else None)
-                rec["resp_body"] = body.decode("utf-8", "replace")
+                raw = bytes(body)
+                if (hget(headers, "content-encoding") or "").lower() == "gzip":
+                    try:  # the log keeps the decoded text; the wire keeps the gzip bytes
+                        raw = gzip.decompress(raw)
+                        rec["resp_decoded_from"] = "gzip"
+                    except (OSError, EOFError):
+                        pass
+                rec["resp_body"] = raw.decode("utf-8", "replace")
                 rec["resp_complete"] = complete
                 rec["t_resp_end"] = time.time()
                 live(args, rec)

@@ -15,10 +15,12 @@ POST /mcp, stateless 2026-07-28 style. The tools/call `name` selects the shape:
   sse_cut            SSE: one progress notification, then the TCP connection is closed
   accepted_request   202 with no body to a request
   no_response        the connection is closed without any HTTP response
+  gzip_json          a normal result sent with Content-Encoding: gzip
 Notifications get 202; GET gets 405.
 """
 
 import argparse
+import gzip
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -111,6 +113,16 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(202)
             self.send_header("Content-Length", "0")
             self.end_headers()
+            return
+        if name == "gzip_json":
+            data = gzip.compress(json.dumps({"jsonrpc": "2.0", "id": rid, "result": {**text("compressed echo"), **meta}},
+                                            separators=(",", ":")).encode(), mtime=0)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
             return
         if name == "no_response":
             self.close_connection = True

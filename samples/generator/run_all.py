@@ -68,6 +68,9 @@ class Run:
         self.capture = SAMPLES / f"{name}.{ext}"
         self.proxy_log = self.dir / "proxy.json"
         self.made_by = []
+        self.entry_port = port  # where clients connect (a recorder may sit in front of the proxy)
+        self.tcpdump = None
+        self.recorder = None
 
     # --- processes -------------------------------------------------------------------------
     def spawn(self, cmd, logname):
@@ -79,6 +82,8 @@ class Run:
 
     def server_ts(self, mode="sse", cors=False):
         cmd = [NODE, "ts/server.mjs", "--port", str(self.upstream), "--mode", mode, "--lifetime", "90"]
+        if mode != "legacy" and self.name.startswith("har-chromium"):
+            cors = True
         if cors:
             cmd.append("--cors")
         self.spawn(cmd, "server.log")
@@ -106,7 +111,18 @@ class Run:
     @property
     def url(self):
         host = f"[{self.listen_host}]" if ":" in self.listen_host else self.listen_host
-        return f"http://{host}:{self.port}/mcp"
+        return f"http://{host}:{self.entry_port}/mcp"
+
+    def mitm_front(self):
+        """mitmdump (reverse proxy, HAR export) on entry_port, in front of proxy.py on port+2."""
+        self.port = self.entry_port + 2
+        self.capture = SAMPLES / f"{self.name}.har"
+        self.proxy()
+        self.recorder = self.spawn([str(GEN / ".venv-mitm" / "bin" / "mitmdump"), "-q", "--listen-host", "127.0.0.1",
+                                    "-p", str(self.entry_port), "--mode", f"reverse:http://127.0.0.1:{self.port}",
+                                    "--set", f"hardump={self.capture}"], "mitmdump.out")
+        wait_port("127.0.0.1", self.entry_port, 30)
+        self.made_by.append("recorded by mitmdump (reverse proxy, hardump)")
 
     # --- capture ---------------------------------------------------------------------------
     def capture_start(self):
@@ -133,8 +149,12 @@ class Run:
     def capture_stop(self):
         time.sleep(1.0)
         self.t_capture_end = time.time()
-        self.tcpdump.send_signal(signal.SIGINT)
-        self.tcpdump.wait(10)
+        if self.tcpdump is not None:
+            self.tcpdump.send_signal(signal.SIGINT)
+            self.tcpdump.wait(10)
+        if self.recorder is not None:  # mitmdump writes the HAR when it exits
+            self.recorder.send_signal(signal.SIGINT)
+            self.recorder.wait(20)
 
     # --- clients ---------------------------------------------------------------------------
     def client_ts(self, label, steps, legacy=False, wait=True, url=None):
@@ -151,9 +171,16 @@ class Run:
                "--lifetime", "40"]
         return self._client(label, cmd, logf, wait, f"Python SDK client (mode={mode})")
 
+    def client_browser(self, label):
+        logf = self.dir / f"{label}.jsonl"
+        self.capture = SAMPLES / f"{self.name}.har"
+        cmd = [NODE, "ts/browser.mjs", "--mcp", self.url, "--page-port", str(self.entry_port + 3),
+               "--har", str(self.capture), "--log", str(logf), "--lifetime", "60"]
+        return self._client(label, cmd, logf, True, "headless Chromium (Debian chromium) via playwright-core recordHar, page using fetch")
+
     def client_raw(self, label, calls):
         logf = self.dir / f"{label}.jsonl"
-        cmd = [PY, "raw_client.py", "--host", self.listen_host, "--port", str(self.port), "--calls", calls, "--log", str(logf)]
+        cmd = [PY, "raw_client.py", "--host", self.listen_host, "--port", str(self.entry_port), "--calls", calls, "--log", str(logf)]
         return self._client(label, cmd, logf, True, "raw_client.py (http.client)")
 
     def _client(self, label, cmd, logf, wait, what):
@@ -215,7 +242,8 @@ class Run:
         if annotate:
             annotate(entries, records, client_logs)
         doc = {"capture": self.capture.name, "description": description, "made_by": ", ".join(self.made_by),
-               "server_port": self.port, "link": self.iface, "entries": entries}
+               "server_port": self.port, "link": "har" if self.capture.suffix == ".har" else self.iface,
+               "entries": entries}
         if extra:
             doc.update(extra)
         (SAMPLES / f"{self.name}.truth.json").write_text(json.dumps(doc, indent=1) + "\n")
@@ -486,13 +514,80 @@ def snaplen(port):
              extra={"snaplen": 200})
 
 
+def stream_open(port):
+    r = Run("stream-open", port)
+    r.server_ts("sse")
+    r.proxy()
+    r.capture_start()
+    win = r.client_ts("ts-client", "echo:still here,hold:8000", wait=False)
+    end = time.time() + 15
+    while time.time() < end and not any(x.get("step") == "tools/call" for x in read_jsonl(win[3])):
+        time.sleep(0.1)
+    r.finish("TS client calls echo and stays connected; the capture stops while its standalone GET stream is "
+             "still open (STREAM_OPEN); the client is stopped after the capture.")
+
+
+def har_mitm_ts(port):
+    r = Run("har-mitmproxy-ts", port)
+    r.server_ts("sse")
+    r.mitm_front()
+    r.client_ts("ts-client", "list,echo:via mitmproxy,fail,slow:2,delete")
+    r.finish("HAR from mitmdump in reverse-proxy mode: TS client -> mitmdump -> TS server (SSE responses, "
+             "standalone GET stream, progress on SSE, DELETE).", extra={"recorder": "mitmproxy"})
+
+
+def har_mitm_raw(port):
+    r = Run("har-mitmproxy-raw", port)
+    r.server_raw()
+    r.mitm_front()
+    r.client_raw("raw-client", "echo,gzip_json,rpc_error_200,http500_success,malformed,sse_cut,no_response,echo")
+
+    def annotate(entries, records, logs):
+        got = {x["sent"].get("params", {}).get("name"): x.get("status") for x in logs["raw-client"]}
+        for e, rec in zip(entries, records):
+            name = e["tool_name"]
+            if name in ("sse_cut", "no_response") and got.get(name) != e["http_status"]:
+                e["reason"] += (f"; the client itself got HTTP {got.get(name)} from mitmproxy, the HAR keeps the "
+                                f"server side (status {e['http_status'] or 0}, empty body)")
+            if rec.get("resp_decoded_from") == "gzip":
+                e["reason"] += "; body sent gzip-compressed (Content-Encoding: gzip)"
+    r.finish("HAR from mitmdump in reverse-proxy mode: raw client -> mitmdump -> raw server: a gzip-compressed "
+             "response, error shapes, an SSE body cut by the server and a connection closed without a response.",
+             annotate, extra={"recorder": "mitmproxy"})
+
+
+def har_chromium_ts(port):
+    r = Run("har-chromium-ts", port)
+    r.server_ts("sse")
+    r.proxy()
+    r.client_browser("chromium")
+
+    def annotate(entries, records, logs):
+        dropped = [f"{e['http_method']} {e['path']} -> {e['http_status']}" for e in entries if e["http_method"] == "OPTIONS"]
+        entries[:] = [e for e in entries if e["http_method"] != "OPTIONS"]
+        for i, e in enumerate(entries, 1):
+            e["n"] = i
+            if e["jsonrpc_id"] == "4" and e["tool_name"] == "slow":
+                e["reason"] += ("; the page aborted this fetch after 250 ms (AbortController) - no "
+                                "notifications/cancelled and revision 2025-11-25, so not CANCELLED")
+            if e["http_method"] == "DELETE":
+                e["reason"] += "; the HAR marks it net::ERR_ABORTED (the context closed right after) but keeps status 200"
+        doc_extra["omitted_from_recording"] = [d + " (CORS preflight: on the wire, but Chromium's HAR has no entry)"
+                                               for d in dropped]
+    doc_extra = {"recorder": "chromium"}
+    r.finish("HAR from headless Chromium (playwright-core recordHar): a page on another localhost origin calls "
+             "the TS server with fetch (CORS): initialize, initialized, echo, fail, slow (SSE progress), a slow "
+             "call aborted by the page after 250 ms, DELETE.", annotate, extra=doc_extra)
+
+
 SCENARIOS = {
     "ts-streamable-sse": ts_streamable_sse, "ts-streamable-json": ts_streamable_json, "py-default": py_default,
     "py-legacy-handshake": py_legacy_handshake, "ts-client-py-server": ts_client_py_server,
     "py-client-ts-server": py_client_ts_server, "legacy-sse": legacy_sse, "fault-503-app-retry": fault_503,
     "sse-resume": sse_resume, "curl-replay": curl_replay, "second-client": second_client,
     "concurrent": concurrent, "raw-shapes": raw_shapes, "mrtr": mrtr, "mrtr-py": mrtr_py, "ipv6": ipv6,
-    "any-iface": any_iface, "pcapng": pcapng, "snaplen-200": snaplen,
+    "any-iface": any_iface, "pcapng": pcapng, "snaplen-200": snaplen, "stream-open": stream_open,
+    "har-mitmproxy-ts": har_mitm_ts, "har-mitmproxy-raw": har_mitm_raw, "har-chromium-ts": har_chromium_ts,
 }
 
 

@@ -183,6 +183,8 @@ def build_entries(records, t_capture_end, client_of, sid_labels):
                 reason = "resumption GET with Last-Event-ID; " + reason
         elif kind == "request":
             outcome, reason, final = request_outcome(rec, body, status, ctype, records, legacy_streams, lsid)
+        elif rec["method"] != "POST":
+            outcome, reason = "ACCEPTED", f"{rec['method']} answered {status}, no JSON-RPC involved (our reading)"
         else:
             outcome, reason = "INVALID_ENVELOPE", "POST body is not a JSON-RPC message"
             if body is ValueError:

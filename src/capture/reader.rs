@@ -84,13 +84,15 @@ impl Layout {
 
 /// Reads frames from one pcap or pcapng input, streaming.
 ///
-/// Invariant: `buf[pos..]` holds the unparsed bytes, which start at file
-/// offset `offset` (decompressed offset for gzip inputs).
+/// Invariant: `pos <= end <= buf.len()`; `buf[pos..end]` holds the unparsed
+/// bytes, which start at file offset `offset` (decompressed offset for gzip
+/// inputs); `buf[end..]` is free space.
 pub struct PacketReader {
     input: usize,
     reader: Box<dyn Read + Send>,
     buf: Vec<u8>,
     pos: usize,
+    end: usize,
     offset: u64,
     eof: bool,
     done: bool,
@@ -129,6 +131,7 @@ impl PacketReader {
         PacketReader {
             input,
             reader,
+            end: initial.len(),
             buf: initial,
             pos: skip,
             offset: skip as u64,
@@ -161,17 +164,21 @@ impl PacketReader {
         err
     }
 
-    /// Read more input: at least one read of `max(needed, READ_CHUNK_BYTES)` space.
+    /// Read more input: one read into at least `max(needed, READ_CHUNK_BYTES)` of space.
+    /// Unparsed bytes move to the front first; the buffer only grows (amortised),
+    /// so a reader that trickles a byte at a time costs O(1) per byte.
     fn refill(&mut self, needed: usize) -> Result<(), CaptureError> {
-        if self.pos > 0 {
-            self.buf.drain(..self.pos);
+        if self.pos > 0 && self.pos <= self.end && self.end <= self.buf.len() {
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.end = self.end.saturating_sub(self.pos);
             self.pos = 0;
         }
-        let want = needed.max(READ_CHUNK_BYTES);
-        let old_len = self.buf.len();
-        self.buf.resize(old_len.saturating_add(want), 0);
+        let min_len = self.end.saturating_add(needed.max(READ_CHUNK_BYTES));
+        if self.buf.len() < min_len {
+            self.buf.resize(min_len, 0);
+        }
         let res = loop {
-            let space = self.buf.get_mut(old_len..).unwrap_or_default();
+            let space = self.buf.get_mut(self.end..).unwrap_or_default();
             match self.reader.read(space) {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 other => break other,
@@ -179,13 +186,12 @@ impl PacketReader {
         };
         match res {
             Ok(n) => {
-                self.buf.truncate(old_len.saturating_add(n));
+                self.end = self.end.saturating_add(n).min(self.buf.len());
                 self.eof = n == 0;
                 self.info.bytes = self.bytes_read();
                 Ok(())
             }
             Err(e) => {
-                self.buf.truncate(old_len);
                 self.done = true;
                 let err = CaptureError::Io {
                     path: self.info.name.clone(),
@@ -199,7 +205,7 @@ impl PacketReader {
 
     /// Length of the record/block starting the buffer, from its header, if known.
     fn pending_len(&self) -> Option<u64> {
-        let data = self.buf.get(self.pos..)?;
+        let data = self.buf.get(self.pos..self.end)?;
         match &self.layout {
             Layout::Pcap {
                 big_endian,
@@ -227,7 +233,7 @@ impl PacketReader {
     }
 
     fn step(&mut self) -> Step {
-        let Some(data) = self.buf.get(self.pos..) else {
+        let Some(data) = self.buf.get(self.pos..self.end) else {
             return Step::Incomplete(0);
         };
         let input = self.input;
@@ -248,7 +254,10 @@ impl PacketReader {
                 match parsed {
                     Ok((rest, rec)) => {
                         let used = data.len().saturating_sub(rest.len());
-                        Step::Parsed(used, Item::Frame(pcap_frame(&rec, *nanos, *link_type, input)))
+                        Step::Parsed(
+                            used,
+                            Item::Frame(pcap_frame(&rec, *nanos, *link_type, input)),
+                        )
                     }
                     Err(e) => nom_step(e),
                 }
@@ -278,10 +287,7 @@ impl PacketReader {
                                     link_type,
                                     snaplen: idb.snaplen,
                                     // An invalid if_tsresol falls back to the default unit.
-                                    units_per_sec: idb
-                                        .ts_resolution()
-                                        .filter(|u| *u > 0)
-                                        .unwrap_or(DEFAULT_UNITS_PER_SEC),
+                                    units_per_sec: units_per_sec(idb.if_tsresol),
                                     offset_s: idb.ts_offset(),
                                 });
                                 if !self.info.link_types.contains(&link_type) {
@@ -296,7 +302,12 @@ impl PacketReader {
                                 let (link_type, ts_ns) = match iface {
                                     Some(i) => (
                                         i.link_type,
-                                        pcapng_ts_ns(epb.ts_high, epb.ts_low, i.units_per_sec, i.offset_s),
+                                        pcapng_ts_ns(
+                                            epb.ts_high,
+                                            epb.ts_low,
+                                            i.units_per_sec,
+                                            i.offset_s,
+                                        ),
                                     ),
                                     // Damage confined to this packet: counted by the decoder as
                                     // skipped link type rather than ending the input.
@@ -343,6 +354,19 @@ impl PacketReader {
             }
         }
     }
+}
+
+/// Timestamp units per second from `if_tsresol` (pcapng §4.2): high bit clear =
+/// 10^-n s, set = 2^-n s. Out-of-range values fall back to microseconds.
+/// (pcap-parser's `build_ts_resolution` rejects every 2^-n value, so not used.)
+pub(crate) fn units_per_sec(tsresol: u8) -> u64 {
+    let n = u32::from(tsresol & 0x7f);
+    let units = if tsresol & 0x80 == 0 {
+        10u64.checked_pow(n)
+    } else {
+        1u64.checked_shl(n).filter(|_| n < 64)
+    };
+    units.unwrap_or(DEFAULT_UNITS_PER_SEC)
 }
 
 fn nom_step(e: nom::Err<PcapError<&[u8]>>) -> Step {
@@ -426,14 +450,14 @@ impl Iterator for PacketReader {
             }
             match self.step() {
                 Step::Parsed(used, item) => {
-                    self.pos = self.pos.saturating_add(used.max(1)).min(self.buf.len());
+                    self.pos = self.pos.saturating_add(used.max(1)).min(self.end);
                     self.offset = self.offset.saturating_add(used as u64);
                     if let Item::Frame(f) = item {
                         return Some(Ok(f));
                     }
                 }
                 Step::Incomplete(needed) => {
-                    let left = self.buf.len().saturating_sub(self.pos);
+                    let left = self.end.saturating_sub(self.pos);
                     if self.eof {
                         self.done = true;
                         self.info.bytes = self.bytes_read();
@@ -441,7 +465,10 @@ impl Iterator for PacketReader {
                             return None;
                         }
                         let at = self.offset;
-                        let want = self.pending_len().map(|l| format!(" of {l}")).unwrap_or_default();
+                        let want = self
+                            .pending_len()
+                            .map(|l| format!(" of {l}"))
+                            .unwrap_or_default();
                         return Some(Err(self.fail(format!(
                             "truncated record at byte offset {at}: only {left}{want} bytes left in the file"
                         ))));
@@ -464,10 +491,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn if_tsresol_decimal_and_binary() {
+        assert_eq!(units_per_sec(6), 1_000_000);
+        assert_eq!(units_per_sec(9), 1_000_000_000);
+        assert_eq!(units_per_sec(0), 1);
+        assert_eq!(units_per_sec(0x8a), 1024);
+        assert_eq!(units_per_sec(0x80 | 63), 1 << 63);
+        // 10^20 and 2^64 do not fit: fall back to microseconds
+        assert_eq!(units_per_sec(20), DEFAULT_UNITS_PER_SEC);
+        assert_eq!(units_per_sec(0x80 | 64), DEFAULT_UNITS_PER_SEC);
+    }
+
+    #[test]
     fn pcapng_ts_resolutions() {
         // 1 s + 500 ms in microseconds
         assert_eq!(pcapng_ts_ns(0, 1_500_000, 1_000_000, 0), 1_500_000_000);
-        assert_eq!(pcapng_ts_ns(0, 1_500_000_123, 1_000_000_000, 0), 1_500_000_123);
+        assert_eq!(
+            pcapng_ts_ns(0, 1_500_000_123, 1_000_000_000, 0),
+            1_500_000_123
+        );
         // 2^-10 s units: 1024 units = 1 s, 512 = 0.5 s
         assert_eq!(pcapng_ts_ns(0, 1536, 1024, 0), 1_500_000_000);
         assert_eq!(pcapng_ts_ns(0, 1_000_000, 1_000_000, 10), 11_000_000_000);

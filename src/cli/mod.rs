@@ -1,1 +1,255 @@
-//! Command line: clap arguments -> validated configuration -> run the stages.
+//! Command line: clap arguments -> validated [`pipeline::Config`] -> run the stages -> reports.
+//!
+//! Everything is validated before any input is read, so a bad flag fails at
+//! once with one clear line and exit status 2.
+
+mod args;
+mod values;
+
+use crate::http::{HttpFormat, write_http_rows};
+use crate::mcp::{Exchange, InferenceConfig};
+use crate::pipeline::{self, Analysis, Config};
+use crate::report::{self, Format, RowFilter, RunInfo};
+use anyhow::{Context, Result, bail};
+use args::{AnalyzeArgs, ColorChoice, Command, HttpArgs, InputArgs, ShowArgs};
+use clap::Parser;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+pub use args::Cli;
+
+/// Every outcome name of report-schema.md section 3.
+pub const OUTCOMES: &[&str] = &[
+    "CANCELLED",
+    "NO_RESPONSE",
+    "HTTP_ERROR",
+    "ACCEPTED",
+    "UNEXPECTED_RESPONSE",
+    "MALFORMED_JSON",
+    "INVALID_ENVELOPE",
+    "STREAM_INCOMPLETE",
+    "JSONRPC_ERROR",
+    "INPUT_REQUIRED",
+    "TASK_CREATED",
+    "INVALID_TOOL_RESULT",
+    "TOOL_ERROR",
+    "TOOL_SUCCESS",
+    "RPC_SUCCESS",
+    "STREAM_OPEN",
+];
+
+/// Parse the process arguments and run. Errors are for `main` to print (exit 2).
+pub fn run() -> Result<ExitCode> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Analyze(args) => analyze(args),
+        Command::Http(args) => http(args),
+        Command::Sessions(args) => sessions(args),
+        Command::Show(args) => show(args),
+    }
+}
+
+fn inference_config(input: &InputArgs) -> Result<InferenceConfig> {
+    let ms = |flag: &str, text: &str| {
+        values::parse_duration_ms(text).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
+    };
+    Ok(InferenceConfig {
+        repeat_window_ms: ms("repeat-window", &input.inference.repeat_window)?,
+        sdk_max_gap_ms: ms("sdk-max-gap", &input.inference.sdk_max_gap)?,
+        manual_min_gap_ms: ms("manual-min-gap", &input.inference.manual_min_gap)?,
+        session_gap_ms: ms("session-gap", &input.inference.session_gap)?,
+    })
+}
+
+fn pipeline_config(input: &InputArgs) -> Result<Config> {
+    Ok(Config {
+        inference: inference_config(input)?,
+        flow: Default::default(),
+        progress: !input.no_progress && std::io::stderr().is_terminal(),
+    })
+}
+
+fn use_color(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+        }
+    }
+}
+
+fn check_outcomes(flag: &str, names: &[String]) -> Result<Vec<String>> {
+    names
+        .iter()
+        .map(|n| {
+            let upper = n.trim().to_ascii_uppercase();
+            if OUTCOMES.contains(&upper.as_str()) {
+                Ok(upper)
+            } else {
+                bail!(
+                    "--{flag}: unknown outcome `{n}` (one of {})",
+                    OUTCOMES.join(", ")
+                )
+            }
+        })
+        .collect()
+}
+
+fn run_analysis(input: &InputArgs, cfg: &Config) -> Result<Analysis> {
+    Ok(pipeline::analyze(&input.inputs, cfg)?)
+}
+
+fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
+    // Validate everything before touching input.
+    let cfg = pipeline_config(&args.input)?;
+    let color = use_color(args.input.color);
+    let filter = RowFilter {
+        outcomes: check_outcomes("outcome", &args.outcome)?,
+        tools: args.tool.clone(),
+        methods: args.method.clone(),
+        sessions: args.session.clone(),
+        since_us: args
+            .since
+            .as_deref()
+            .map(values::parse_rfc3339_us)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--since: {e}"))?,
+        until_us: args
+            .until
+            .as_deref()
+            .map(values::parse_rfc3339_us)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--until: {e}"))?,
+        only_failures: args.only_failures,
+    };
+    let fail_on = check_outcomes("fail-on", &args.fail_on)?;
+    let output_format = match &args.output {
+        Some(path) => Some(Format::from_flag_or_path(Some(&args.format), path)?),
+        None => None,
+    };
+    let sessions_format = match &args.sessions {
+        Some(path) => Some(Format::from_flag_or_path(None, path)?),
+        None => None,
+    };
+
+    let analysis = run_analysis(&args.input, &cfg)?;
+    let selected: Vec<Exchange> = report::filter_rows(&analysis.rows, &filter)
+        .into_iter()
+        .cloned()
+        .collect();
+    let info = RunInfo {
+        inputs: &analysis.inputs,
+        stats: &analysis.stats,
+        rows: &analysis.rows,
+        elapsed_s: analysis.elapsed_s,
+        bytes_read: analysis.bytes_read,
+    };
+    if let (Some(path), Some(format)) = (&args.output, output_format) {
+        report::write_exchanges(&selected, path, format)?;
+    } else {
+        let filtered_info = RunInfo {
+            rows: &selected,
+            ..info
+        };
+        print_stdout(&report::terminal_summary(&filtered_info, color))?;
+    }
+    if let (Some(path), Some(format)) = (&args.sessions, sessions_format) {
+        report::write_sessions(&analysis.rows, path, format)?;
+    }
+    if let Some(path) = &args.summary {
+        write_json(path, &report::run_summary(&info))?;
+    }
+    let failed = analysis
+        .rows
+        .iter()
+        .any(|row| fail_on.iter().any(|o| *o == row.outcome));
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn http(args: HttpArgs) -> Result<ExitCode> {
+    let format = match (&args.output, args.format.as_str()) {
+        (_, "csv") => HttpFormat::Csv,
+        (_, "jsonl") => HttpFormat::Jsonl,
+        (None, "auto") => HttpFormat::Table,
+        (Some(path), "auto") => match path.extension().and_then(|e| e.to_str()) {
+            Some("csv") => HttpFormat::Csv,
+            Some("jsonl" | "ndjson") => HttpFormat::Jsonl,
+            _ => bail!(
+                "cannot tell the format of {} from its extension; use --format csv|jsonl",
+                path.display()
+            ),
+        },
+        (_, other) => bail!("--format: `{other}` is not one of auto, csv, jsonl"),
+    };
+    let (rows, _stats) = pipeline::http_rows(&args.inputs)?;
+    match &args.output {
+        Some(path) => {
+            let partial = partial_path(path);
+            let file = std::fs::File::create(&partial)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            let mut out = std::io::BufWriter::new(file);
+            write_http_rows(&rows, &mut out, format)
+                .and_then(|()| out.flush())
+                .with_context(|| format!("writing {}", path.display()))?;
+            std::fs::rename(&partial, path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        None => {
+            let mut text = Vec::new();
+            write_http_rows(&rows, &mut text, format)?;
+            print_stdout(&String::from_utf8_lossy(&text))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn sessions(args: InputArgs) -> Result<ExitCode> {
+    let cfg = pipeline_config(&args)?;
+    let color = use_color(args.color);
+    let analysis = run_analysis(&args, &cfg)?;
+    print_stdout(&report::sessions_table_text(&analysis.rows, color))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(args: ShowArgs) -> Result<ExitCode> {
+    let cfg = pipeline_config(&args.input)?;
+    let color = use_color(args.input.color);
+    let analysis = run_analysis(&args.input, &cfg)?;
+    match report::session_timeline(&analysis.rows, &args.session, color) {
+        Some(text) => print_stdout(&text)?,
+        None => bail!(
+            "no session `{}` in the input (see `mcp-trace sessions`)",
+            args.session
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn partial_path(path: &Path) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".partial");
+    std::path::PathBuf::from(name)
+}
+
+fn write_json(path: &Path, value: &serde_json::Value) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    let partial = partial_path(path);
+    std::fs::write(&partial, text + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::rename(&partial, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Print to stdout; a closed pipe (`| head`) is not an error.
+fn print_stdout(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}

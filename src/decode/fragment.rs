@@ -233,8 +233,14 @@ mod tests {
     fn out_of_order_fragments_complete() {
         let mut r = Reassembler::default();
         let data: Vec<u8> = (0..40u8).collect();
-        assert_eq!(r.push(key(1), pos(24, false), &data[24..], 0), FragOutcome::Held);
-        assert_eq!(r.push(key(1), pos(0, true), &data[..8], 0), FragOutcome::Held);
+        assert_eq!(
+            r.push(key(1), pos(24, false), &data[24..], 0),
+            FragOutcome::Held
+        );
+        assert_eq!(
+            r.push(key(1), pos(0, true), &data[..8], 0),
+            FragOutcome::Held
+        );
         assert_eq!(
             r.push(key(1), pos(8, true), &data[8..24], 0),
             FragOutcome::Complete(data.clone())
@@ -256,10 +262,19 @@ mod tests {
     fn oversize_and_conflicting_last_are_rejected() {
         let mut r = Reassembler::default();
         assert_eq!(r.push(key(3), pos(0, true), &[0; 8], 0), FragOutcome::Held);
-        assert_eq!(r.push(key(3), pos(65_528, true), &[0; 16], 0), FragOutcome::Rejected);
+        assert_eq!(
+            r.push(key(3), pos(65_528, true), &[0; 16], 0),
+            FragOutcome::Rejected
+        );
         assert_eq!(r.in_progress(), 0);
-        assert_eq!(r.push(key(4), pos(16, false), &[0; 8], 0), FragOutcome::Held);
-        assert_eq!(r.push(key(4), pos(8, false), &[0; 8], 0), FragOutcome::Rejected);
+        assert_eq!(
+            r.push(key(4), pos(16, false), &[0; 8], 0),
+            FragOutcome::Held
+        );
+        assert_eq!(
+            r.push(key(4), pos(8, false), &[0; 8], 0),
+            FragOutcome::Rejected
+        );
         assert_eq!(r.finish(), 2);
     }
 
@@ -270,7 +285,10 @@ mod tests {
             assert_eq!(r.push(key(id), pos(0, true), &[0; 8], 0), FragOutcome::Held);
         }
         let extra = key(u32::MAX);
-        assert_eq!(r.push(extra, pos(0, true), &[0; 8], 1), FragOutcome::Rejected);
+        assert_eq!(
+            r.push(extra, pos(0, true), &[0; 8], 1),
+            FragOutcome::Rejected
+        );
         assert_eq!(
             r.push(extra, pos(0, true), &[0; 8], FRAGMENT_TIMEOUT_NS + 1),
             FragOutcome::Held

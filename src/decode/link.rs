@@ -208,9 +208,14 @@ fn nflog(data: &[u8]) -> Result<&[u8], SkipReason> {
         // The nested-attribute flag lives in the top bits of the type.
         if tlv_type & 0x7fff == NFULA_PAYLOAD {
             // A payload TLV cut by the snap length still gives what was captured.
-            return Ok(rest.get(4..len).unwrap_or_else(|| rest.get(4..).unwrap_or_default()));
+            return Ok(rest
+                .get(4..len)
+                .unwrap_or_else(|| rest.get(4..).unwrap_or_default()));
         }
-        let padded = len.checked_add(3).map(|l| l & !3).ok_or(SkipReason::Malformed)?;
+        let padded = len
+            .checked_add(3)
+            .map(|l| l & !3)
+            .ok_or(SkipReason::Malformed)?;
         rest = match rest.get(padded..) {
             Some(r) => r,
             None => return Err(short()),
@@ -245,7 +250,10 @@ mod tests {
         // label stack without bottom-of-stack runs off the end
         assert_eq!(mpls(&[0, 0x10, 0, 0x40]), Err(SkipReason::Truncated));
         // after the stack: an Ethernet pseudowire control word, not IP
-        assert_eq!(mpls(&[0, 0x10, 0x01, 0x40, 0, 0, 0, 0]), Err(SkipReason::NotIp));
+        assert_eq!(
+            mpls(&[0, 0x10, 0x01, 0x40, 0, 0, 0, 0]),
+            Err(SkipReason::NotIp)
+        );
     }
 
     #[test]
@@ -270,7 +278,10 @@ mod tests {
             assert_eq!(nflog(&f), Ok(ip.as_slice()), "big endian {be}");
         }
         // No payload TLV at all.
-        assert_eq!(nflog(&[2, 0, 0, 1, 8, 0, 1, 0, 0, 0, 0, 0]), Err(SkipReason::NotIp));
+        assert_eq!(
+            nflog(&[2, 0, 0, 1, 8, 0, 1, 0, 0, 0, 0, 0]),
+            Err(SkipReason::NotIp)
+        );
     }
 
     #[test]
@@ -281,12 +292,18 @@ mod tests {
         assert_eq!(ip_slice(LINKTYPE_LINUX_SLL, &sll), Ok(&[0x45u8][..]));
         sll[2..4].copy_from_slice(&824u16.to_be_bytes());
         assert_eq!(ip_slice(LINKTYPE_LINUX_SLL, &sll), Err(SkipReason::NotIp));
-        assert_eq!(ip_slice(LINKTYPE_LINUX_SLL, &sll[..10]), Err(SkipReason::Truncated));
+        assert_eq!(
+            ip_slice(LINKTYPE_LINUX_SLL, &sll[..10]),
+            Err(SkipReason::Truncated)
+        );
     }
 
     #[test]
     fn ethernet_unusual_lengths_and_unknown_link_type() {
-        assert_eq!(ip_slice(LINKTYPE_ETHERNET, &[0; 13]), Err(SkipReason::Truncated));
+        assert_eq!(
+            ip_slice(LINKTYPE_ETHERNET, &[0; 13]),
+            Err(SkipReason::Truncated)
+        );
         let mut f = vec![0u8; 14];
         f[12..14].copy_from_slice(&1510u16.to_be_bytes());
         assert_eq!(ip_slice(LINKTYPE_ETHERNET, &f), Err(SkipReason::NotIp));

@@ -167,7 +167,12 @@ impl Decoder {
         self.transport(frame, t, depth)
     }
 
-    fn transport(&mut self, frame: &Frame, t: Transport<'_>, depth: u8) -> Result<Decoded, SkipReason> {
+    fn transport(
+        &mut self,
+        frame: &Frame,
+        t: Transport<'_>,
+        depth: u8,
+    ) -> Result<Decoded, SkipReason> {
         match t.protocol {
             IpNumber::TCP => tcp(frame, &t),
             // IP-in-IP (RFC 2003) and IPv6-in-IPv4 (RFC 4213): decode the inner packet.
@@ -209,7 +214,12 @@ impl Decoder {
     }
 
     /// A fragment of a larger datagram: hold it, or finish the datagram.
-    fn fragment(&mut self, frame: &Frame, ip: &[u8], slice: &LaxIpSlice<'_>) -> Result<Decoded, SkipReason> {
+    fn fragment(
+        &mut self,
+        frame: &Frame,
+        ip: &[u8],
+        slice: &LaxIpSlice<'_>,
+    ) -> Result<Decoded, SkipReason> {
         let payload = slice.payload();
         // A fragment cut by the snap length leaves a hole that can never be filled.
         if payload.incomplete {
@@ -275,8 +285,10 @@ impl Decoder {
                 let (protocol, bytes) = match key.src {
                     IpAddr::V4(_) => (IpNumber(key.protocol), data.as_slice()),
                     IpAddr::V6(_) => {
-                        let (_, n, rest, err) =
-                            etherparse::Ipv6ExtensionsSlice::from_slice_lax(IpNumber(key.protocol), &data);
+                        let (_, n, rest, err) = etherparse::Ipv6ExtensionsSlice::from_slice_lax(
+                            IpNumber(key.protocol),
+                            &data,
+                        );
                         if err.is_some() {
                             return Err(SkipReason::Malformed);
                         }
@@ -451,7 +463,10 @@ mod tests {
         assert_v4(&segment(1, f), PAYLOAD);
         let f = ether(0x8848, &[labels.as_slice(), &ipv6_tcp(b"x")].concat());
         let s = segment(1, f);
-        assert_eq!((s.seq, s.flags.syn, s.payload.as_slice()), (5000, true, &b"x"[..]));
+        assert_eq!(
+            (s.seq, s.flags.syn, s.payload.as_slice()),
+            (5000, true, &b"x"[..])
+        );
     }
 
     #[test]
@@ -479,7 +494,9 @@ mod tests {
         sll.extend(ipv4_tcp(PAYLOAD));
         assert_v4(&segment(113, sll), PAYLOAD);
         // SLL2: protocol 0x86dd, reserved, ifindex 2, ARPHRD_ETHER, pkttype 4 (outgoing), halen 6, addr
-        let mut sll2 = vec![0x86, 0xdd, 0, 0, 0, 0, 0, 2, 0, 1, 4, 6, 2, 0, 0, 0, 0, 1, 0, 0];
+        let mut sll2 = vec![
+            0x86, 0xdd, 0, 0, 0, 0, 0, 2, 0, 1, 4, 6, 2, 0, 0, 0, 0, 1, 0, 0,
+        ];
         sll2.extend(ipv6_tcp(b"hi"));
         let s = segment(276, sll2);
         assert_eq!(s.dst, "[2001:db8::2]:80".parse().unwrap());
@@ -653,7 +670,10 @@ mod tests {
     fn skip_reasons() {
         let mut d = Decoder::new();
         let arp = ether(0x0806, &[0; 28]);
-        assert!(matches!(d.decode(&frame(1, arp)), Decoded::Skipped(SkipReason::NotIp)));
+        assert!(matches!(
+            d.decode(&frame(1, arp)),
+            Decoded::Skipped(SkipReason::NotIp)
+        ));
         assert!(matches!(
             d.decode(&frame(147, ipv4_tcp(b""))),
             Decoded::Skipped(SkipReason::LinkType)
@@ -667,16 +687,28 @@ mod tests {
             .udp(53, 53)
             .write(&mut udp, b"q")
             .unwrap();
-        assert!(matches!(d.decode(&frame(101, udp)), Decoded::Skipped(SkipReason::NotTcp)));
+        assert!(matches!(
+            d.decode(&frame(101, udp)),
+            Decoded::Skipped(SkipReason::NotTcp)
+        ));
         // IPv4 header length field below 5 words
         let mut bad = ipv4_tcp(b"");
         bad[0] = 0x43;
-        assert!(matches!(d.decode(&frame(101, bad)), Decoded::Skipped(SkipReason::Malformed)));
-        assert!(matches!(d.decode(&frame(101, vec![])), Decoded::Skipped(SkipReason::Malformed)));
+        assert!(matches!(
+            d.decode(&frame(101, bad)),
+            Decoded::Skipped(SkipReason::Malformed)
+        ));
+        assert!(matches!(
+            d.decode(&frame(101, vec![])),
+            Decoded::Skipped(SkipReason::Malformed)
+        ));
         // TCP data offset below 5 words
         let mut bad = ipv4_tcp(b"");
         bad[32] = 0x20;
-        assert!(matches!(d.decode(&frame(101, bad)), Decoded::Skipped(SkipReason::Malformed)));
+        assert!(matches!(
+            d.decode(&frame(101, bad)),
+            Decoded::Skipped(SkipReason::Malformed)
+        ));
     }
 
     #[test]
@@ -719,8 +751,14 @@ mod tests {
     fn every_prefix_of_every_link_type_never_panics() {
         let ip4 = ipv4_tcp(PAYLOAD);
         let frames: Vec<(u32, Vec<u8>)> = vec![
-            (1, ether(0x8847, &[[0u8, 1, 1, 0x40].as_slice(), &ip4].concat())),
-            (1, ether(0x8100, &[[0u8, 0, 0x08, 0x00].as_slice(), &ip4].concat())),
+            (
+                1,
+                ether(0x8847, &[[0u8, 1, 1, 0x40].as_slice(), &ip4].concat()),
+            ),
+            (
+                1,
+                ether(0x8100, &[[0u8, 0, 0x08, 0x00].as_slice(), &ip4].concat()),
+            ),
             (113, [[0u8; 14].as_slice(), &[0x08, 0x00], &ip4].concat()),
             (276, [[0x08u8, 0x00].as_slice(), &[0; 18], &ip4].concat()),
             (0, [[2u8, 0, 0, 0].as_slice(), &ip4].concat()),

@@ -26,15 +26,11 @@
 //! retransmitted after the FIN (see the Zeek `tcp/reassembly.pcap` trace).
 //! Never panics on any input.
 
+use super::history::History;
 use super::seq::{SeqMap, SeqNum};
 use super::{Side, StreamEvent, StreamEventKind};
 use crate::anomaly::Stats;
 use std::collections::BTreeMap;
-
-/// Bytes of already-delivered data kept per direction to compare against
-/// retransmissions (Quantum-Insert style injections are detected this way).
-/// The buffer holds at most twice this between trims.
-pub const RETAINED_DELIVERED_BYTES: usize = 4096;
 
 /// Most separate out-of-order pieces buffered per direction; bounds the map
 /// overhead when many tiny segments (or truncated tails) arrive out of order.
@@ -87,10 +83,9 @@ impl Chunk {
 
 /// Reassembly state of one direction.
 ///
-/// Invariants: every key of `chunks` is `> next`... after `deliver_ready`
-/// (never `< next`); chunks never overlap and are never empty; `buffered` is
-/// the sum of `Data` lengths; `history` holds the bytes just before `next`
-/// (cleared by a gap); `fin`, once set, is `>= next`.
+/// Invariants (between calls): every key of `chunks` is `> next`; chunks
+/// never overlap and are never empty; `buffered` is the sum of `Data`
+/// lengths; `history` lies below `next`; `fin`, once set, is `>= next` and no chunk reaches past it.
 #[derive(Debug)]
 pub(crate) struct Assembler {
     side: Side,
@@ -108,7 +103,8 @@ pub(crate) struct Assembler {
     peer_ack: Option<u64>,
     evidence: u8,
     evidence_at: u64,
-    history: Vec<u8>,
+    /// Recently delivered bytes, to check retransmissions against.
+    history: History,
 }
 
 impl Assembler {
@@ -125,13 +121,8 @@ impl Assembler {
             peer_ack: None,
             evidence: 0,
             evidence_at: 0,
-            history: Vec::new(),
+            history: History::default(),
         }
-    }
-
-    /// The direction has a sequence origin (SYN or first data seen).
-    pub fn is_started(&self) -> bool {
-        self.map.is_some()
     }
 
     /// Initial sequence number, when this side's SYN was seen.
@@ -163,11 +154,11 @@ impl Assembler {
     pub fn syn(&mut self, isn: SeqNum) {
         match self.map {
             None => {
-                self.map = Some(SeqMap::new(isn.add(1)));
+                self.map = Some(SeqMap::new(isn.wrapping_add(1)));
                 self.isn = Some(isn);
             }
             // A SYN captured after data that agrees with it.
-            Some(m) if self.isn.is_none() && m.base() == isn.add(1) => self.isn = Some(isn),
+            Some(m) if self.isn.is_none() && m.base() == isn.wrapping_add(1) => self.isn = Some(isn),
             Some(_) => {}
         }
     }
@@ -256,7 +247,7 @@ impl Assembler {
         if let Some(end) = self.fin.or(self.peer_ack) {
             self.gap_to(end, sink);
         }
-        self.history = Vec::new();
+        self.history.free();
     }
 
     /// A segment arriving after the stream closed: retransmitted bytes count
@@ -366,10 +357,10 @@ impl Assembler {
             base: start,
             bytes: &payload,
         };
-        let mut mismatch = false;
+        let mut mismatches = 0;
         if s < self.next {
             let dup_end = e.min(self.next);
-            mismatch = self.check_delivered(s, dup_end.min(cap_e).max(s), seg, sink);
+            mismatches = self.check_delivered(s, dup_end.min(cap_e).max(s), seg, sink);
             s = dup_end;
         }
         let data_end = cap_e.max(s).min(e);
@@ -377,17 +368,18 @@ impl Assembler {
             self.insert_missing(data_end, e);
         }
         if s < data_end {
-            mismatch |= self.insert_data(s, data_end, start, payload, sink);
+            mismatches += self.insert_data(s, data_end, start, payload, sink);
         }
-        // Once per segment, like Zeek's rexmit_inconsistency.
-        if mismatch {
+        // One per earlier piece contradicted, as Zeek counts
+        // `rexmit_inconsistency` per overlapped block.
+        for _ in 0..mismatches {
             sink.stats.anomaly("flow.overlap_mismatch");
         }
     }
 
     /// Captured bytes `[a, b)` (all at or past `next`): fill free space, keep
     /// the first copy where buffered data overlaps, replace missing markers.
-    /// Returns whether overlapping bytes differed.
+    /// Returns how many buffered pieces it contradicts.
     fn insert_data(
         &mut self,
         a: u64,
@@ -395,7 +387,7 @@ impl Assembler {
         base: i64,
         payload: Vec<u8>,
         sink: &mut Sink<'_>,
-    ) -> bool {
+    ) -> u64 {
         // Real bytes win over a truncation marker: carve markers out first.
         for (cs, ce, is_data) in self.overlapping(a, b) {
             if is_data {
@@ -415,7 +407,7 @@ impl Assembler {
         };
         let mut free: Vec<(u64, u64)> = Vec::new();
         let mut cursor = a;
-        let mut mismatch = false;
+        let mut mismatches: u64 = 0;
         let mut dup: u64 = 0;
         for (cs, ce, _) in self.overlapping(a, b) {
             if cursor < cs {
@@ -429,7 +421,7 @@ impl Assembler {
                         .ok()
                         .zip(usize::try_from(ob - cs).ok())
                         .and_then(|(x, y)| old.get(x..y));
-                    mismatch |= old != Some(seg.slice(oa, ob));
+                    mismatches += u64::from(old != Some(seg.slice(oa, ob)));
                 }
             }
             cursor = cursor.max(ce);
@@ -441,18 +433,23 @@ impl Assembler {
         let whole = free == [(a, b)]
             && u64::try_from(base).ok() == Some(a)
             && b.checked_sub(a) == Some(payload.len() as u64);
+        if whole && a == self.next {
+            // Commonest case, the next in-order segment: straight out.
+            self.deliver(payload, sink);
+            return mismatches;
+        }
         if whole {
-            // Common case: the segment lands in free space untouched; no copy.
+            // The segment lands in free space untouched: buffered without a copy.
             self.buffered = self.buffered.saturating_add(payload.len());
             self.chunks.insert(a, Chunk::Data(payload));
-            return mismatch;
+            return mismatches;
         }
         for (x, y) in free {
             let bytes = seg.slice(x, y).to_vec();
             self.buffered = self.buffered.saturating_add(bytes.len());
             self.chunks.insert(x, Chunk::Data(bytes));
         }
-        mismatch
+        mismatches
     }
 
     /// Bytes `[a, b)` exist on the wire but were not captured: mark the free
@@ -533,20 +530,7 @@ impl Assembler {
         let len = bytes.len();
         self.next = self.next.saturating_add(len as u64);
         sink.stats.tcp_payload_bytes = sink.stats.tcp_payload_bytes.saturating_add(len as u64);
-        // Keep the last RETAINED_DELIVERED_BYTES; trim only when twice that, so
-        // the memmove is amortised.
-        if len >= RETAINED_DELIVERED_BYTES {
-            self.history.clear();
-            let tail = bytes.get(len - RETAINED_DELIVERED_BYTES..).unwrap_or(&[]);
-            self.history.extend_from_slice(tail);
-        } else {
-            let total = self.history.len().saturating_add(len);
-            if total > 2 * RETAINED_DELIVERED_BYTES {
-                let drop = (total - RETAINED_DELIVERED_BYTES).min(self.history.len());
-                self.history.drain(..drop);
-            }
-            self.history.extend_from_slice(&bytes);
-        }
+        self.history.push(self.next - len as u64, &bytes);
         sink.emit(StreamEventKind::Data {
             side: self.side,
             bytes,
@@ -555,7 +539,6 @@ impl Assembler {
 
     fn emit_gap(&mut self, len: u64, sink: &mut Sink<'_>) {
         self.next = self.next.saturating_add(len);
-        self.history.clear();
         sink.stats.gap_bytes = sink.stats.gap_bytes.saturating_add(len);
         sink.emit(StreamEventKind::Gap {
             side: self.side,
@@ -596,24 +579,14 @@ impl Assembler {
     }
 
     /// Bytes `[a, b)` were already delivered: count duplicates, compare with
-    /// history. Returns whether they differ from what was delivered.
-    fn check_delivered(&mut self, a: u64, b: u64, seg: Piece<'_>, sink: &mut Sink<'_>) -> bool {
+    /// the remembered pieces. Returns how many of those pieces differ.
+    fn check_delivered(&mut self, a: u64, b: u64, seg: Piece<'_>, sink: &mut Sink<'_>) -> u64 {
         if a >= b {
-            return false;
+            return 0;
         }
         let new = seg.slice(a, b);
         sink.stats.duplicate_bytes = sink.stats.duplicate_bytes.saturating_add(new.len() as u64);
-        let hist_start = self.next.saturating_sub(self.history.len() as u64);
-        let from = a.max(hist_start);
-        if from >= b {
-            return false;
-        }
-        let old = usize::try_from(from - hist_start)
-            .ok()
-            .zip(usize::try_from(b - hist_start).ok())
-            .and_then(|(x, y)| self.history.get(x..y));
-        let new = seg.slice(from, b);
-        old.is_some_and(|old| old.get(..new.len()) != Some(new))
+        self.history.mismatches(a, new)
     }
 }
 

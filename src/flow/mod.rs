@@ -8,16 +8,18 @@
 //! Never panics on any input.
 
 mod assembler;
+mod history;
 pub mod seq;
 mod table;
+#[cfg(test)]
+mod corpus_tests;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]
 mod tests;
 
-pub use assembler::{
-    ACK_EVIDENCE_SEGMENTS, MAX_BUFFERED_CHUNKS, MAX_WINDOW_BYTES, RETAINED_DELIVERED_BYTES,
-};
+pub use assembler::{ACK_EVIDENCE_SEGMENTS, MAX_BUFFERED_CHUNKS, MAX_WINDOW_BYTES};
+pub use history::RETAINED_DELIVERED_BYTES;
 pub use table::{CLOSED_LINGER_NS, FlowTable, SWEEP_INTERVAL_NS, SYN_REUSE_DISTANCE};
 
 use std::net::SocketAddr;

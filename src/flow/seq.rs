@@ -11,7 +11,7 @@ pub struct SeqNum(pub u32);
 
 impl SeqNum {
     /// The sequence number `n` bytes later (wraps at 2^32).
-    pub fn add(self, n: u32) -> SeqNum {
+    pub fn wrapping_add(self, n: u32) -> SeqNum {
         SeqNum(self.0.wrapping_add(n))
     }
 
@@ -48,7 +48,7 @@ impl SeqMap {
     /// Sequence number of stream offset `offset` (mod 2^32).
     pub fn seq_of(self, offset: u64) -> SeqNum {
         // Truncation to the low 32 bits is the modular reduction we want.
-        self.base.add(offset as u32)
+        self.base.wrapping_add(offset as u32)
     }
 
     /// Stream offset of `seq`, resolved to the candidate nearest `anchor`
@@ -88,6 +88,6 @@ mod tests {
         let far: u64 = (1 << 32) * 3 + 500;
         let seq = map.seq_of(far);
         assert_eq!(map.offset_of(seq, far - 100), i64::try_from(far).unwrap());
-        assert_eq!(map.offset_of(seq.add(20), far), i64::try_from(far + 20).unwrap());
+        assert_eq!(map.offset_of(seq.wrapping_add(20), far), i64::try_from(far + 20).unwrap());
     }
 }

@@ -127,7 +127,7 @@ impl Flow {
             (Some(isn), _) => isn != seq,
             // Only a bare SYN is judged by distance: a SYN-ACK alone says too little.
             (None, Some(next)) if !seg.flags.ack => {
-                seq.add(1).distance_from(next).abs() > SYN_REUSE_DISTANCE
+                seq.wrapping_add(1).distance_from(next).abs() > SYN_REUSE_DISTANCE
             }
             _ => false,
         }
@@ -163,7 +163,7 @@ impl Flow {
 ///
 /// Memory: at most `max_open_flows` open flows, each holding at most
 /// `max_buffered_bytes_per_direction` out-of-order bytes per direction plus
-/// [`super::assembler::RETAINED_DELIVERED_BYTES`] of history, and at most as
+/// twice [`super::RETAINED_DELIVERED_BYTES`] of history, and at most as
 /// many buffer-free tombstones.
 #[derive(Debug)]
 pub struct FlowTable {
@@ -349,7 +349,7 @@ impl FlowTable {
             flow.closed = true;
         } else {
             // The SYN occupies one sequence number before the data (RFC 9293 §3.4).
-            let data_seq = SeqNum(seg.seq).add(u32::from(seg.flags.syn));
+            let data_seq = SeqNum(seg.seq).wrapping_add(u32::from(seg.flags.syn));
             own.segment(data_seq, seg.payload, seg.wire_payload_len, seg.flags.fin, limit, &mut sink);
             if seg.flags.ack {
                 peer.peer_ack(SeqNum(seg.ack), &mut sink);

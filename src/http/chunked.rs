@@ -15,7 +15,9 @@ pub const TRAILERS_LIMIT: u64 = 64 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// Reading hex digits of the size.
-    Size { digits: u8 },
+    Size {
+        digits: u8,
+    },
     /// Whitespace after the size (lenient: `BWS` before `;` or CRLF).
     SizeWs,
     /// Inside `;ext` until LF.
@@ -82,7 +84,9 @@ impl ChunkedDecoder {
         while i < input.len() && self.state != State::Done {
             if self.state == State::Data {
                 let avail = input.len().saturating_sub(i);
-                let take = usize::try_from(self.remaining).unwrap_or(usize::MAX).min(avail);
+                let take = usize::try_from(self.remaining)
+                    .unwrap_or(usize::MAX)
+                    .min(avail);
                 let end = i.saturating_add(take);
                 out.extend_from_slice(input.get(i..end).unwrap_or_default());
                 i = end;

@@ -16,7 +16,7 @@ use super::decompress::ContentDecoder;
 use super::framing::{Framing, request_framing, response_framing};
 use super::head::{
     HEAD_LIMIT, Probe, START_LINE_LIMIT, Strictness, find_head_end, leading_empty_lines,
-    parse_request_head, parse_response_head, probe, push_anomaly,
+    parse_request_head, parse_response_head, parse_status_line, probe, push_anomaly,
 };
 use super::{
     BodyEnd, ConnInfo, ExchangeRef, Headers, HttpEvent, HttpRequest, RequestHead, ResponseHead,
@@ -34,6 +34,10 @@ pub const REQUEST_BODY_LIMIT: usize = 16 * 1024 * 1024;
 /// Most decoded response bytes held back while their request's body is
 /// still arriving; past it those body pieces are dropped (`http.deferred_limit`).
 pub const DEFERRED_RESPONSE_LIMIT: usize = 16 * 1024 * 1024;
+
+/// Most requests waiting for a response per connection (Zeek keeps 100);
+/// past it the oldest gets `NoResponse` (`http.pending_limit`).
+pub const PENDING_LIMIT: usize = 1000;
 
 /// Bytes buffered per side before the side is known to be HTTP or not.
 const DETECT_LIMIT: usize = HEAD_LIMIT;
@@ -291,16 +295,23 @@ impl Conn {
         }
     }
 
-    pub fn on_gap(&mut self, side: Side, len: u64, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    pub fn on_gap(
+        &mut self,
+        side: Side,
+        len: u64,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) {
         self.last_ts_us = self.last_ts_us.max(ts_us);
         match self.role {
             Role::NotHttp => {}
             Role::Undecided => {
                 let i = side_index(side);
-                if self.held_bytes.get(i).copied().unwrap_or_default() == 0 {
-                    if let Some(g) = self.starts_with_gap.get_mut(i) {
-                        *g = true;
-                    }
+                if self.held_bytes.get(i).copied().unwrap_or_default() == 0
+                    && let Some(g) = self.starts_with_gap.get_mut(i)
+                {
+                    *g = true;
                 }
                 self.held.push(Held::Gap { side, len });
             }
@@ -335,14 +346,22 @@ impl Conn {
     }
 
     /// The stream is over; flushes everything still open.
-    pub fn on_close(&mut self, reason: CloseReason, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    pub fn on_close(
+        &mut self,
+        reason: CloseReason,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) {
         if self.role == Role::Undecided {
             self.decide(true, stats, out);
         }
         if matches!(self.role, Role::Http { .. }) {
             let end = match reason {
                 CloseReason::Finished => BodyEnd::Fin,
-                CloseReason::Idle | CloseReason::Evicted | CloseReason::CaptureEnd => BodyEnd::CaptureEnd,
+                CloseReason::Idle | CloseReason::Evicted | CloseReason::CaptureEnd => {
+                    BodyEnd::CaptureEnd
+                }
             };
             self.end_dir(Dir::Req, end, ts_us, stats, out);
             self.end_dir(Dir::Resp, end, ts_us, stats, out);
@@ -382,7 +401,11 @@ impl Conn {
                 }
             } else {
                 let skip = leading_empty_lines(&bytes);
-                match probe(bytes.get(skip..).unwrap_or_default(), Strictness::Lenient, at_end) {
+                match probe(
+                    bytes.get(skip..).unwrap_or_default(),
+                    Strictness::Lenient,
+                    at_end,
+                ) {
                     Probe::NeedMore if at_end || bytes.len() >= START_LINE_LIMIT => Probe::Neither,
                     Probe::NeedMore if skip == bytes.len() => Probe::NeedMore,
                     p => p,
@@ -397,7 +420,14 @@ impl Conn {
             Role::Http { swapped: false }
         } else if s == Some(Probe::Request) || c == Some(Probe::Response) {
             Role::Http { swapped: true }
-        } else if c != Some(Probe::NeedMore) && s != Some(Probe::NeedMore) && (c.is_some() || s.is_some()) {
+        } else if c == Some(Probe::Neither) && s == Some(Probe::Neither) {
+            Role::NotHttp
+        } else if (c == Some(Probe::Neither) || s == Some(Probe::Neither))
+            && (at_end || self.held_bytes.iter().any(|&n| n >= DETECT_LIMIT))
+        {
+            // One side is not HTTP and the other stayed silent (or undecided)
+            // to the end; a garbled request still waits for a status line from
+            // the other side, as Zeek logs such a response on its own.
             Role::NotHttp
         } else if at_end && (c.is_some() || s.is_some()) {
             Role::NotHttp
@@ -424,11 +454,17 @@ impl Conn {
                     capture: self.capture.clone(),
                 }));
                 for side in [Side::Client, Side::Server] {
-                    if self.starts_with_gap.get(side_index(side)).copied().unwrap_or_default() {
+                    if self
+                        .starts_with_gap
+                        .get(side_index(side))
+                        .copied()
+                        .unwrap_or_default()
+                    {
                         let dir = self.dir_of(side);
                         self.reader(dir).state = ReadState::Resync { line_start: false };
                     }
                 }
+                let mut leading_gap = self.starts_with_gap;
                 for h in std::mem::take(&mut self.held) {
                     match h {
                         Held::Data {
@@ -441,15 +477,17 @@ impl Conn {
                             self.data(dir, &bytes, ts_us, frame, stats, out);
                         }
                         Held::Gap { side, len } => {
-                            let dir = self.dir_of(side);
+                            let i = side_index(side);
                             // A leading gap was handled by starting in Resync.
-                            if self.reader(dir).state != (ReadState::Resync { line_start: false })
-                                || self.reader(dir).buf_offset > 0
-                                || !self.reader(dir).buf.is_empty()
-                            {
-                                let ts = self.reader(dir).marks.back().map_or(0, |m| m.1);
-                                self.gap(dir, len, ts, stats, out);
+                            if leading_gap.get(i).copied().unwrap_or_default() {
+                                if let Some(g) = leading_gap.get_mut(i) {
+                                    *g = false;
+                                }
+                                continue;
                             }
+                            let dir = self.dir_of(side);
+                            let ts = self.reader(dir).marks.back().map_or(0, |m| m.1);
+                            self.gap(dir, len, ts, stats, out);
                         }
                         Held::Fin { side, ts_us } => {
                             let dir = self.dir_of(side);
@@ -486,7 +524,15 @@ impl Conn {
 
     // ----- bytes -----
 
-    fn data(&mut self, dir: Dir, bytes: &[u8], ts_us: i64, frame: u64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    fn data(
+        &mut self,
+        dir: Dir,
+        bytes: &[u8],
+        ts_us: i64,
+        frame: u64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) {
         let reader = self.reader(dir);
         if reader.state == ReadState::Dead {
             return;
@@ -508,7 +554,15 @@ impl Conn {
     }
 
     /// Processes buffered bytes as far as possible.
-    fn drain(&mut self, dir: Dir, at_end: bool, ts_us: i64, frame: u64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    fn drain(
+        &mut self,
+        dir: Dir,
+        at_end: bool,
+        ts_us: i64,
+        frame: u64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) {
         loop {
             let state = self.reader(dir).state;
             if self.reader(dir).buf.is_empty() {
@@ -538,7 +592,8 @@ impl Conn {
                     match find_message_start(&reader.buf, want, line_start, at_end) {
                         Some((at, p)) => {
                             reader.consume(at);
-                            stats.http_bytes_skipped = stats.http_bytes_skipped.saturating_add(at as u64);
+                            stats.http_bytes_skipped =
+                                stats.http_bytes_skipped.saturating_add(at as u64);
                             if p == Probe::NeedMore {
                                 reader.state = ReadState::Resync { line_start: true };
                                 return;
@@ -550,16 +605,19 @@ impl Conn {
                             // Keep a short tail: it may begin a message start.
                             let keep = reader.buf.len().min(16);
                             let drop = reader.buf.len().saturating_sub(keep);
-                            let line_start = match drop.checked_sub(1).and_then(|i| reader.buf.get(i)) {
-                                Some(b) => *b == b'\n',
-                                None => line_start,
-                            };
+                            let line_start =
+                                match drop.checked_sub(1).and_then(|i| reader.buf.get(i)) {
+                                    Some(b) => *b == b'\n',
+                                    None => line_start,
+                                };
                             reader.consume(drop);
-                            stats.http_bytes_skipped = stats.http_bytes_skipped.saturating_add(drop as u64);
+                            stats.http_bytes_skipped =
+                                stats.http_bytes_skipped.saturating_add(drop as u64);
                             reader.state = ReadState::Resync { line_start };
                             if at_end {
                                 let n = reader.clear();
-                                stats.http_bytes_skipped = stats.http_bytes_skipped.saturating_add(n as u64);
+                                stats.http_bytes_skipped =
+                                    stats.http_bytes_skipped.saturating_add(n as u64);
                             }
                             return;
                         }
@@ -575,7 +633,15 @@ impl Conn {
     }
 
     /// Reads a head from the buffer. Returns false when more bytes are needed.
-    fn head(&mut self, dir: Dir, at_end: bool, ts_us: i64, frame: u64, stats: &mut Stats, out: &mut Vec<HttpEvent>) -> bool {
+    fn head(
+        &mut self,
+        dir: Dir,
+        at_end: bool,
+        ts_us: i64,
+        frame: u64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) -> bool {
         // The server answers while the request head is still open: the
         // request line was all there was (HTTP/0.9, or a cut head).
         if dir == Dir::Resp
@@ -654,10 +720,20 @@ impl Conn {
         }
         match dir {
             Dir::Req => match parse_request_head(&head_bytes, &mut anomalies) {
-                Ok(head) => self.start_request(head, first_ts, first_frame, anomalies, !truncated, ts_us, stats, out),
+                Ok(head) => self.start_request(
+                    head,
+                    first_ts,
+                    first_frame,
+                    anomalies,
+                    !truncated,
+                    ts_us,
+                    stats,
+                    out,
+                ),
                 Err(_) => {
                     stats.anomaly("http.bad_request_line");
-                    stats.http_bytes_skipped = stats.http_bytes_skipped.saturating_add(head_len as u64);
+                    stats.http_bytes_skipped =
+                        stats.http_bytes_skipped.saturating_add(head_len as u64);
                     self.req.state = ReadState::Resync { line_start: true };
                 }
             },
@@ -671,7 +747,8 @@ impl Conn {
                 }
                 Err(_) => {
                     stats.anomaly("http.bad_status_line");
-                    stats.http_bytes_skipped = stats.http_bytes_skipped.saturating_add(head_len as u64);
+                    stats.http_bytes_skipped =
+                        stats.http_bytes_skipped.saturating_add(head_len as u64);
                     self.resp.state = ReadState::Resync { line_start: true };
                 }
             },
@@ -711,7 +788,16 @@ impl Conn {
             if !complete {
                 push_anomaly(&mut anomalies, cut_anomaly);
             }
-            self.start_request(head, first_ts, first_frame, anomalies, complete, ts_us, stats, out);
+            self.start_request(
+                head,
+                first_ts,
+                first_frame,
+                anomalies,
+                complete,
+                ts_us,
+                stats,
+                out,
+            );
         }
     }
 
@@ -728,6 +814,20 @@ impl Conn {
         out: &mut Vec<HttpEvent>,
     ) {
         let xref = self.xref();
+        if self.pending.len() >= PENDING_LIMIT
+            && let Some(old) = self.pending.pop_front()
+        {
+            stats.anomaly("http.pending_limit");
+            self.emit(
+                HttpEvent::NoResponse {
+                    xref: old.xref,
+                    ts_us,
+                    end: BodyEnd::CaptureEnd,
+                },
+                stats,
+                out,
+            );
+        }
         self.pending.push_back(Pending {
             xref: xref.clone(),
             method: head.method.clone(),
@@ -776,13 +876,7 @@ impl Conn {
         stats: &mut Stats,
         out: &mut Vec<HttpEvent>,
     ) {
-        let (xref, method) = match self.pending.pop_front() {
-            Some(p) => (p.xref, Some(p.method)),
-            None => {
-                push_anomaly(&mut anomalies, "http.response_without_request");
-                (self.xref(), None)
-            }
-        };
+        let (xref, method) = self.pair_response(&mut anomalies);
         let framing = if head.version == "0.9" {
             Framing::Close
         } else {
@@ -840,14 +934,27 @@ impl Conn {
     }
 
     /// Reads body bytes of the current message in `dir`; returns bytes consumed.
-    fn body(&mut self, dir: Dir, bytes: &[u8], ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) -> usize {
+    fn body(
+        &mut self,
+        dir: Dir,
+        bytes: &[u8],
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) -> usize {
         match dir {
             Dir::Req => self.request_body(bytes, ts_us, stats, out),
             Dir::Resp => self.response_body(bytes, ts_us, stats, out),
         }
     }
 
-    fn request_body(&mut self, bytes: &[u8], ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) -> usize {
+    fn request_body(
+        &mut self,
+        bytes: &[u8],
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) -> usize {
         let Some(msg) = self.req_msg.as_mut() else {
             self.req.state = ReadState::Head;
             return 0;
@@ -861,7 +968,8 @@ impl Conn {
         if plain.len() > room {
             push_anomaly(&mut msg.anomalies, "http.request_body_limit");
         }
-        msg.body.extend_from_slice(plain.get(..plain.len().min(room)).unwrap_or_default());
+        msg.body
+            .extend_from_slice(plain.get(..plain.len().min(room)).unwrap_or_default());
         if failed {
             push_anomaly(&mut msg.anomalies, "http.bad_chunked");
             msg.complete = false;
@@ -874,7 +982,13 @@ impl Conn {
         consumed
     }
 
-    fn response_body(&mut self, bytes: &[u8], ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) -> usize {
+    fn response_body(
+        &mut self,
+        bytes: &[u8],
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) -> usize {
         let Some(msg) = self.resp_msg.as_mut() else {
             self.resp.state = ReadState::Head;
             return 0;
@@ -886,7 +1000,15 @@ impl Conn {
         msg.decoder.feed(&decoded, &mut plain, &mut msg.anomalies);
         let xref = msg.xref.clone();
         if !plain.is_empty() {
-            self.emit(HttpEvent::ResponseBody { xref, ts_us, data: plain }, stats, out);
+            self.emit(
+                HttpEvent::ResponseBody {
+                    xref,
+                    ts_us,
+                    data: plain,
+                },
+                stats,
+                out,
+            );
         }
         if failed {
             if let Some(m) = self.resp_msg.as_mut() {
@@ -906,9 +1028,11 @@ impl Conn {
             return;
         };
         let mut tail = Vec::new();
-        msg.decoder.finish(msg.complete, &mut tail, &mut msg.anomalies);
+        msg.decoder
+            .finish(msg.complete, &mut tail, &mut msg.anomalies);
         let room = REQUEST_BODY_LIMIT.saturating_sub(msg.body.len());
-        msg.body.extend_from_slice(tail.get(..tail.len().min(room)).unwrap_or_default());
+        msg.body
+            .extend_from_slice(tail.get(..tail.len().min(room)).unwrap_or_default());
         for a in &msg.anomalies {
             stats.anomaly(a);
         }
@@ -926,13 +1050,23 @@ impl Conn {
         self.flush_deferred(out);
     }
 
-    fn finish_response(&mut self, end: BodyEnd, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    fn finish_response(
+        &mut self,
+        end: BodyEnd,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) {
         let Some(mut msg) = self.resp_msg.take() else {
             return;
         };
         let complete = matches!(end, BodyEnd::Complete) && !msg.gap;
         let mut tail = Vec::new();
-        msg.decoder.finish(complete || matches!(msg.reader, BodyReader::Close), &mut tail, &mut msg.anomalies);
+        msg.decoder.finish(
+            complete || matches!(msg.reader, BodyReader::Close),
+            &mut tail,
+            &mut msg.anomalies,
+        );
         if !tail.is_empty() {
             self.emit(
                 HttpEvent::ResponseBody {
@@ -944,7 +1078,11 @@ impl Conn {
                 out,
             );
         }
-        let end = if msg.gap && end != BodyEnd::Rst { BodyEnd::Gap } else { end };
+        let end = if msg.gap && end != BodyEnd::Rst {
+            BodyEnd::Gap
+        } else {
+            end
+        };
         for a in &msg.anomalies {
             stats.anomaly(a);
         }
@@ -964,7 +1102,10 @@ impl Conn {
 
     /// Sends an event out, or holds it while its request is still arriving.
     fn emit(&mut self, ev: HttpEvent, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
-        if matches!(ev, HttpEvent::ResponseEnd { .. } | HttpEvent::NoResponse { .. }) {
+        if matches!(
+            ev,
+            HttpEvent::ResponseEnd { .. } | HttpEvent::NoResponse { .. }
+        ) {
             stats.http_exchanges = stats.http_exchanges.saturating_add(1);
         }
         let waiting = self.req_msg.as_ref().map(|m| m.xref.depth);
@@ -1017,7 +1158,12 @@ impl Conn {
                 let n = reader.clear();
                 stats.http_bytes_skipped = stats.http_bytes_skipped.saturating_add(n as u64);
                 reader.gap = true;
-                stats.anomaly(if had_head { "http.gap_in_head" } else { "http.gap_between_messages" });
+                // A head kept as a message carries the anomaly itself.
+                if !had_head {
+                    stats.anomaly("http.gap_between_messages");
+                } else if n > 0 {
+                    stats.anomaly("http.gap_in_head");
+                }
                 reader.state = ReadState::Resync { line_start: false };
             }
             ReadState::Body => {
@@ -1029,7 +1175,8 @@ impl Conn {
                 self.reader(dir).marks.clear();
                 if self.reader(dir).state != ReadState::Body {
                     // The message ended before the gap; what followed is lost.
-                    stats.http_bytes_skipped = stats.http_bytes_skipped.saturating_add(skipped as u64);
+                    stats.http_bytes_skipped =
+                        stats.http_bytes_skipped.saturating_add(skipped as u64);
                     let reader = self.reader(dir);
                     reader.state = ReadState::Resync { line_start: false };
                     reader.gap = true;
@@ -1044,7 +1191,13 @@ impl Conn {
     /// kept (incomplete); a response head that had begun was the answer to
     /// the oldest waiting request, which therefore gets `NoResponse` (gap),
     /// so later responses still pair with the right requests.
-    fn head_cut_by_gap(&mut self, dir: Dir, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    fn head_cut_by_gap(
+        &mut self,
+        dir: Dir,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) {
         match dir {
             Dir::Req => {
                 let frame = self.req.marks.back().map_or(0, |m| m.2);
@@ -1052,20 +1205,86 @@ impl Conn {
             }
             Dir::Resp => {
                 let skip = leading_empty_lines(&self.resp.buf);
-                let rest = self.resp.buf.get(skip..).unwrap_or_default();
-                if rest.starts_with(b"HTTP/") && self.pending.front().is_some_and(|p| p.version != "0.9") {
-                    if let Some(p) = self.pending.pop_front() {
-                        self.emit(
-                            HttpEvent::NoResponse {
-                                xref: p.xref,
-                                ts_us,
-                                end: BodyEnd::Gap,
-                            },
-                            stats,
-                            out,
-                        );
-                    }
+                self.resp.consume(skip);
+                let buf = &self.resp.buf;
+                if !buf.starts_with(b"HTTP/")
+                    || self.pending.front().is_some_and(|p| p.version == "0.9")
+                {
+                    return;
                 }
+                // The status line arrived whole: report the response with what
+                // its head had (lines cut by the gap left out).
+                let status_line = buf
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .and_then(|lf| buf.get(..lf))
+                    .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+                    .and_then(parse_status_line);
+                let Some((_, status, _)) = status_line else {
+                    if let Some(p) = self.pending.pop_front() {
+                        let ev = HttpEvent::NoResponse {
+                            xref: p.xref,
+                            ts_us,
+                            end: BodyEnd::Gap,
+                        };
+                        self.emit(ev, stats, out);
+                    }
+                    return;
+                };
+                if (100..200).contains(&status) && status != 101 {
+                    return;
+                }
+                let fallback = (ts_us, self.resp.marks.back().map_or(0, |m| m.2));
+                let (first_ts, first_frame) = self.resp.first_mark(fallback);
+                let mut head_bytes = buf.clone();
+                // Used, not skipped.
+                self.resp.clear();
+                if let Some(lf) = head_bytes.iter().rposition(|&b| b == b'\n') {
+                    head_bytes.truncate(lf.saturating_add(1));
+                }
+                let mut anomalies = Vec::new();
+                let Ok(head) = parse_response_head(&head_bytes, &mut anomalies) else {
+                    return;
+                };
+                push_anomaly(&mut anomalies, "http.gap_in_head");
+                let (xref, _) = self.pair_response(&mut anomalies);
+                let decoder = ContentDecoder::new(None, &mut anomalies);
+                self.emit(
+                    HttpEvent::ResponseHead {
+                        xref: xref.clone(),
+                        ts_us: first_ts,
+                        frame: first_frame,
+                        head,
+                    },
+                    stats,
+                    out,
+                );
+                self.resp_msg = Some(RespMsg {
+                    xref,
+                    wire_len: 0,
+                    reader: BodyReader::Length(0),
+                    decoder,
+                    anomalies,
+                    gap: true,
+                });
+                self.finish_response(BodyEnd::Gap, ts_us, stats, out);
+                if status == 101 {
+                    self.req.state = ReadState::Dead;
+                    self.resp.state = ReadState::Dead;
+                    self.req.clear();
+                }
+            }
+        }
+    }
+
+    /// The request a response answers: the oldest waiting one, or a new
+    /// depth of its own (`http.response_without_request`).
+    fn pair_response(&mut self, anomalies: &mut Vec<String>) -> (ExchangeRef, Option<String>) {
+        match self.pending.pop_front() {
+            Some(p) => (p.xref, Some(p.method)),
+            None => {
+                push_anomaly(anomalies, "http.response_without_request");
+                (self.xref(), None)
             }
         }
     }
@@ -1073,7 +1292,14 @@ impl Conn {
     /// A gap of `len` bytes inside the current body. Content-Length and
     /// chunk data keep their count (the gap is taken as body bytes that were
     /// not seen); otherwise framing is lost and the message ends at the gap.
-    fn body_gap(&mut self, dir: Dir, len: u64, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    fn body_gap(
+        &mut self,
+        dir: Dir,
+        len: u64,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) {
         let (reader, decoder, anomalies) = match dir {
             Dir::Req => match self.req_msg.as_mut() {
                 Some(m) => {
@@ -1113,11 +1339,19 @@ impl Conn {
         if done || lost_framing {
             match dir {
                 Dir::Req => {
-                    self.req.state = if lost_framing { ReadState::Resync { line_start: false } } else { ReadState::Head };
+                    self.req.state = if lost_framing {
+                        ReadState::Resync { line_start: false }
+                    } else {
+                        ReadState::Head
+                    };
                     self.finish_request(ts_us, stats, out);
                 }
                 Dir::Resp => {
-                    self.resp.state = if lost_framing { ReadState::Resync { line_start: false } } else { ReadState::Head };
+                    self.resp.state = if lost_framing {
+                        ReadState::Resync { line_start: false }
+                    } else {
+                        ReadState::Head
+                    };
                     self.finish_response(BodyEnd::Gap, ts_us, stats, out);
                 }
             }
@@ -1126,7 +1360,14 @@ impl Conn {
     }
 
     /// The direction ended (FIN, RST, or end of stream) with `end`.
-    fn end_dir(&mut self, dir: Dir, end: BodyEnd, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    fn end_dir(
+        &mut self,
+        dir: Dir,
+        end: BodyEnd,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) {
         if self.reader(dir).state == ReadState::Dead {
             if dir == Dir::Resp {
                 self.no_responses(end, ts_us, stats, out);
@@ -1168,13 +1409,31 @@ impl Conn {
     }
 
     /// Every request still waiting gets `NoResponse`.
-    fn no_responses(&mut self, end: BodyEnd, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    fn no_responses(
+        &mut self,
+        end: BodyEnd,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) {
         if self.req_msg.is_some() && self.req.state == ReadState::Dead {
             self.finish_request(ts_us, stats, out);
         }
-        let end = if self.resp.gap && end != BodyEnd::Rst { BodyEnd::Gap } else { end };
+        let end = if self.resp.gap && end != BodyEnd::Rst {
+            BodyEnd::Gap
+        } else {
+            end
+        };
         while let Some(p) = self.pending.pop_front() {
-            self.emit(HttpEvent::NoResponse { xref: p.xref, ts_us, end }, stats, out);
+            self.emit(
+                HttpEvent::NoResponse {
+                    xref: p.xref,
+                    ts_us,
+                    end,
+                },
+                stats,
+                out,
+            );
         }
     }
 }
@@ -1249,10 +1508,22 @@ mod tests {
     #[test]
     fn message_start_after_garbage() {
         let buf = b"xx}{garbage\r\nHTTP/1.1 200 OK\r\n";
-        assert_eq!(find_message_start(buf, Some(Probe::Response), false, false), Some((13, Probe::Response)));
+        assert_eq!(
+            find_message_start(buf, Some(Probe::Response), false, false),
+            Some((13, Probe::Response))
+        );
         let buf = b"\x00\x01POST /mcp HTTP/1.1\r\n";
-        assert_eq!(find_message_start(buf, Some(Probe::Request), false, false), Some((2, Probe::Request)));
-        assert_eq!(find_message_start(b"zzzz", Some(Probe::Request), false, false), None);
-        assert_eq!(find_message_start(b"zz HTT", Some(Probe::Response), false, false), Some((3, Probe::NeedMore)));
+        assert_eq!(
+            find_message_start(buf, Some(Probe::Request), false, false),
+            Some((2, Probe::Request))
+        );
+        assert_eq!(
+            find_message_start(b"zzzz", Some(Probe::Request), false, false),
+            None
+        );
+        assert_eq!(
+            find_message_start(b"zz HTT", Some(Probe::Response), false, false),
+            Some((3, Probe::NeedMore))
+        );
     }
 }

@@ -75,7 +75,7 @@ enum Mode {
     Raw,
     /// Deflate waiting for its first two bytes to pick zlib or raw.
     Sniffing(Vec<u8>),
-    Decoding(Inner),
+    Decoding(Box<Inner>),
     /// Past the cap or after an error mid-body: input is dropped.
     Stopped,
 }
@@ -118,11 +118,12 @@ impl ContentDecoder {
         };
         let mode = match kind {
             Kind::Identity => Mode::Raw,
-            Kind::Gzip => Mode::Decoding(Inner::Gzip(flate2::write::GzDecoder::new(Vec::new()))),
-            Kind::Deflate => Mode::Sniffing(Vec::new()),
-            Kind::Brotli => Mode::Decoding(Inner::Brotli(Box::new(brotli::DecompressorWriter::new(
+            Kind::Gzip => Mode::Decoding(Box::new(Inner::Gzip(flate2::write::GzDecoder::new(
                 Vec::new(),
-                BROTLI_BUFFER,
+            )))),
+            Kind::Deflate => Mode::Sniffing(Vec::new()),
+            Kind::Brotli => Mode::Decoding(Box::new(Inner::Brotli(Box::new(
+                brotli::DecompressorWriter::new(Vec::new(), BROTLI_BUFFER),
             )))),
         };
         ContentDecoder {
@@ -162,11 +163,11 @@ impl ContentDecoder {
                 }
                 _ => false,
             };
-            self.mode = Mode::Decoding(if zlib {
+            self.mode = Mode::Decoding(Box::new(if zlib {
                 Inner::Zlib(flate2::write::ZlibDecoder::new(Vec::new()))
             } else {
                 Inner::RawDeflate(flate2::write::DeflateDecoder::new(Vec::new()))
-            });
+            }));
             self.feed_decoder(&held, out, anomalies);
             return;
         }
@@ -301,7 +302,9 @@ mod tests {
     }
 
     fn text() -> Vec<u8> {
-        (0..3000u32).flat_map(|i| format!("line {i}\n").into_bytes()).collect()
+        (0..3000u32)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect()
     }
 
     #[test]

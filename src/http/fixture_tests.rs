@@ -102,7 +102,11 @@ fn parse_fixture(name: &str, text: &str) -> Fixture {
             }
             l if l.starts_with("><>") || l.starts_with("<><") => {
                 flush(&mut current, &mut f.blocks);
-                let side = if l.starts_with("><>") { Side::Client } else { Side::Server };
+                let side = if l.starts_with("><>") {
+                    Side::Client
+                } else {
+                    Side::Server
+                };
                 let n: u64 = l[3..].trim().parse().unwrap();
                 f.blocks.push(Block::Gap(side, n));
             }
@@ -139,7 +143,11 @@ fn events(f: &Fixture, cut: &dyn Fn(usize) -> Vec<usize>) -> Vec<StreamEvent> {
     let client: std::net::SocketAddr = "10.0.0.1:40000".parse().unwrap();
     let server: std::net::SocketAddr = "10.0.0.2:80".parse().unwrap();
     let flip = |s: Side| if f.swapped { s.other() } else { s };
-    let (oc, os) = if f.swapped { (server, client) } else { (client, server) };
+    let (oc, os) = if f.swapped {
+        (server, client)
+    } else {
+        (client, server)
+    };
     let mut evs = Vec::new();
     let mut ts_ns = 1_700_000_000_000_000_000i64;
     let mut frame = 0u64;
@@ -194,13 +202,43 @@ fn events(f: &Fixture, cut: &dyn Fn(usize) -> Vec<usize>) -> Vec<StreamEvent> {
     frame += 1;
     match f.end.as_str() {
         "fin" => {
-            push(StreamEventKind::Fin { side: flip(Side::Client) }, ts_ns, frame);
-            push(StreamEventKind::Fin { side: flip(Side::Server) }, ts_ns, frame);
-            push(StreamEventKind::Closed { reason: CloseReason::Finished }, ts_ns, frame);
+            push(
+                StreamEventKind::Fin {
+                    side: flip(Side::Client),
+                },
+                ts_ns,
+                frame,
+            );
+            push(
+                StreamEventKind::Fin {
+                    side: flip(Side::Server),
+                },
+                ts_ns,
+                frame,
+            );
+            push(
+                StreamEventKind::Closed {
+                    reason: CloseReason::Finished,
+                },
+                ts_ns,
+                frame,
+            );
         }
         "rst" => {
-            push(StreamEventKind::Rst { side: flip(Side::Server) }, ts_ns, frame);
-            push(StreamEventKind::Closed { reason: CloseReason::Finished }, ts_ns, frame);
+            push(
+                StreamEventKind::Rst {
+                    side: flip(Side::Server),
+                },
+                ts_ns,
+                frame,
+            );
+            push(
+                StreamEventKind::Closed {
+                    reason: CloseReason::Finished,
+                },
+                ts_ns,
+                frame,
+            );
         }
         _ => {}
     }
@@ -239,11 +277,17 @@ fn check_event_order(evs: &[HttpEvent]) {
     for e in evs {
         match e {
             HttpEvent::Request(r) => {
-                assert!(!ended.contains_key(&r.xref.depth), "request after its end: {e:?}");
+                assert!(
+                    !ended.contains_key(&r.xref.depth),
+                    "request after its end: {e:?}"
+                );
                 seen_request.insert(r.xref.depth, true);
             }
             HttpEvent::ResponseEnd { xref, .. } | HttpEvent::NoResponse { xref, .. } => {
-                assert!(ended.insert(xref.depth, true).is_none(), "ended twice: {e:?}");
+                assert!(
+                    ended.insert(xref.depth, true).is_none(),
+                    "ended twice: {e:?}"
+                );
             }
             HttpEvent::ResponseHead { xref, .. } | HttpEvent::ResponseBody { xref, .. } => {
                 assert!(!ended.contains_key(&xref.depth), "after end: {e:?}");
@@ -307,7 +351,9 @@ fn normalized(evs: &[HttpEvent]) -> Vec<String> {
     use std::collections::{BTreeMap, HashSet};
     let mut out: Vec<String> = Vec::new();
     let mut coded = HashSet::new();
-    let mut bodies: BTreeMap<u32, (Vec<u8>, Vec<(i64, usize)>)> = BTreeMap::new();
+    // depth -> (body bytes, runs of (ts, bytes))
+    type Body = (Vec<u8>, Vec<(i64, usize)>);
+    let mut bodies: BTreeMap<u32, Body> = BTreeMap::new();
     for e in evs {
         match e {
             HttpEvent::ResponseBody { xref, ts_us, data } => {
@@ -321,14 +367,19 @@ fn normalized(evs: &[HttpEvent]) -> Vec<String> {
                 }
                 continue;
             }
-            HttpEvent::ResponseHead { xref, head, .. } => {
-                if head.headers.get("content-encoding").is_some() {
-                    coded.insert(xref.depth);
-                }
+            HttpEvent::ResponseHead { xref, head, .. }
+                if head.headers.get("content-encoding").is_some() =>
+            {
+                coded.insert(xref.depth);
             }
             HttpEvent::ResponseEnd { xref, .. } => {
                 if let Some((acc, runs)) = bodies.remove(&xref.depth) {
-                    out.push(format!("body {} {:?} {:?}", xref.depth, String::from_utf8_lossy(&acc), runs));
+                    out.push(format!(
+                        "body {} {:?} {:?}",
+                        xref.depth,
+                        String::from_utf8_lossy(&acc),
+                        runs
+                    ));
                 }
             }
             _ => {}
@@ -368,7 +419,11 @@ fn all_fixtures() -> Vec<Fixture> {
 #[test]
 fn fixtures_give_expected_rows() {
     for f in all_fixtures() {
-        assert!(!f.rows.is_empty() || !f.stats.is_empty(), "{} states nothing", f.name);
+        assert!(
+            !f.rows.is_empty() || !f.stats.is_empty(),
+            "{} states nothing",
+            f.name
+        );
         check_fixture(&f);
     }
 }
@@ -388,10 +443,20 @@ fn conversation_split_at_every_byte() {
             .unwrap_or(0);
         for at in 1..longest {
             let cut = |n: usize| if at < n { vec![at, n - at] } else { whole(n) };
-            assert_eq!(normalized(&run(events(&f, &cut)).0), base, "{} cut at {at}", f.name);
+            assert_eq!(
+                normalized(&run(events(&f, &cut)).0),
+                base,
+                "{} cut at {at}",
+                f.name
+            );
         }
         let bytewise = |n: usize| vec![1; n];
-        assert_eq!(normalized(&run(events(&f, &bytewise)).0), base, "{} byte at a time", f.name);
+        assert_eq!(
+            normalized(&run(events(&f, &bytewise)).0),
+            base,
+            "{} byte at a time",
+            f.name
+        );
     }
 }
 
@@ -402,7 +467,9 @@ fn sse_pieces_arrive_with_their_times() {
     let pieces: Vec<(i64, String)> = evs
         .iter()
         .filter_map(|e| match e {
-            HttpEvent::ResponseBody { ts_us, data, .. } => Some((*ts_us, String::from_utf8_lossy(data).into_owned())),
+            HttpEvent::ResponseBody { ts_us, data, .. } => {
+                Some((*ts_us, String::from_utf8_lossy(data).into_owned()))
+            }
             _ => None,
         })
         .collect();
@@ -411,7 +478,10 @@ fn sse_pieces_arrive_with_their_times() {
     assert!(pieces[0].1.starts_with("event: message"));
     assert!(matches!(
         evs.last(),
-        Some(HttpEvent::ResponseEnd { end: BodyEnd::CaptureEnd, .. })
+        Some(HttpEvent::ResponseEnd {
+            end: BodyEnd::CaptureEnd,
+            ..
+        })
     ));
 }
 
@@ -438,10 +508,10 @@ mod proptests {
             for (i, (client, bytes)) in conv.into_iter().enumerate() {
                 let side = if client { Side::Client } else { Side::Server };
                 f.blocks.push(Block::Data(side, bytes));
-                if let Some((c, len)) = gap {
-                    if i == 2 {
-                        f.blocks.push(Block::Gap(if c { Side::Client } else { Side::Server }, u64::from(len)));
-                    }
+                if let Some((c, len)) = gap
+                    && i == 2
+                {
+                    f.blocks.push(Block::Gap(if c { Side::Client } else { Side::Server }, u64::from(len)));
                 }
             }
             let cut = |n: usize| {

@@ -93,7 +93,11 @@ pub fn request_framing(headers: &Headers, anomalies: &mut Vec<String>) -> Framin
         // both may be smuggling, so it is recorded.
         (Some(chunked), Some(_)) => {
             push_anomaly(anomalies, "http.content_length_and_chunked");
-            if chunked { Framing::Chunked } else { Framing::None }
+            if chunked {
+                Framing::Chunked
+            } else {
+                Framing::None
+            }
         }
         (Some(true), None) => Framing::Chunked,
         // Rule 4: a request with a non-chunked final coding is an error (400);
@@ -140,7 +144,11 @@ pub fn response_framing(
         // Rule 3.
         (Some(chunked), Some(_)) => {
             push_anomaly(anomalies, "http.content_length_and_chunked");
-            if chunked { Framing::Chunked } else { Framing::Close }
+            if chunked {
+                Framing::Chunked
+            } else {
+                Framing::Close
+            }
         }
         (Some(true), None) => Framing::Chunked,
         // Rule 4: a response whose final coding is not chunked runs until close.
@@ -159,7 +167,12 @@ mod tests {
     use super::*;
 
     fn h(pairs: &[(&str, &str)]) -> Headers {
-        Headers(pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect())
+        Headers(
+            pairs
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+        )
     }
 
     fn resp(status: u16, pairs: &[(&str, &str)]) -> ResponseHead {
@@ -175,11 +188,20 @@ mod tests {
     fn request_rules() {
         let mut an = Vec::new();
         assert_eq!(request_framing(&h(&[]), &mut an), Framing::None);
-        assert_eq!(request_framing(&h(&[("content-length", "5")]), &mut an), Framing::Length(5));
-        assert_eq!(request_framing(&h(&[("Content-Length", "5, 5")]), &mut an), Framing::Length(5));
+        assert_eq!(
+            request_framing(&h(&[("content-length", "5")]), &mut an),
+            Framing::Length(5)
+        );
+        assert_eq!(
+            request_framing(&h(&[("Content-Length", "5, 5")]), &mut an),
+            Framing::Length(5)
+        );
         assert!(an.is_empty());
         assert_eq!(
-            request_framing(&h(&[("Transfer-Encoding", "chunked"), ("Content-Length", "50")]), &mut an),
+            request_framing(
+                &h(&[("Transfer-Encoding", "chunked"), ("Content-Length", "50")]),
+                &mut an
+            ),
             Framing::Chunked
         );
         assert_eq!(an, vec!["http.content_length_and_chunked".to_string()]);
@@ -190,7 +212,10 @@ mod tests {
         );
         assert_eq!(an, vec!["http.bad_transfer_encoding".to_string()]);
         let mut an = Vec::new();
-        assert_eq!(request_framing(&h(&[("Content-Length", "5, 6")]), &mut an), Framing::None);
+        assert_eq!(
+            request_framing(&h(&[("Content-Length", "5, 6")]), &mut an),
+            Framing::None
+        );
         assert_eq!(an, vec!["http.bad_content_length".to_string()]);
     }
 
@@ -198,16 +223,44 @@ mod tests {
     fn response_rules() {
         let mut an = Vec::new();
         let cl = [("Content-Length", "10")];
-        assert_eq!(response_framing(Some("HEAD"), &resp(200, &cl), &mut an), Framing::None);
-        assert_eq!(response_framing(Some("GET"), &resp(204, &cl), &mut an), Framing::None);
-        assert_eq!(response_framing(Some("GET"), &resp(304, &cl), &mut an), Framing::None);
-        assert_eq!(response_framing(Some("GET"), &resp(101, &[]), &mut an), Framing::Tunnel);
-        assert_eq!(response_framing(Some("CONNECT"), &resp(200, &[]), &mut an), Framing::Tunnel);
-        assert_eq!(response_framing(Some("CONNECT"), &resp(407, &cl), &mut an), Framing::Length(10));
-        assert_eq!(response_framing(Some("GET"), &resp(200, &cl), &mut an), Framing::Length(10));
-        assert_eq!(response_framing(None, &resp(200, &[]), &mut an), Framing::Close);
         assert_eq!(
-            response_framing(Some("GET"), &resp(200, &[("transfer-encoding", "gzip")]), &mut an),
+            response_framing(Some("HEAD"), &resp(200, &cl), &mut an),
+            Framing::None
+        );
+        assert_eq!(
+            response_framing(Some("GET"), &resp(204, &cl), &mut an),
+            Framing::None
+        );
+        assert_eq!(
+            response_framing(Some("GET"), &resp(304, &cl), &mut an),
+            Framing::None
+        );
+        assert_eq!(
+            response_framing(Some("GET"), &resp(101, &[]), &mut an),
+            Framing::Tunnel
+        );
+        assert_eq!(
+            response_framing(Some("CONNECT"), &resp(200, &[]), &mut an),
+            Framing::Tunnel
+        );
+        assert_eq!(
+            response_framing(Some("CONNECT"), &resp(407, &cl), &mut an),
+            Framing::Length(10)
+        );
+        assert_eq!(
+            response_framing(Some("GET"), &resp(200, &cl), &mut an),
+            Framing::Length(10)
+        );
+        assert_eq!(
+            response_framing(None, &resp(200, &[]), &mut an),
+            Framing::Close
+        );
+        assert_eq!(
+            response_framing(
+                Some("GET"),
+                &resp(200, &[("transfer-encoding", "gzip")]),
+                &mut an
+            ),
             Framing::Close
         );
         assert!(an.is_empty());

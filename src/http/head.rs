@@ -28,7 +28,7 @@ const HTTPARSE_HEADERS: usize = 128;
 /// allows a recipient to treat a bare LF as a line terminator).
 pub fn find_head_end(buf: &[u8], scanned: &mut usize) -> Option<usize> {
     let mut i = (*scanned).min(buf.len());
-    while let Some(off) = buf.get(i..).and_then(|rest| memchr_lf(rest)) {
+    while let Some(off) = buf.get(i..).and_then(memchr_lf) {
         let lf = i.saturating_add(off);
         // The line ended by this LF is empty when it is preceded by LF or CR LF.
         let prev = lf.checked_sub(1).and_then(|p| buf.get(p)).copied();
@@ -51,7 +51,9 @@ fn memchr_lf(s: &[u8]) -> Option<usize> {
 /// Number of leading CR/LF bytes (RFC 9112 §2.2: a server SHOULD ignore at
 /// least one empty line received before the request-line).
 pub fn leading_empty_lines(buf: &[u8]) -> usize {
-    buf.iter().take_while(|&&b| b == b'\r' || b == b'\n').count()
+    buf.iter()
+        .take_while(|&&b| b == b'\r' || b == b'\n')
+        .count()
 }
 
 /// `tchar` of RFC 9110 §5.6.2.
@@ -86,14 +88,20 @@ pub fn probe(buf: &[u8], strictness: Strictness, at_end: bool) -> Probe {
     // Cheap rejection first: resynchronisation probes many positions.
     let name_len = buf.len().min(5);
     let maybe_response = buf.get(..name_len) == b"HTTP/".get(..name_len);
-    let token_len = buf.iter().take(METHOD_LIMIT + 1).take_while(|&&b| is_tchar(b)).count();
+    let token_len = buf
+        .iter()
+        .take(METHOD_LIMIT + 1)
+        .take_while(|&&b| is_tchar(b))
+        .count();
     let maybe_request = token_len > 0
         && token_len <= METHOD_LIMIT
         && matches!(buf.get(token_len), None | Some(b' '));
     if !maybe_response && !maybe_request {
         return Probe::Neither;
     }
-    let window = buf.get(..buf.len().min(START_LINE_LIMIT)).unwrap_or_default();
+    let window = buf
+        .get(..buf.len().min(START_LINE_LIMIT))
+        .unwrap_or_default();
     let line_end = window.iter().position(|&b| b == b'\n');
     if line_end.is_none() && buf.len() >= START_LINE_LIMIT {
         return Probe::Neither;
@@ -156,7 +164,10 @@ fn probe_request(line: &[u8], complete: bool, strictness: Strictness) -> Option<
         // space in it (`EHLO host`, `USER x`) would pass as a request.
         Strictness::Lenient => {
             parsed.2 != "0.9"
-                || (parsed.0.bytes().all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
+                || (parsed
+                    .0
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
                     && (parsed.1.starts_with('/') || parsed.1.starts_with('*')))
         }
     };
@@ -194,7 +205,10 @@ pub fn parse_request_line(line: &[u8]) -> Option<(String, String, String)> {
 
 fn trim_spaces(s: &[u8]) -> &[u8] {
     let start = s.iter().position(|&b| b != b' ').unwrap_or(s.len());
-    let end = s.iter().rposition(|&b| b != b' ').map_or(start, |e| e.saturating_add(1));
+    let end = s
+        .iter()
+        .rposition(|&b| b != b' ')
+        .map_or(start, |e| e.saturating_add(1));
     s.get(start..end).unwrap_or_default()
 }
 
@@ -215,9 +229,9 @@ pub fn parse_status_line(line: &[u8]) -> Option<(String, u16, String)> {
         None | Some(b' ') | Some(b'\t') => {}
         _ => return None,
     }
-    let status = digits
-        .iter()
-        .fold(0u16, |acc, d| acc.saturating_mul(10).saturating_add(u16::from(d - b'0')));
+    let status = digits.iter().fold(0u16, |acc, d| {
+        acc.saturating_mul(10).saturating_add(u16::from(d - b'0'))
+    });
     let reason = trim_spaces(after.get(3..)?);
     Some((
         String::from_utf8_lossy(version).into_owned(),
@@ -281,7 +295,10 @@ fn parse_fields(lines: &[&[u8]], anomalies: &mut Vec<String>) -> Headers {
 fn trim_ws(s: &[u8]) -> &[u8] {
     let ws = |b: &u8| *b == b' ' || *b == b'\t';
     let start = s.iter().position(|b| !ws(b)).unwrap_or(s.len());
-    let end = s.iter().rposition(|b| !ws(b)).map_or(start, |e| e.saturating_add(1));
+    let end = s
+        .iter()
+        .rposition(|b| !ws(b))
+        .map_or(start, |e| e.saturating_add(1));
     s.get(start..end).unwrap_or_default()
 }
 
@@ -308,11 +325,16 @@ fn httparse_headers(headers: &[httparse::Header<'_>]) -> Headers {
 
 /// Parses a request head (start line through the empty line; leading empty
 /// lines already removed). Anomalies found are appended to `anomalies`.
-pub fn parse_request_head(head: &[u8], anomalies: &mut Vec<String>) -> Result<RequestHead, HttpError> {
+pub fn parse_request_head(
+    head: &[u8],
+    anomalies: &mut Vec<String>,
+) -> Result<RequestHead, HttpError> {
     let mut storage = [httparse::EMPTY_HEADER; HTTPARSE_HEADERS];
     let mut req = httparse::Request::new(&mut storage);
-    if let Ok(httparse::Status::Complete(_)) = req.parse(head) {
-        if let (Some(method), Some(uri), Some(minor)) = (req.method, req.path, req.version) {
+    if let Ok(httparse::Status::Complete(_)) = req.parse(head)
+        && let (Some(method), Some(uri), Some(minor)) = (req.method, req.path, req.version)
+    {
+        {
             return Ok(RequestHead {
                 method: method.to_string(),
                 uri: uri.to_string(),
@@ -341,11 +363,16 @@ pub fn parse_request_head(head: &[u8], anomalies: &mut Vec<String>) -> Result<Re
 }
 
 /// Parses a response head (status line through the empty line).
-pub fn parse_response_head(head: &[u8], anomalies: &mut Vec<String>) -> Result<ResponseHead, HttpError> {
+pub fn parse_response_head(
+    head: &[u8],
+    anomalies: &mut Vec<String>,
+) -> Result<ResponseHead, HttpError> {
     let mut storage = [httparse::EMPTY_HEADER; HTTPARSE_HEADERS];
     let mut resp = httparse::Response::new(&mut storage);
-    if let Ok(httparse::Status::Complete(_)) = resp.parse(head) {
-        if let (Some(code), Some(minor)) = (resp.code, resp.version) {
+    if let Ok(httparse::Status::Complete(_)) = resp.parse(head)
+        && let (Some(code), Some(minor)) = (resp.code, resp.version)
+    {
+        {
             return Ok(ResponseHead {
                 status: code,
                 reason: resp.reason.unwrap_or_default().to_string(),
@@ -413,7 +440,10 @@ mod tests {
     #[test]
     fn head_end_absent() {
         let mut s = 0;
-        assert_eq!(find_head_end(b"GET / HTTP/1.1\r\nHost: a\r\n", &mut s), None);
+        assert_eq!(
+            find_head_end(b"GET / HTTP/1.1\r\nHost: a\r\n", &mut s),
+            None
+        );
     }
 
     #[test]
@@ -445,10 +475,16 @@ mod tests {
         assert_eq!(probe(b"GET / HTTP/1.1\r\n", Lenient, false), Probe::Request);
         assert_eq!(probe(b"GE", Lenient, false), Probe::NeedMore);
         assert_eq!(probe(b"HTT", Lenient, false), Probe::NeedMore);
-        assert_eq!(probe(b"HTTP/1.1 200 OK\r\n", Strict, false), Probe::Response);
+        assert_eq!(
+            probe(b"HTTP/1.1 200 OK\r\n", Strict, false),
+            Probe::Response
+        );
         assert_eq!(probe(b"GET /zeek.html\n", Lenient, false), Probe::Request);
         assert_eq!(probe(b"GET /zeek.html\n", Strict, false), Probe::Neither);
-        assert_eq!(probe(b"EHLO mail.example\r\n", Lenient, false), Probe::Neither);
+        assert_eq!(
+            probe(b"EHLO mail.example\r\n", Lenient, false),
+            Probe::Neither
+        );
         assert_eq!(probe(b"\x16\x03\x01", Lenient, false), Probe::Neither);
         assert_eq!(probe(b"SSH-2.0-x\r\n", Lenient, false), Probe::Neither);
         assert_eq!(probe(b"GET / HTTP/1.1", Lenient, true), Probe::Request);
@@ -457,8 +493,11 @@ mod tests {
     #[test]
     fn obs_fold_joined() {
         let mut an = Vec::new();
-        let h = parse_request_head(b"GET / HTTP/1.1\r\nX-A: one\r\n two\r\nHost: h\r\n\r\n", &mut an)
-            .unwrap();
+        let h = parse_request_head(
+            b"GET / HTTP/1.1\r\nX-A: one\r\n two\r\nHost: h\r\n\r\n",
+            &mut an,
+        )
+        .unwrap();
         assert_eq!(h.headers.get("x-a"), Some("one two"));
         assert_eq!(h.headers.get("HOST"), Some("h"));
         assert_eq!(an, vec!["http.obs_fold".to_string()]);
@@ -468,7 +507,10 @@ mod tests {
     fn response_head_strict_and_lenient() {
         let mut an = Vec::new();
         let h = parse_response_head(b"HTTP/1.1 204 No Content\r\n\r\n", &mut an).unwrap();
-        assert_eq!((h.status, h.version.as_str(), h.reason.as_str()), (204, "1.1", "No Content"));
+        assert_eq!(
+            (h.status, h.version.as_str(), h.reason.as_str()),
+            (204, "1.1", "No Content")
+        );
         let h = parse_response_head(b"HTTP/1.0 200\nA: b\n\n", &mut an).unwrap();
         assert_eq!((h.status, h.headers.get("a")), (200, Some("b")));
         assert!(parse_response_head(b"HTTP/1.1 2x0 OK\r\n\r\n", &mut an).is_err());

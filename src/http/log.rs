@@ -131,7 +131,9 @@ impl HttpLog {
                 e.request_complete = r.complete;
                 add(&mut e.anomalies, &r.anomalies);
             }
-            HttpEvent::ResponseHead { xref, ts_us, head, .. } => {
+            HttpEvent::ResponseHead {
+                xref, ts_us, head, ..
+            } => {
                 let Some(e) = self.entry(xref, *ts_us) else {
                     return;
                 };
@@ -167,7 +169,10 @@ impl HttpLog {
                 };
                 e.response_done = true;
                 e.response_ok = false;
-                add(&mut e.anomalies, &[format!("http.no_response_{}", end.name())]);
+                add(
+                    &mut e.anomalies,
+                    &[format!("http.no_response_{}", end.name())],
+                );
             }
         }
     }
@@ -247,10 +252,14 @@ fn cells(r: &HttpRow) -> [String; 16] {
 }
 
 /// Writes rows in `format`.
-pub fn write_http_rows(rows: &[HttpRow], out: &mut dyn Write, format: HttpFormat) -> std::io::Result<()> {
+pub fn write_http_rows(
+    rows: &[HttpRow],
+    out: &mut dyn Write,
+    format: HttpFormat,
+) -> std::io::Result<()> {
     match format {
         HttpFormat::Csv => {
-            writeln!(out, "{}", COLUMNS.join(","))?;
+            write!(out, "{}\r\n", COLUMNS.join(","))?;
             for r in rows {
                 let line: Vec<String> = cells(r).iter().map(|c| csv_field(c)).collect();
                 write!(out, "{}\r\n", line.join(","))?;
@@ -380,8 +389,14 @@ mod tests {
     #[test]
     fn rfc3339() {
         assert_eq!(rfc3339_us(0), "1970-01-01T00:00:00.000000Z");
-        assert_eq!(rfc3339_us(1_700_000_000_123_456), "2023-11-14T22:13:20.123456Z");
-        assert_eq!(rfc3339_us(951_782_400_000_001), "2000-02-29T00:00:00.000001Z");
+        assert_eq!(
+            rfc3339_us(1_700_000_000_123_456),
+            "2023-11-14T22:13:20.123456Z"
+        );
+        assert_eq!(
+            rfc3339_us(951_782_400_000_001),
+            "2000-02-29T00:00:00.000001Z"
+        );
         assert_eq!(rfc3339_us(-1), "1969-12-31T23:59:59.999999Z");
     }
 

@@ -12,15 +12,15 @@ use std::sync::Arc;
 mod chunked;
 mod conn;
 mod decompress;
+#[cfg(test)]
+mod fixture_tests;
 mod framing;
 mod head;
 mod log;
 mod stage;
-#[cfg(test)]
-mod fixture_tests;
 
 pub use chunked::{CHUNK_EXTENSIONS_LIMIT, TRAILERS_LIMIT};
-pub use conn::{DEFERRED_RESPONSE_LIMIT, REQUEST_BODY_LIMIT};
+pub use conn::{DEFERRED_RESPONSE_LIMIT, PENDING_LIMIT, REQUEST_BODY_LIMIT};
 pub use decompress::DECODED_BODY_LIMIT;
 pub use head::{HEAD_LIMIT, START_LINE_LIMIT};
 pub use log::{HttpFormat, HttpLog, HttpRow, write_http_rows};

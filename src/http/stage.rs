@@ -34,12 +34,17 @@ impl HttpStage {
                 input,
                 ..
             } => {
-                let capture = self.inputs.get(input).cloned().unwrap_or_else(|| Arc::from(""));
+                let capture = self
+                    .inputs
+                    .get(input)
+                    .cloned()
+                    .unwrap_or_else(|| Arc::from(""));
                 // A stream index is opened once; a repeat replaces a stale entry.
                 if let Some(mut old) = self.conns.remove(&stream) {
                     old.on_close(CloseReason::Evicted, ts_us, stats, out);
                 }
-                self.conns.insert(stream, Conn::new(stream, client, server, capture));
+                self.conns
+                    .insert(stream, Conn::new(stream, client, server, capture));
             }
             StreamEventKind::Data { side, bytes } => {
                 if let Some(c) = self.conns.get_mut(&stream) {

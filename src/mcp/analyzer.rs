@@ -15,8 +15,8 @@
 
 use super::classify::{self, Final, Kind, RowFacts};
 use super::session::{
-    ContextKey, DerivedSessions, SessionFacts, SessionInfo, fnv1a, host_of,
-    legacy_session_param, path_of,
+    ContextKey, DerivedSessions, SessionFacts, SessionInfo, fnv1a, host_of, legacy_session_param,
+    path_of,
 };
 use super::{Exchange, InferenceConfig, InferenceInputs};
 use crate::anomaly::Stats;
@@ -32,7 +32,9 @@ pub const MAX_PENDING_PER_SESSION: usize = 4096;
 /// is processed later (`response before request`); beyond it the oldest is
 /// dropped and counted as `mcp.response_without_request`.
 pub const MAX_ORPHANS_PER_SESSION: usize = 256;
-/// An orphan response pairs with a request only if their times are this close (µs).
+/// An orphan response pairs with a later-processed request only if it is not
+/// older than the request by more than this (µs): clock skew between merged
+/// inputs. (HAR delivers a whole legacy GET stream before the POSTs it answers.)
 pub const ORPHAN_WINDOW_US: i64 = 5_000_000;
 /// Server->client requests awaiting the client's POSTed response, per session
 /// (`mcp.server_request_limit`).
@@ -45,6 +47,9 @@ pub const MAX_JSON_BODY_BYTES: usize = 64 * 1024 * 1024;
 pub const MAX_KNOWN_ENDPOINTS: usize = 65_536;
 /// Legacy HTTP+SSE sessions remembered (`mcp.legacy_session_limit`).
 pub const MAX_LEGACY_SESSIONS: usize = 65_536;
+/// `OPTIONS` requests to endpoints not yet known as MCP, held until the end
+/// of input decides (`mcp.preflight_limit`; the oldest is dropped).
+pub const MAX_PENDING_PREFLIGHTS: usize = 4096;
 
 const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
@@ -64,8 +69,11 @@ struct Row {
     /// Pairing scope (the session key as far as known).
     scope: String,
     legacy: bool,
-    /// A GET probed for MCP that has not shown MCP content (dropped if it never does).
+    /// A GET probed for MCP that has not shown MCP content, or a preflight to an
+    /// endpoint not (yet) known as MCP: dropped at the end unless confirmed.
     tentative: bool,
+    /// Kept if its endpoint turns out to be MCP by the end of input.
+    await_endpoint: bool,
     /// Listed in its scope's open table.
     open: bool,
     /// The HTTP exchange that carried it has ended.
@@ -81,6 +89,7 @@ struct Row {
     stream_broken: Option<BodyEnd>,
     stream_row_end: Option<BodyEnd>,
     body_error: Option<(i64, String)>,
+    request_body_json: Option<bool>,
     resp_end_ts: Option<i64>,
     resumes_row: Option<usize>,
     anomalies: Vec<String>,
@@ -158,6 +167,8 @@ pub struct Analyzer {
     derived: DerivedSessions,
     endpoints: HashSet<String>,
     legacy: HashMap<(String, String), LegacySession>,
+    /// Preflight rows awaiting their endpoint's verdict, oldest first.
+    preflights: VecDeque<usize>,
     last_ts: i64,
 }
 
@@ -172,6 +183,7 @@ impl Analyzer {
             derived: DerivedSessions::default(),
             endpoints: HashSet::new(),
             legacy: HashMap::new(),
+            preflights: VecDeque::new(),
             last_ts: i64::MIN,
         }
     }
@@ -244,6 +256,14 @@ impl Analyzer {
             }
         }
 
+        for &i in &self.preflights {
+            if let Some(r) = self.rows.get_mut(i)
+                && r.await_endpoint
+                && self.endpoints.contains(&r.ex.inference.endpoint)
+            {
+                r.tentative = false;
+            }
+        }
         let mut order: Vec<usize> = (0..self.rows.len())
             .filter(|&i| self.rows.get(i).is_some_and(|r| !r.tentative))
             .collect();
@@ -369,6 +389,7 @@ impl Analyzer {
                     req.body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&req.body),
                 )
                 .ok();
+                let is_json = value.is_some();
                 let is_rpc = value.as_ref().is_some_and(looks_jsonrpc);
                 match value.filter(|_| is_rpc) {
                     Some(v) => {
@@ -377,10 +398,19 @@ impl Analyzer {
                         self.post_rows(&req, v, &mut ctx, sid, legacy_sid, &endpoint, stats);
                     }
                     None if known || sid.is_some() => {
-                        let scope = self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
+                        let scope = self.scope_for(
+                            &req,
+                            sid.as_deref(),
+                            legacy_sid.as_deref(),
+                            &endpoint,
+                            None,
+                        );
                         ctx.scope.clone_from(&scope);
                         let i = self.new_row(&req, Kind::Http, scope, sid, legacy_sid, &endpoint);
                         self.note(i, "mcp.request_not_jsonrpc", stats);
+                        if let Some(r) = self.rows.get_mut(i) {
+                            r.request_body_json = Some(is_json);
+                        }
                         ctx.rows.push(i);
                     }
                     None => return,
@@ -390,7 +420,8 @@ impl Analyzer {
                 let last_event_id = h.get("last-event-id").map(str::to_string);
                 let confirmed = known || sid.is_some() || last_event_id.is_some();
                 let kind = if accept_sse { Kind::Stream } else { Kind::Http };
-                let scope = self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
+                let scope =
+                    self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
                 ctx.scope.clone_from(&scope);
                 let i = self.new_row(&req, kind, scope.clone(), sid, legacy_sid, &endpoint);
                 ctx.rows.push(i);
@@ -424,14 +455,40 @@ impl Analyzer {
                 }
             }
             "DELETE" if sid.is_some() || known => {
-                let kind = if sid.is_some() { Kind::SessionEnd } else { Kind::Http };
-                let scope = self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
+                let kind = if sid.is_some() {
+                    Kind::SessionEnd
+                } else {
+                    Kind::Http
+                };
+                let scope =
+                    self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
                 ctx.scope.clone_from(&scope);
                 let i = self.new_row(&req, kind, scope, sid, legacy_sid, &endpoint);
                 ctx.rows.push(i);
             }
+            // A CORS preflight usually precedes the first JSON-RPC POST (browser clients):
+            // keep it aside until the end shows whether its endpoint is MCP.
+            "OPTIONS" if !known && sid.is_none() => {
+                let scope = self.scope_for(&req, None, None, &endpoint, None);
+                ctx.scope.clone_from(&scope);
+                let i = self.new_row(&req, Kind::Http, scope, None, None, &endpoint);
+                ctx.rows.push(i);
+                if let Some(r) = self.rows.get_mut(i) {
+                    r.tentative = true;
+                    r.await_endpoint = true;
+                }
+                self.preflights.push_back(i);
+                if self.preflights.len() > MAX_PENDING_PREFLIGHTS
+                    && let Some(old) = self.preflights.pop_front()
+                    && let Some(r) = self.rows.get_mut(old)
+                {
+                    r.await_endpoint = false;
+                    stats.anomaly("mcp.preflight_limit");
+                }
+            }
             _ if known || sid.is_some() => {
-                let scope = self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
+                let scope =
+                    self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
                 ctx.scope.clone_from(&scope);
                 let i = self.new_row(&req, Kind::Http, scope, sid, legacy_sid, &endpoint);
                 ctx.rows.push(i);
@@ -480,7 +537,11 @@ impl Analyzer {
                 RpcMessage::Result { .. } | RpcMessage::Error { .. } => (Kind::Response, None),
                 RpcMessage::Invalid { reason, raw, id } => {
                     let k = if raw.get("method").is_some() {
-                        if id.is_some() { Kind::Request } else { Kind::Notification }
+                        if id.is_some() {
+                            Kind::Request
+                        } else {
+                            Kind::Notification
+                        }
                     } else if msg.is_response() {
                         Kind::Response
                     } else {
@@ -489,7 +550,14 @@ impl Analyzer {
                     (k, Some(reason.clone()))
                 }
             };
-            let i = self.new_row(req, kind, scope.clone(), sid.clone(), legacy_sid.clone(), endpoint);
+            let i = self.new_row(
+                req,
+                kind,
+                scope.clone(),
+                sid.clone(),
+                legacy_sid.clone(),
+                endpoint,
+            );
             ctx.rows.push(i);
             if let Some(reason) = invalid {
                 self.note(i, "rpc.invalid_request_envelope", stats);
@@ -497,6 +565,7 @@ impl Analyzer {
                     && let Some(r) = self.rows.get_mut(i)
                 {
                     r.ex.error_message = Some(reason);
+                    r.request_body_json = Some(true);
                 }
             }
             let params = raw.get("params");
@@ -513,10 +582,8 @@ impl Analyzer {
             }
             match kind {
                 Kind::Request => self.register_request(i, req.ts_first_us, stats),
-                Kind::Notification => {
-                    if method.as_deref() == Some("notifications/cancelled") {
-                        self.on_cancel(i, params, req.ts_first_us, stats);
-                    }
+                Kind::Notification if method.as_deref() == Some("notifications/cancelled") => {
+                    self.on_cancel(i, params, req.ts_first_us, stats);
                 }
                 Kind::Response => {
                     let found = msg.id().and_then(|id| {
@@ -593,6 +660,7 @@ impl Analyzer {
             scope,
             legacy,
             tentative: false,
+            await_endpoint: false,
             open: false,
             http_done: false,
             facts: SessionFacts {
@@ -609,6 +677,7 @@ impl Analyzer {
             stream_broken: None,
             stream_row_end: None,
             body_error: None,
+            request_body_json: None,
             resp_end_ts: None,
             resumes_row: None,
             anomalies: req.anomalies.clone(),
@@ -694,7 +763,7 @@ impl Analyzer {
         let orphan = scope
             .orphans
             .iter()
-            .position(|o| o.id == id && o.ts.saturating_sub(ts).abs() <= ORPHAN_WINDOW_US)
+            .position(|o| o.id == id && o.ts >= ts.saturating_sub(ORPHAN_WINDOW_US))
             .and_then(|p| scope.orphans.remove(p));
         if let Some(o) = orphan {
             if let Some(r) = self.rows.get_mut(i) {
@@ -914,7 +983,8 @@ impl Analyzer {
                         if self.legacy.len() >= MAX_LEGACY_SESSIONS {
                             stats.anomaly("mcp.legacy_session_limit");
                         } else {
-                            self.legacy.insert((server_addr, s), LegacySession { end: None });
+                            self.legacy
+                                .insert((server_addr, s), LegacySession { end: None });
                         }
                     }
                     None => self.note(row, "mcp.legacy_endpoint_without_session", stats),
@@ -940,7 +1010,11 @@ impl Analyzer {
         let scope = ctx.scope.clone();
         let (carrier, local, stream_row) = match &ctx.role {
             Role::Post => (Carrier::PostStream, ctx.rows.clone(), None),
-            Role::Stream { origin, .. } => (Carrier::GetStream, origin.clone(), ctx.rows.first().copied()),
+            Role::Stream { origin, .. } => (
+                Carrier::GetStream,
+                origin.clone(),
+                ctx.rows.first().copied(),
+            ),
             Role::Other => return,
         };
         for &i in local.iter().chain(stream_row.iter()) {
@@ -966,11 +1040,12 @@ impl Analyzer {
                 stats.anomaly("rpc.sse_data_not_json");
                 let targets: Vec<usize> = self.open_requests(&local);
                 for &i in targets.iter().chain(stream_row.iter()) {
-                    if let Some(r) = self.rows.get_mut(i) {
-                        r.anomalies.push("rpc.sse_data_not_json".to_string());
-                        if r.kind == Kind::Request && r.malformed.is_none() {
-                            r.malformed = Some(format!("SSE data: {e}"));
-                        }
+                    self.note_uncounted(i, "rpc.sse_data_not_json");
+                    if let Some(r) = self.rows.get_mut(i)
+                        && r.kind == Kind::Request
+                        && r.malformed.is_none()
+                    {
+                        r.malformed = Some(format!("SSE data: {e}"));
                     }
                 }
             }
@@ -1032,8 +1107,8 @@ impl Analyzer {
                 RpcMessage::Notification { .. } => {}
                 _ => {
                     stats.anomaly("rpc.invalid_envelope");
-                    if let Some(r) = stream_row.and_then(|r| self.rows.get_mut(r)) {
-                        r.anomalies.push("rpc.invalid_envelope".to_string());
+                    if let Some(r) = stream_row {
+                        self.note_uncounted(r, "rpc.invalid_envelope");
                     }
                 }
             }
@@ -1226,7 +1301,10 @@ impl Analyzer {
         let ok = (200..300).contains(&status);
         let all_accepted_kinds = ctx.rows.iter().all(|&i| {
             self.rows.get(i).is_some_and(|r| {
-                matches!(r.kind, Kind::Notification | Kind::Response | Kind::SessionEnd)
+                matches!(
+                    r.kind,
+                    Kind::Notification | Kind::Response | Kind::SessionEnd
+                )
             })
         });
         let legacy = ctx
@@ -1238,7 +1316,10 @@ impl Analyzer {
             // HTTP errors (and `http` rows): keep the JSON-RPC error detail if there is one.
             if let Ok(msgs) = &parsed {
                 for m in msgs {
-                    if let RpcMessage::Error { id, code, message, .. } = m {
+                    if let RpcMessage::Error {
+                        id, code, message, ..
+                    } = m
+                    {
                         for &i in &ctx.rows {
                             if let Some(r) = self.rows.get_mut(i)
                                 && r.body_error.is_none()
@@ -1333,8 +1414,11 @@ impl Analyzer {
         self.note_uncounted(i, name);
     }
 
+    /// Attach an anomaly name to a row once (the run total is counted by the caller).
     fn note_uncounted(&mut self, i: usize, name: &str) {
-        if let Some(r) = self.rows.get_mut(i) {
+        if let Some(r) = self.rows.get_mut(i)
+            && !r.anomalies.iter().any(|a| a == name)
+        {
             r.anomalies.push(name.to_string());
         }
     }
@@ -1403,6 +1487,7 @@ fn facts_of(row: &Row, ex: &Exchange) -> RowFacts {
         stream_broken: row.stream_broken,
         stream_row_end: row.stream_row_end,
         body_error: row.body_error.clone(),
+        request_body_json: row.request_body_json,
     }
 }
 

@@ -186,7 +186,9 @@ fn call(id: u64, tool: &str) -> String {
 }
 
 fn ok_tool(id: u64) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"ok"}}]}}}}"#)
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"ok"}}]}}}}"#
+    )
 }
 
 fn only(rows: &[Exchange]) -> &Exchange {
@@ -238,13 +240,22 @@ fn response_before_request() {
 fn response_without_request_is_counted() {
     let mut r = Run::new();
     let mut g = r.conn();
-    r.request(&mut g, "GET", "/mcp", &[("mcp-session-id", "S1"), ("accept", "text/event-stream")], "");
+    r.request(
+        &mut g,
+        "GET",
+        "/mcp",
+        &[("mcp-session-id", "S1"), ("accept", "text/event-stream")],
+        "",
+    );
     r.sse_head(&g);
     r.event(&g, &ok_tool(99));
     let (rows, stats) = r.finish();
     assert_eq!(only(&rows).kind, "stream");
     assert_eq!(only(&rows).outcome, "STREAM_OPEN");
-    assert_eq!(stats.anomalies.get("mcp.response_without_request"), Some(&1));
+    assert_eq!(
+        stats.anomalies.get("mcp.response_without_request"),
+        Some(&1)
+    );
 }
 
 #[test]
@@ -254,7 +265,11 @@ fn duplicate_id() {
     let (mut a, mut b) = (r.conn(), r.conn());
     r.post(&mut a, &sid, &call(3, "one"));
     r.post(&mut b, &sid, &call(3, "two"));
-    r.json(&b, 200, &format!(r#"{{"jsonrpc":"2.0","id":3,"error":{{"code":-1,"message":"x"}}}}"#));
+    r.json(
+        &b,
+        200,
+        r#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"x"}}"#,
+    );
     r.json(&a, 200, &ok_tool(3));
     let (rows, stats) = r.finish();
     assert_eq!(rows.len(), 2);
@@ -272,16 +287,37 @@ fn id_reused_after_its_response() {
     // *open* requests; the second id 1 must not pair with the first (already answered).
     let mut r = Run::new();
     let mut g = r.conn();
-    r.request(&mut g, "GET", "/sse", &[("accept", "text/event-stream")], "");
+    r.request(
+        &mut g,
+        "GET",
+        "/sse",
+        &[("accept", "text/event-stream")],
+        "",
+    );
     r.sse_head(&g);
     r.body(&g, "event: endpoint\ndata: /messages?sessionId=abc\n\n");
     let mut c = r.conn();
-    r.request(&mut c, "POST", "/messages?sessionId=abc", &[], &call(1, "echo"));
+    r.request(
+        &mut c,
+        "POST",
+        "/messages?sessionId=abc",
+        &[],
+        &call(1, "echo"),
+    );
     r.respond(&c, 202, "text/plain", "Accepted");
     r.event(&g, &ok_tool(1));
-    r.request(&mut c, "POST", "/messages?sessionId=abc", &[], &call(1, "echo"));
+    r.request(
+        &mut c,
+        "POST",
+        "/messages?sessionId=abc",
+        &[],
+        &call(1, "echo"),
+    );
     r.respond(&c, 202, "text/plain", "Accepted");
-    r.event(&g, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"boom"}}"#);
+    r.event(
+        &g,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"boom"}}"#,
+    );
     let (rows, stats) = r.finish();
     let reqs: Vec<_> = rows.iter().filter(|e| e.kind == "request").collect();
     assert_eq!(reqs.len(), 2);
@@ -296,7 +332,10 @@ fn id_reused_after_its_response() {
     assert!(reqs[0].ts_response < reqs[1].ts_request.into());
     assert!(stats.anomalies.is_empty(), "{:?}", stats.anomalies);
     let stream = rows.iter().find(|e| e.kind == "stream").unwrap();
-    assert_eq!((stream.transport.as_str(), stream.sse_events), ("legacy_sse", 3));
+    assert_eq!(
+        (stream.transport.as_str(), stream.sse_events),
+        ("legacy_sse", 3)
+    );
     assert_eq!(stream.outcome, "STREAM_OPEN");
 }
 
@@ -307,7 +346,11 @@ fn id_reused_after_response_in_own_bodies() {
     r.post(&mut c, &[], &call(1, "echo"));
     r.json(&c, 200, &ok_tool(1));
     r.post(&mut c, &[], &call(1, "echo"));
-    r.json(&c, 200, r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#);
+    r.json(
+        &c,
+        200,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#,
+    );
     let (rows, stats) = r.finish();
     assert_eq!(rows[0].outcome, "TOOL_SUCCESS");
     assert_eq!(rows[1].outcome, "TOOL_ERROR");
@@ -319,11 +362,18 @@ fn id_reused_after_response_in_own_bodies() {
 fn notification() {
     let mut r = Run::new();
     let mut c = r.conn();
-    r.post(&mut c, &[], r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    r.post(
+        &mut c,
+        &[],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
     r.respond(&c, 202, "", "");
     let (rows, _) = r.finish();
     let e = only(&rows);
-    assert_eq!((e.kind.as_str(), e.outcome.as_str(), e.layer.as_str()), ("notification", "ACCEPTED", "protocol"));
+    assert_eq!(
+        (e.kind.as_str(), e.outcome.as_str(), e.layer.as_str()),
+        ("notification", "ACCEPTED", "protocol")
+    );
     assert_eq!(e.jsonrpc_id, None);
     assert_eq!(e.rpc_method.as_deref(), Some("notifications/initialized"));
     assert!(!e.final_response);
@@ -349,7 +399,14 @@ fn batch() {
     assert_eq!(rows.len(), 3);
     let got: Vec<_> = rows
         .iter()
-        .map(|e| (e.kind.as_str(), e.jsonrpc_id.as_deref(), e.outcome.as_str(), e.error_code))
+        .map(|e| {
+            (
+                e.kind.as_str(),
+                e.jsonrpc_id.as_deref(),
+                e.outcome.as_str(),
+                e.error_code,
+            )
+        })
         .collect();
     assert_eq!(
         got,
@@ -359,7 +416,10 @@ fn batch() {
             ("request", Some("2"), "JSONRPC_ERROR", Some(-32602)),
         ]
     );
-    assert_eq!(rows.iter().map(|e| e.exchange_id).collect::<Vec<_>>(), vec![1, 2, 3]);
+    assert_eq!(
+        rows.iter().map(|e| e.exchange_id).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
     assert!(rows.iter().all(|e| e.ts_request == rows[0].ts_request));
 }
 
@@ -370,7 +430,10 @@ fn error_response() {
         "application/json",
         r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params"}}"#,
     );
-    assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("JSONRPC_ERROR", "protocol"));
+    assert_eq!(
+        (e.outcome.as_str(), e.layer.as_str()),
+        ("JSONRPC_ERROR", "protocol")
+    );
     assert_eq!(e.error_code, Some(-32602));
     assert_eq!(e.error_message.as_deref(), Some("Invalid params"));
     assert!(e.final_response);
@@ -388,13 +451,22 @@ fn request_never_answered() {
     let (rows, _) = r.finish();
     assert_eq!(rows.len(), 2);
     for e in &rows {
-        assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("NO_RESPONSE", "transport"));
+        assert_eq!(
+            (e.outcome.as_str(), e.layer.as_str()),
+            ("NO_RESPONSE", "transport")
+        );
         assert_eq!(e.http_status, None);
         assert_eq!(e.ts_response, None);
         assert_eq!(e.stream_end, "none");
     }
-    assert_eq!(rows[0].error_message.as_deref(), Some("no HTTP response (rst)"));
-    assert_eq!(rows[1].error_message.as_deref(), Some("no HTTP response (capture_end)"));
+    assert_eq!(
+        rows[0].error_message.as_deref(),
+        Some("no HTTP response (rst)")
+    );
+    assert_eq!(
+        rows[1].error_message.as_deref(),
+        Some("no HTTP response (capture_end)")
+    );
 }
 
 #[test]
@@ -407,7 +479,10 @@ fn sse_stream_carrying_several_responses() {
     r.event(&c, &ok_tool(2));
     let t_second = r.t;
     r.body(&c, ": keepalive\n\n");
-    r.event(&c, r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#);
+    r.event(
+        &c,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#,
+    );
     let t_first = r.t;
     r.end(&c, BodyEnd::Complete);
     let (rows, _) = r.finish();
@@ -416,7 +491,10 @@ fn sse_stream_carrying_several_responses() {
     assert_eq!(rows[1].outcome, "TOOL_SUCCESS");
     assert_eq!(rows[0].ts_response, Some(t_first));
     assert_eq!(rows[1].ts_response, Some(t_second));
-    assert!(rows.iter().all(|e| e.sse_events == 3 && e.stream_end == "complete"));
+    assert!(
+        rows.iter()
+            .all(|e| e.sse_events == 3 && e.stream_end == "complete")
+    );
     assert_eq!(rows[0].content_type.as_deref(), Some("text/event-stream"));
 }
 
@@ -434,7 +512,10 @@ fn outcome_cancelled() {
     r.event(&c, &ok_tool(7)); // a late answer does not undo the cancellation
     r.end(&c, BodyEnd::Complete);
     let (rows, _) = r.finish();
-    assert_eq!((rows[0].outcome.as_str(), rows[0].layer.as_str()), ("CANCELLED", "protocol"));
+    assert_eq!(
+        (rows[0].outcome.as_str(), rows[0].layer.as_str()),
+        ("CANCELLED", "protocol")
+    );
     assert!(rows[0].final_response);
     assert_eq!(rows[1].outcome, "ACCEPTED");
 }
@@ -446,18 +527,28 @@ fn outcome_cancel_after_response_is_not_cancelled() {
     let mut c = r.conn();
     r.post(&mut c, &sid, &call(7, "x"));
     r.json(&c, 200, &ok_tool(7));
-    r.post(&mut c, &sid, r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#);
+    r.post(
+        &mut c,
+        &sid,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#,
+    );
     r.respond(&c, 202, "", "");
     let (rows, stats) = r.finish();
     assert_eq!(rows[0].outcome, "TOOL_SUCCESS");
     assert!(has_anomaly(&rows[1], "mcp.cancel_without_open_request"));
-    assert_eq!(stats.anomalies.get("mcp.cancel_without_open_request"), Some(&1));
+    assert_eq!(
+        stats.anomalies.get("mcp.cancel_without_open_request"),
+        Some(&1)
+    );
 }
 
 #[test]
 fn outcome_http_error_wins_over_body() {
     let e = tool_json(500, "application/json", &ok_tool(1));
-    assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("HTTP_ERROR", "transport"));
+    assert_eq!(
+        (e.outcome.as_str(), e.layer.as_str()),
+        ("HTTP_ERROR", "transport")
+    );
     assert_eq!(e.error_code, None);
     assert_eq!(e.http_status, Some(500));
     let e = tool_json(
@@ -465,7 +556,10 @@ fn outcome_http_error_wins_over_body() {
         "application/json",
         r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}"#,
     );
-    assert_eq!((e.outcome.as_str(), e.error_code), ("HTTP_ERROR", Some(-32001)));
+    assert_eq!(
+        (e.outcome.as_str(), e.error_code),
+        ("HTTP_ERROR", Some(-32001))
+    );
     assert_eq!(e.error_message.as_deref(), Some("Session not found"));
     assert!(!e.final_response);
     let e = tool_json(503, "", "");
@@ -476,7 +570,11 @@ fn outcome_http_error_wins_over_body() {
 fn outcome_accepted_with_body_is_an_anomaly() {
     let mut r = Run::new();
     let mut c = r.conn();
-    r.post(&mut c, &[], r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    r.post(
+        &mut c,
+        &[],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
     r.respond(&c, 202, "application/json", r#"{"ok":true}"#);
     let (rows, _) = r.finish();
     assert_eq!(rows[0].outcome, "ACCEPTED");
@@ -486,7 +584,10 @@ fn outcome_accepted_with_body_is_an_anomaly() {
 #[test]
 fn outcome_unexpected_response() {
     let e = tool_json(202, "", "");
-    assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("UNEXPECTED_RESPONSE", "protocol"));
+    assert_eq!(
+        (e.outcome.as_str(), e.layer.as_str()),
+        ("UNEXPECTED_RESPONSE", "protocol")
+    );
     let e = tool_json(200, "text/html", "<html>");
     assert_eq!(e.outcome, "UNEXPECTED_RESPONSE");
     assert_eq!(e.content_type.as_deref(), Some("text/html"));
@@ -495,7 +596,10 @@ fn outcome_unexpected_response() {
 #[test]
 fn outcome_malformed_json() {
     let e = tool_json(200, "application/json", r#"{"jsonrpc":"2.0","id":1,"res"#);
-    assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("MALFORMED_JSON", "protocol"));
+    assert_eq!(
+        (e.outcome.as_str(), e.layer.as_str()),
+        ("MALFORMED_JSON", "protocol")
+    );
     assert!(!e.final_response);
     let e = tool_json(200, "application/json", "");
     assert_eq!(e.outcome, "MALFORMED_JSON");
@@ -518,13 +622,26 @@ fn outcome_invalid_envelope() {
             r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]},"error":{"code":1,"message":"m"}}"#,
             "both result and error",
         ),
-        (r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#, "response id 2 does not match request id 1"),
-        (r#"{"jsonrpc":"1.0","id":1,"result":{"content":[]}}"#, "jsonrpc is not \"2.0\""),
+        (
+            r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#,
+            "response id 2 does not match request id 1",
+        ),
+        (
+            r#"{"jsonrpc":"1.0","id":1,"result":{"content":[]}}"#,
+            "jsonrpc is not \"2.0\"",
+        ),
         (r#"{"jsonrpc":"2.0","id":1}"#, "neither result nor error"),
-        (r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}"#, "bad error shape (code must be an integer, message a string)"),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}"#,
+            "bad error shape (code must be an integer, message a string)",
+        ),
     ] {
         let e = tool_json(200, "application/json", body);
-        assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("INVALID_ENVELOPE", "protocol"), "{body}");
+        assert_eq!(
+            (e.outcome.as_str(), e.layer.as_str()),
+            ("INVALID_ENVELOPE", "protocol"),
+            "{body}"
+        );
         assert_eq!(e.error_message.as_deref(), Some(why));
         assert!(e.final_response);
     }
@@ -532,16 +649,28 @@ fn outcome_invalid_envelope() {
 
 #[test]
 fn outcome_stream_incomplete_for_every_end() {
-    for end in [BodyEnd::Fin, BodyEnd::Rst, BodyEnd::Gap, BodyEnd::CaptureEnd, BodyEnd::Complete] {
+    for end in [
+        BodyEnd::Fin,
+        BodyEnd::Rst,
+        BodyEnd::Gap,
+        BodyEnd::CaptureEnd,
+        BodyEnd::Complete,
+    ] {
         let mut r = Run::new();
         let mut c = r.conn();
         r.post(&mut c, &[], &call(1, "x"));
         r.sse_head(&c);
-        r.event(&c, r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#);
+        r.event(
+            &c,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+        );
         r.end(&c, end);
         let (rows, _) = r.finish();
         let e = only(&rows);
-        assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("STREAM_INCOMPLETE", "protocol"));
+        assert_eq!(
+            (e.outcome.as_str(), e.layer.as_str()),
+            ("STREAM_INCOMPLETE", "protocol")
+        );
         assert_eq!(e.stream_end, end.name());
         assert!(!e.final_response);
         assert_eq!(e.sse_events, 1);
@@ -558,7 +687,17 @@ fn outcome_stream_incomplete_then_resumed() {
     r.body(&c, "id: ev-1\nretry: 500\ndata: \n\n");
     r.end(&c, BodyEnd::Fin);
     let mut g = r.conn();
-    r.request(&mut g, "GET", "/mcp", &[("mcp-session-id", "S"), ("accept", "text/event-stream"), ("last-event-id", "ev-1")], "");
+    r.request(
+        &mut g,
+        "GET",
+        "/mcp",
+        &[
+            ("mcp-session-id", "S"),
+            ("accept", "text/event-stream"),
+            ("last-event-id", "ev-1"),
+        ],
+        "",
+    );
     r.sse_head(&g);
     r.body(&g, &format!("id: ev-2\ndata: {}\n\n", ok_tool(4)));
     let t_answer = r.t;
@@ -573,7 +712,7 @@ fn outcome_stream_incomplete_then_resumed() {
     assert_eq!(get.kind, "stream");
     assert_eq!(get.inference.last_event_id.as_deref(), Some("ev-1"));
     assert_eq!(get.inference.resumes, Some(post.exchange_id));
-    assert_eq!(get.outcome, "RPC_SUCCESS");
+    assert_eq!(get.outcome, "ACCEPTED");
 }
 
 #[test]
@@ -582,10 +721,16 @@ fn outcome_jsonrpc_error_on_sse() {
     let mut c = r.conn();
     r.post(&mut c, &[], &call(1, "x"));
     r.sse_head(&c);
-    r.event(&c, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"nope"}}"#);
+    r.event(
+        &c,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"nope"}}"#,
+    );
     r.end(&c, BodyEnd::Complete);
     let (rows, _) = r.finish();
-    assert_eq!((rows[0].outcome.as_str(), rows[0].error_code), ("JSONRPC_ERROR", Some(-32000)));
+    assert_eq!(
+        (rows[0].outcome.as_str(), rows[0].error_code),
+        ("JSONRPC_ERROR", Some(-32000))
+    );
 }
 
 #[test]
@@ -595,20 +740,44 @@ fn outcome_input_required_and_task() {
         "application/json",
         r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"s"}}"#,
     );
-    assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("INPUT_REQUIRED", "interaction"));
+    assert_eq!(
+        (e.outcome.as_str(), e.layer.as_str()),
+        ("INPUT_REQUIRED", "interaction")
+    );
     assert_eq!(e.result_type.as_deref(), Some("input_required"));
-    let e = tool_json(200, "application/json", r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"t"}}"#);
-    assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("TASK_CREATED", "interaction"));
+    let e = tool_json(
+        200,
+        "application/json",
+        r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"t"}}"#,
+    );
+    assert_eq!(
+        (e.outcome.as_str(), e.layer.as_str()),
+        ("TASK_CREATED", "interaction")
+    );
 }
 
 #[test]
 fn outcome_tool_results() {
-    let e = tool_json(200, "application/json", r#"{"jsonrpc":"2.0","id":1,"result":{"content":"not-an-array"}}"#);
-    assert_eq!((e.outcome.as_str(), e.layer.as_str()), ("INVALID_TOOL_RESULT", "application"));
-    let e = tool_json(200, "application/json", r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#);
+    let e = tool_json(
+        200,
+        "application/json",
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":"not-an-array"}}"#,
+    );
+    assert_eq!(
+        (e.outcome.as_str(), e.layer.as_str()),
+        ("INVALID_TOOL_RESULT", "application")
+    );
+    let e = tool_json(
+        200,
+        "application/json",
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#,
+    );
     assert_eq!((e.outcome.as_str(), e.is_error), ("TOOL_ERROR", Some(true)));
     let e = tool_json(200, "application/json", &ok_tool(1));
-    assert_eq!((e.outcome.as_str(), e.result_type.as_deref()), ("TOOL_SUCCESS", None));
+    assert_eq!(
+        (e.outcome.as_str(), e.result_type.as_deref()),
+        ("TOOL_SUCCESS", None)
+    );
     assert_eq!(e.tool_name.as_deref(), Some("echo"));
     assert_eq!(e.rpc_method.as_deref(), Some("tools/call"));
 }
@@ -617,14 +786,34 @@ fn outcome_tool_results() {
 fn outcome_rpc_success_and_stream_open() {
     let mut r = Run::new();
     let mut c = r.conn();
-    r.post(&mut c, &[], r#"{"jsonrpc":"2.0","id":"a","method":"resources/read","params":{"uri":"x"}}"#);
-    r.json(&c, 200, r#"{"jsonrpc":"2.0","id":"a","result":{"contents":[]}}"#);
+    r.post(
+        &mut c,
+        &[],
+        r#"{"jsonrpc":"2.0","id":"a","method":"resources/read","params":{"uri":"x"}}"#,
+    );
+    r.json(
+        &c,
+        200,
+        r#"{"jsonrpc":"2.0","id":"a","result":{"contents":[]}}"#,
+    );
     let mut g = r.conn();
-    r.request(&mut g, "GET", "/mcp", &[("accept", "text/event-stream")], "");
+    r.request(
+        &mut g,
+        "GET",
+        "/mcp",
+        &[("accept", "text/event-stream")],
+        "",
+    );
     r.sse_head(&g);
     let (rows, _) = r.finish();
-    assert_eq!((rows[0].outcome.as_str(), rows[0].jsonrpc_id.as_deref()), ("RPC_SUCCESS", Some("\"a\"")));
-    assert_eq!((rows[1].kind.as_str(), rows[1].outcome.as_str()), ("stream", "STREAM_OPEN"));
+    assert_eq!(
+        (rows[0].outcome.as_str(), rows[0].jsonrpc_id.as_deref()),
+        ("RPC_SUCCESS", Some("\"a\""))
+    );
+    assert_eq!(
+        (rows[1].kind.as_str(), rows[1].outcome.as_str()),
+        ("stream", "STREAM_OPEN")
+    );
     assert_eq!(rows[1].stream_end, "capture_end");
 }
 
@@ -634,13 +823,25 @@ fn get_405_is_http_error_stream_row() {
     let mut c = r.conn();
     r.post(&mut c, &[], &call(1, "x"));
     r.json(&c, 200, &ok_tool(1));
-    r.request(&mut c, "GET", "/mcp", &[("accept", "text/event-stream")], "");
+    r.request(
+        &mut c,
+        "GET",
+        "/mcp",
+        &[("accept", "text/event-stream")],
+        "",
+    );
     r.respond(&c, 405, "", "");
     r.request(&mut c, "DELETE", "/mcp", &[("mcp-session-id", "S")], "");
     r.respond(&c, 200, "", "");
     let (rows, _) = r.finish();
-    assert_eq!((rows[1].kind.as_str(), rows[1].outcome.as_str()), ("stream", "HTTP_ERROR"));
-    assert_eq!((rows[2].kind.as_str(), rows[2].outcome.as_str()), ("session_end", "ACCEPTED"));
+    assert_eq!(
+        (rows[1].kind.as_str(), rows[1].outcome.as_str()),
+        ("stream", "HTTP_ERROR")
+    );
+    assert_eq!(
+        (rows[2].kind.as_str(), rows[2].outcome.as_str()),
+        ("session_end", "ACCEPTED")
+    );
 }
 
 // ---- detection, sessions, server requests ----------------------------------
@@ -653,18 +854,31 @@ fn non_mcp_http_is_ignored_but_non_jsonrpc_to_mcp_endpoint_is_a_row() {
     r.respond(&c, 200, "text/html", "<html>");
     r.request(&mut c, "POST", "/api", &[], r#"{"a":1}"#);
     r.json(&c, 200, "{}");
-    r.request(&mut c, "GET", "/events", &[("accept", "text/event-stream")], "");
+    r.request(
+        &mut c,
+        "GET",
+        "/events",
+        &[("accept", "text/event-stream")],
+        "",
+    );
     r.sse_head(&c);
     r.body(&c, "data: tick\n\n");
     r.end(&c, BodyEnd::Complete);
     r.post(&mut c, &[], &call(1, "x"));
     r.json(&c, 200, &ok_tool(1));
     r.post(&mut c, &[], "hello");
-    r.json(&c, 400, r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#);
+    r.json(
+        &c,
+        400,
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
+    );
     let (rows, stats) = r.finish();
     assert_eq!(rows.len(), 2, "{rows:#?}");
     assert_eq!(rows[1].kind, "http");
-    assert_eq!((rows[1].outcome.as_str(), rows[1].error_code), ("HTTP_ERROR", Some(-32700)));
+    assert_eq!(
+        (rows[1].outcome.as_str(), rows[1].error_code),
+        ("HTTP_ERROR", Some(-32700))
+    );
     assert_eq!(stats.anomalies.get("mcp.request_not_jsonrpc"), Some(&1));
 }
 
@@ -677,18 +891,32 @@ fn session_joins_through_initialize_response_header() {
         &[("user-agent", "node")],
         r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","clientInfo":{"name":"cli","version":"1.2"},"capabilities":{}}}"#,
     );
-    r.head(&c, 200, &[("content-type", "text/event-stream"), ("mcp-session-id", "abc")]);
+    r.head(
+        &c,
+        200,
+        &[
+            ("content-type", "text/event-stream"),
+            ("mcp-session-id", "abc"),
+        ],
+    );
     r.event(&c, r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#);
     r.end(&c, BodyEnd::Complete);
     let mut d = r.conn();
-    r.post(&mut d, &[("mcp-session-id", "abc"), ("user-agent", "node")], &call(1, "x"));
+    r.post(
+        &mut d,
+        &[("mcp-session-id", "abc"), ("user-agent", "node")],
+        &call(1, "x"),
+    );
     r.json(&d, 200, &ok_tool(1));
     let (rows, _) = r.finish();
     for e in &rows {
         assert_eq!(e.session_key, "sid:abc");
         assert_eq!(e.session_id.as_deref(), Some("abc"));
         assert_eq!(e.protocol_version.as_deref(), Some("2025-03-26"));
-        assert_eq!((e.client_name.as_deref(), e.client_version.as_deref()), (Some("cli"), Some("1.2")));
+        assert_eq!(
+            (e.client_name.as_deref(), e.client_version.as_deref()),
+            (Some("cli"), Some("1.2"))
+        );
         assert_eq!(e.user_agent.as_deref(), Some("node"));
         assert_eq!(e.transport, "streamable_http");
     }
@@ -704,19 +932,45 @@ fn derived_sessions_for_stateless_clients() {
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"t","_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{{"name":"py","version":"2"}},"progressToken":9}}}}}}"#
         )
     };
-    r.post(&mut c, &[("user-agent", "python-httpx2/2.16.2")], r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#);
-    r.json(&c, 200, r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}"#);
+    r.post(
+        &mut c,
+        &[("user-agent", "python-httpx2/2.16.2")],
+        r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#,
+    );
+    r.json(
+        &c,
+        200,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}"#,
+    );
     r.post(&mut c, &[("user-agent", "python-httpx2/2.16.2")], &meta(2));
     r.json(&c, 200, &ok_tool(2));
-    r.post(&mut c, &[("user-agent", "python-httpx2/2.16.2")], r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#);
-    r.json(&c, 200, r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}"#);
+    r.post(
+        &mut c,
+        &[("user-agent", "python-httpx2/2.16.2")],
+        r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#,
+    );
+    r.json(
+        &c,
+        200,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}"#,
+    );
     let (rows, _) = r.finish();
-    assert!(rows[0].session_key.starts_with("derived:10.0.0.1>10.0.0.2:8080/mcp:"));
+    assert!(
+        rows[0]
+            .session_key
+            .starts_with("derived:10.0.0.1>10.0.0.2:8080/mcp:")
+    );
     assert_eq!(rows[0].session_key, rows[1].session_key);
-    assert_ne!(rows[1].session_key, rows[2].session_key, "server/discover starts a session");
+    assert_ne!(
+        rows[1].session_key, rows[2].session_key,
+        "server/discover starts a session"
+    );
     assert_eq!(rows[1].protocol_version.as_deref(), Some("2026-07-28"));
     assert_eq!(rows[1].client_name.as_deref(), Some("py"));
-    assert_eq!(rows[1].inference.params_canonical.as_deref(), Some(r#"{"name":"t"}"#));
+    assert_eq!(
+        rows[1].inference.params_canonical.as_deref(),
+        Some(r#"{"name":"t"}"#)
+    );
     assert_eq!(rows[1].inference.endpoint, "10.0.0.2:8080/mcp");
     assert_eq!(rows[0].session_id, None);
 }
@@ -728,7 +982,10 @@ fn server_request_pairs_with_client_posted_response() {
     let mut c = r.conn();
     r.post(&mut c, &sid, &call(1, "needs_llm"));
     r.sse_head(&c);
-    r.event(&c, r#"{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{}}"#);
+    r.event(
+        &c,
+        r#"{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{}}"#,
+    );
     let mut d = r.conn();
     r.post(&mut d, &sid, r#"{"jsonrpc":"2.0","id":0,"result":{"role":"assistant","content":{"type":"text","text":"hi"}}}"#);
     r.respond(&d, 202, "", "");
@@ -741,11 +998,17 @@ fn server_request_pairs_with_client_posted_response() {
     assert_eq!(rows[0].outcome, "TOOL_SUCCESS");
     assert_eq!(rows[0].sse_events, 2);
     let resp = &rows[1];
-    assert_eq!((resp.kind.as_str(), resp.outcome.as_str()), ("response", "ACCEPTED"));
+    assert_eq!(
+        (resp.kind.as_str(), resp.outcome.as_str()),
+        ("response", "ACCEPTED")
+    );
     assert_eq!(resp.rpc_method.as_deref(), Some("sampling/createMessage"));
     assert_eq!(resp.jsonrpc_id.as_deref(), Some("0"));
     assert!(has_anomaly(&rows[2], "mcp.response_without_request"));
-    assert_eq!(stats.anomalies.get("mcp.response_without_request"), Some(&1));
+    assert_eq!(
+        stats.anomalies.get("mcp.response_without_request"),
+        Some(&1)
+    );
 }
 
 #[test]
@@ -760,14 +1023,25 @@ fn inference_inputs_filled() {
     r.json(&c, 200, &ok_tool(3));
     let (rows, _) = r.finish();
     let i = &rows[0].inference;
-    assert_eq!(i.params_canonical.as_deref(), Some(r#"{"arguments":{"a":1,"b":2},"name":"t"}"#));
+    assert_eq!(
+        i.params_canonical.as_deref(),
+        Some(r#"{"arguments":{"a":1,"b":2},"name":"t"}"#)
+    );
     assert!(i.has_mrtr_fields);
-    assert!(i.body_canonical.as_deref().unwrap().starts_with(r#"{"id":3,"jsonrpc":"2.0","method":"tools/call""#));
+    assert!(
+        i.body_canonical
+            .as_deref()
+            .unwrap()
+            .starts_with(r#"{"id":3,"jsonrpc":"2.0","method":"tools/call""#)
+    );
     assert!(i.auth_hash.is_some());
     assert_eq!(i.ts_request_end, rows[0].ts_request + 10);
     assert_eq!(rows[0].request_bytes as usize, r#"{"params":{"name":"t","arguments":{"b":2,"a":1},"inputResponses":{"k":{}},"requestState":"s"},"jsonrpc":"2.0","id":3,"method":"tools/call"}"#.len());
     assert_eq!(rows[0].response_bytes, 42);
-    assert_eq!((rows[0].attempt, rows[0].retry_origin.as_str()), (1, "none"));
+    assert_eq!(
+        (rows[0].attempt, rows[0].retry_origin.as_str()),
+        (1, "none")
+    );
     let lat = rows[0].latency_ms.unwrap();
     assert!(lat > 0.0 && lat < 10.0, "{lat}");
 }
@@ -798,4 +1072,187 @@ fn garbage_sse_and_bodies_never_panic() {
     let (rows, stats) = r.finish();
     assert_eq!(rows[0].outcome, "MALFORMED_JSON");
     assert!(stats.anomalies.contains_key("rpc.sse_unterminated_event"));
+}
+
+#[test]
+fn legacy_stream_delivered_before_its_posts() {
+    // HAR order: the whole GET /sse entry (ending later) comes before the POST entries.
+    let mut r = Run::new();
+    let mut g = r.conn();
+    r.request(
+        &mut g,
+        "GET",
+        "/sse",
+        &[("accept", "text/event-stream")],
+        "",
+    );
+    r.head(&g, 200, &[("content-type", "text/event-stream")]);
+    let later = r.t + 60_000_000;
+    r.a.push(
+        HttpEvent::ResponseBody {
+            xref: Run::xref(&g),
+            ts_us: later,
+            data: format!(
+                "event: endpoint\ndata: /messages/?session_id=ff\n\nevent: message\ndata: {}\n\n",
+                ok_tool(1)
+            )
+            .into_bytes(),
+        },
+        &mut r.stats,
+    );
+    r.end(&g, BodyEnd::Complete);
+    let mut c = r.conn();
+    r.request(
+        &mut c,
+        "POST",
+        "/messages/?session_id=ff",
+        &[],
+        &call(1, "x"),
+    );
+    r.respond(&c, 202, "text/plain", "Accepted");
+    let (rows, stats) = r.finish();
+    let post = rows.iter().find(|e| e.kind == "request").unwrap();
+    assert_eq!(post.outcome, "TOOL_SUCCESS");
+    assert_eq!(post.ts_response, Some(later));
+    assert!(has_anomaly(post, "mcp.response_before_request"));
+    assert_eq!(stats.anomalies.get("mcp.response_without_request"), None);
+}
+
+#[test]
+fn old_orphan_does_not_pair_with_a_much_later_request() {
+    let mut r = Run::new();
+    let sid = [("mcp-session-id", "S"), ("accept", "text/event-stream")];
+    let mut g = r.conn();
+    r.request(&mut g, "GET", "/mcp", &sid, "");
+    r.sse_head(&g);
+    r.event(&g, &ok_tool(1));
+    r.t += 10_000_000;
+    let mut c = r.conn();
+    r.post(&mut c, &sid, &call(1, "x"));
+    r.sse_head(&c);
+    r.end(&c, BodyEnd::Fin);
+    let (rows, stats) = r.finish();
+    let post = rows.iter().find(|e| e.kind == "request").unwrap();
+    assert_eq!(post.outcome, "STREAM_INCOMPLETE");
+    assert_eq!(
+        stats.anomalies.get("mcp.response_without_request"),
+        Some(&1)
+    );
+}
+
+#[test]
+fn cors_preflight_before_first_post_is_a_row() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.request(
+        &mut c,
+        "OPTIONS",
+        "/mcp",
+        &[("access-control-request-method", "POST")],
+        "",
+    );
+    r.respond(&c, 204, "", "");
+    r.request(&mut c, "OPTIONS", "/not-mcp", &[], "");
+    r.respond(&c, 204, "", "");
+    r.post(&mut c, &[], &call(1, "x"));
+    r.json(&c, 200, &ok_tool(1));
+    r.post(&mut c, &[], r#"{"hello":1}"#);
+    r.json(&c, 200, "{}");
+    let (rows, _) = r.finish();
+    let got: Vec<_> = rows
+        .iter()
+        .map(|e| {
+            (
+                e.http_method.as_str(),
+                e.path.as_str(),
+                e.kind.as_str(),
+                e.outcome.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("OPTIONS", "/mcp", "http", "ACCEPTED"),
+            ("POST", "/mcp", "request", "TOOL_SUCCESS"),
+            ("POST", "/mcp", "http", "INVALID_ENVELOPE"),
+        ]
+    );
+    assert_eq!(rows[0].session_key, rows[1].session_key);
+}
+
+proptest::proptest! {
+    /// Random event sequences (bodies from MCP-ish fragments, events in any
+    /// order, some for unknown exchanges) never panic, and the rows are
+    /// numbered 1..n in request order.
+    #[test]
+    fn random_event_sequences_never_panic(
+        steps in proptest::collection::vec((0u8..7, 0u32..4, 0usize..12, 0usize..12), 0..60)
+    ) {
+        const BODIES: [&str; 12] = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#,
+            r#"[{"jsonrpc":"2.0","id":2,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"a"}]"#,
+            "event: endpoint\ndata: /m?sessionId=s\n\n",
+            "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+            "id: e1\ndata: {\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"sampling/createMessage\"}\n\n",
+            "data: not json\r\n\r\n",
+            "{",
+            "",
+            "[]",
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}"#,
+        ];
+        const HEADERS: [&[(&str, &str)]; 4] = [
+            &[],
+            &[("mcp-session-id", "S"), ("accept", "text/event-stream")],
+            &[("accept", "text/event-stream"), ("last-event-id", "e1")],
+            &[("content-type", "text/event-stream")],
+        ];
+        let mut r = Run::new();
+        let mut conns = [r.conn(), r.conn(), r.conn(), r.conn()];
+        let mut requests = 0usize;
+        for (op, ci, a, b) in steps {
+            let c = &mut conns[ci as usize];
+            match op {
+                0 => { r.post(c, HEADERS[b % 4], BODIES[a]); requests += 1; }
+                1 => { r.request(c, "GET", if a % 2 == 0 { "/mcp" } else { "/sse" }, HEADERS[b % 4], ""); requests += 1; }
+                2 => { let c = c.clone(); r.head(&c, [200, 202, 404, 500][a % 4], HEADERS[b % 4]); }
+                3 => { let c = c.clone(); r.body(&c, BODIES[a]); }
+                4 => { let c = c.clone(); r.end(&c, [BodyEnd::Complete, BodyEnd::Fin, BodyEnd::Rst, BodyEnd::Gap][a % 4]); }
+                5 => { let c = c.clone(); r.no_response(&c, BodyEnd::Rst); }
+                _ => { r.request(c, "DELETE", "/mcp", HEADERS[1], ""); requests += 1; }
+            }
+        }
+        let (rows, _) = r.finish();
+        proptest::prop_assert!(rows.len() <= requests * 2);
+        for (n, e) in rows.iter().enumerate() {
+            proptest::prop_assert_eq!(e.exchange_id, n as u64 + 1);
+            proptest::prop_assert!(!e.outcome.is_empty() && !e.layer.is_empty());
+            proptest::prop_assert!(!e.session_key.is_empty());
+        }
+    }
+}
+
+/// Rough throughput measurement (run with `--ignored --nocapture`).
+#[test]
+#[ignore]
+fn throughput_100k_exchanges() {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    let n = 100_000u64;
+    let start = std::time::Instant::now();
+    for id in 0..n {
+        r.post(&mut c, &[("mcp-session-id", "S")], &call(id, "echo"));
+        r.sse_head(&c);
+        r.event(&c, &ok_tool(id));
+        r.end(&c, BodyEnd::Complete);
+    }
+    let (rows, _) = r.finish();
+    let el = start.elapsed();
+    assert_eq!(rows.len() as u64, n);
+    eprintln!(
+        "{n} SSE exchanges in {el:?} ({:.0}/s)",
+        n as f64 / el.as_secs_f64()
+    );
 }

@@ -11,7 +11,10 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Final {
     Result(Value),
-    Error { code: i64, message: String },
+    Error {
+        code: i64,
+        message: String,
+    },
     /// Not a valid envelope (reason), though it answered this request.
     Invalid(String),
 }
@@ -65,6 +68,9 @@ pub(crate) struct RowFacts {
     pub stream_row_end: Option<BodyEnd>,
     /// JSON-RPC error found in the body of an HTTP error (or of an `http` row).
     pub body_error: Option<(i64, String)>,
+    /// `http` rows: `Some(true)` when the request body is JSON (but not JSON-RPC),
+    /// `Some(false)` when it is not JSON; `None` for requests without a JSON-RPC role (GET, OPTIONS...).
+    pub request_body_json: Option<bool>,
 }
 
 /// Classifier output: the columns it decides.
@@ -142,19 +148,22 @@ pub(crate) fn classify(f: &RowFacts) -> Verdict {
     match f.kind {
         // 4. ACCEPTED.
         Kind::Notification | Kind::Response | Kind::SessionEnd => return verdict("ACCEPTED"),
+        // Any other request to an MCP endpoint (the reading of samples/generator/truth.py):
+        // a POST whose body is not JSON / not JSON-RPC fails at the protocol layer even
+        // when the server said 2xx; other methods (OPTIONS preflight, plain GET) are ACCEPTED.
         Kind::Http => {
-            return match &f.body_error {
-                Some((code, msg)) => {
-                    let mut v = verdict("JSONRPC_ERROR");
-                    v.error_code = Some(*code);
-                    v.error_message = Some(msg.clone());
-                    v
-                }
-                None => with_msg(
-                    verdict("UNEXPECTED_RESPONSE"),
-                    "request to an MCP endpoint is not JSON-RPC",
+            let mut v = match f.request_body_json {
+                None => verdict("ACCEPTED"),
+                Some(false) => with_msg(verdict("MALFORMED_JSON"), "request body is not JSON"),
+                Some(true) => with_msg(
+                    verdict("INVALID_ENVELOPE"),
+                    "request body is not a JSON-RPC message",
                 ),
             };
+            if let Some((code, _)) = &f.body_error {
+                v.error_code = Some(*code);
+            }
+            return v;
         }
         Kind::Stream => return classify_stream(f),
         Kind::Request => {}
@@ -168,7 +177,10 @@ pub(crate) fn classify(f: &RowFacts) -> Verdict {
         if !is_json_media(media) && media != Some("text/event-stream") {
             return with_msg(
                 verdict("UNEXPECTED_RESPONSE"),
-                format!("media type {} is neither JSON nor SSE", media.unwrap_or("(none)")),
+                format!(
+                    "media type {} is neither JSON nor SSE",
+                    media.unwrap_or("(none)")
+                ),
             );
         }
     }
@@ -209,13 +221,12 @@ fn classify_stream(f: &RowFacts) -> Verdict {
     }
     match f.stream_row_end {
         None | Some(BodyEnd::CaptureEnd) => verdict("STREAM_OPEN"),
-        // Cut by the network: the stream did not end normally.
-        Some(end @ (BodyEnd::Rst | BodyEnd::Gap)) => with_msg(
-            verdict("STREAM_INCOMPLETE"),
-            format!("stream ended ({})", end.name()),
-        ),
-        // The server closed the stream normally (e.g. after replaying a resumed response).
-        Some(BodyEnd::Complete | BodyEnd::Fin) => verdict("RPC_SUCCESS"),
+        // Events were lost in a gap of the capture.
+        Some(BodyEnd::Gap) => with_msg(verdict("STREAM_INCOMPLETE"), "stream ended (gap)"),
+        // Closed before the end of the capture (by either side, e.g. after replaying a
+        // resumed response or at client exit): no JSON-RPC answer is expected on a GET
+        // stream, so a 2xx that opened it is ACCEPTED (samples/README.md reads it so too).
+        Some(BodyEnd::Complete | BodyEnd::Fin | BodyEnd::Rst) => verdict("ACCEPTED"),
     }
 }
 
@@ -272,7 +283,10 @@ fn tool_result_problem(result: &Value, unknown_rt: bool) -> Option<String> {
     if unknown_rt {
         return Some(format!(
             "unknown resultType {}",
-            result.get("resultType").map(Value::to_string).unwrap_or_default()
+            result
+                .get("resultType")
+                .map(Value::to_string)
+                .unwrap_or_default()
         ));
     }
     let Some(content) = result.get("content") else {
@@ -308,13 +322,16 @@ mod tests {
             reason: "OK".into(),
             media: Some("application/json".into()),
             no_response: None,
-            final_msg: Some(Final::Result(json!({"content":[{"type":"text","text":"x"}]}))),
+            final_msg: Some(Final::Result(
+                json!({"content":[{"type":"text","text":"x"}]}),
+            )),
             final_ts: Some(10),
             cancel_ts: None,
             malformed: None,
             stream_broken: None,
             stream_row_end: None,
             body_error: None,
+            request_body_json: None,
         }
     }
 
@@ -328,7 +345,10 @@ mod tests {
         assert_eq!(outcome(&f), "TOOL_SUCCESS");
         f.final_msg = Some(Final::Result(json!({"content":[],"isError":true})));
         let v = classify(&f);
-        assert_eq!((v.outcome, v.layer, v.is_error), ("TOOL_ERROR", "application", Some(true)));
+        assert_eq!(
+            (v.outcome, v.layer, v.is_error),
+            ("TOOL_ERROR", "application", Some(true))
+        );
         f.final_msg = Some(Final::Result(json!({"content":"not-an-array"})));
         assert_eq!(outcome(&f), "INVALID_TOOL_RESULT");
         f.final_msg = Some(Final::Result(json!({"content":[],"isError":"yes"})));
@@ -337,8 +357,13 @@ mod tests {
         assert_eq!(outcome(&f), "INVALID_TOOL_RESULT");
         f.final_msg = Some(Final::Result(json!({"content":[],"resultType":"complete"})));
         let v = classify(&f);
-        assert_eq!((v.outcome, v.result_type.as_deref()), ("TOOL_SUCCESS", Some("complete")));
-        f.final_msg = Some(Final::Result(json!({"resultType":"input_required","requestState":"s"})));
+        assert_eq!(
+            (v.outcome, v.result_type.as_deref()),
+            ("TOOL_SUCCESS", Some("complete"))
+        );
+        f.final_msg = Some(Final::Result(
+            json!({"resultType":"input_required","requestState":"s"}),
+        ));
         assert_eq!(classify(&f).layer, "interaction");
         assert_eq!(outcome(&f), "INPUT_REQUIRED");
         f.final_msg = Some(Final::Result(json!({"resultType":"task","taskId":"t"})));
@@ -351,7 +376,11 @@ mod tests {
         f.cancel_ts = Some(5);
         assert_eq!(outcome(&f), "CANCELLED");
         f.cancel_ts = Some(11);
-        assert_eq!(outcome(&f), "TOOL_SUCCESS", "cancel after the final response");
+        assert_eq!(
+            outcome(&f),
+            "TOOL_SUCCESS",
+            "cancel after the final response"
+        );
         f.cancel_ts = None;
         f.status = Some(500);
         assert_eq!(outcome(&f), "HTTP_ERROR");
@@ -373,7 +402,10 @@ mod tests {
         assert_eq!(outcome(&f), "MALFORMED_JSON");
         f.final_msg = Some(Final::Invalid("both result and error".into()));
         assert_eq!(outcome(&f), "INVALID_ENVELOPE");
-        f.final_msg = Some(Final::Error { code: -32602, message: "Invalid params".into() });
+        f.final_msg = Some(Final::Error {
+            code: -32602,
+            message: "Invalid params".into(),
+        });
         let v = classify(&f);
         assert_eq!((v.outcome, v.error_code), ("JSONRPC_ERROR", Some(-32602)));
         f.no_response = Some(BodyEnd::Rst);
@@ -391,10 +423,19 @@ mod tests {
         f.media = Some("text/event-stream".into());
         f.stream_row_end = Some(BodyEnd::CaptureEnd);
         assert_eq!(outcome(&f), "STREAM_OPEN");
-        f.stream_row_end = Some(BodyEnd::Rst);
+        f.stream_row_end = Some(BodyEnd::Gap);
         assert_eq!(outcome(&f), "STREAM_INCOMPLETE");
+        f.stream_row_end = Some(BodyEnd::Fin);
+        assert_eq!(outcome(&f), "ACCEPTED");
         f.status = Some(405);
         assert_eq!(outcome(&f), "HTTP_ERROR");
+        f.kind = Kind::Http;
+        f.status = Some(204);
+        assert_eq!(outcome(&f), "ACCEPTED");
+        f.request_body_json = Some(false);
+        assert_eq!(outcome(&f), "MALFORMED_JSON");
+        f.request_body_json = Some(true);
+        assert_eq!(outcome(&f), "INVALID_ENVELOPE");
         f.kind = Kind::Request;
         f.rpc_method = Some("tools/list".into());
         f.status = Some(200);

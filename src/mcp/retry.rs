@@ -6,14 +6,17 @@
 //!
 //! A `request` row that is not lifecycle/discovery is compared with the latest earlier
 //! equivalent request (same client host, endpoint, method and canonical params) sent within
-//! the repeat window; rules 1-4 decide, in order. When the candidate's own session holds such a
-//! request, the latest of that session is taken instead of a later one from another session:
-//! concurrent clients on one host interleave their calls, and comparing across them would call a
-//! client's application retry "not a repeat" (another worker's call 0.5 s earlier) or its next
-//! ordinary call "manual" (another worker's call seconds earlier). Rule 5 links a `stream` GET carrying
+//! the repeat window; rules 1-4 decide, in order. Rule 5 links a `stream` GET carrying
 //! `Last-Event-ID` to the exchange whose stream it resumes. Evidence names the rule and the
 //! facts a person can check in the capture. Never panics; memory is bounded by
 //! [`MAX_INDEXED_REQUESTS`].
+//!
+//! "Latest earlier" prefers the candidate's own session: when that session holds an equivalent
+//! request, its latest one is taken even if another session sent one later. Concurrent clients
+//! on one host interleave their calls; comparing across them would call a client's application
+//! retry "not a repeat" (another worker's call 0.5 s before) and its next ordinary call "manual"
+//! (another worker's call seconds before). Without one in its own session, the latest from the
+//! same client host is taken, as the schema says.
 //!
 //! Why id equality is not enough: in 2026-07-28 an id may be reused once its request was
 //! answered (mcp-wire.md 3.1), and a re-run TS client restarts its ids at 0 (mcp-wire.md 10b).
@@ -42,7 +45,7 @@ use std::collections::HashMap;
 
 /// Most requests held in the repeat index at once (live ones within the repeat window plus
 /// superseded ones not yet expired). Beyond it a request is not indexed, so a later repeat of
-/// it is not linked, and `mcp.retry_index_full` is counted. 1M entries is about 40 MB.
+/// it is not linked, and `mcp.retry_index_full` is counted. 1M entries take about 100 MB.
 pub const MAX_INDEXED_REQUESTS: usize = 1_000_000;
 
 /// Longest User-Agent or `Last-Event-ID` quoted in `retry_evidence` (in chars), so one
@@ -178,6 +181,10 @@ fn session_facts(rows: &[Exchange]) -> HashMap<String, SessionFacts> {
             f.starts.push((row.ts_request, row.exchange_id));
         }
     }
+    for f in facts.values_mut() {
+        // Already in time order when rows are sorted; rule 4 binary-searches them.
+        f.starts.sort_unstable();
+    }
     facts
 }
 
@@ -204,11 +211,11 @@ fn infer_with_limit(rows: &mut [Exchange], cfg: &InferenceConfig, limit: usize) 
         now_us = now_us.max(row.ts_request);
         recent.expire(now_us.saturating_sub(window_us));
 
-        let candidate = is_candidate(row);
-        let hash = equivalence_hash(row);
-        let link = if candidate {
+        // Rules 1-4 only for candidates, which are then indexed for later ones.
+        let call = is_candidate(row).then(|| equivalence_hash(row));
+        let link = if let Some(call) = call {
             recent
-                .latest(earlier, hash, row)
+                .latest(earlier, call, row)
                 .and_then(|p| earlier.get(p).map(|e| (p, e)))
                 .filter(|(_, e)| row.ts_request.saturating_sub(e.ts_request) <= window_us)
                 .map_or(Link::None, |(p, e)| decide(row, e, p, cfg, &sessions))
@@ -226,9 +233,9 @@ fn infer_with_limit(rows: &mut [Exchange], cfg: &InferenceConfig, limit: usize) 
         };
         apply(row, earlier, link);
 
-        if candidate {
+        if let Some(call) = call {
             let upto = rows.get(..=pos).unwrap_or_default();
-            if !recent.insert(upto, hash, pos) {
+            if !recent.insert(upto, call, pos) {
                 anomalies.index_full = anomalies.index_full.saturating_add(1);
             }
         }
@@ -253,11 +260,12 @@ fn is_resumption(row: &Exchange) -> bool {
 /// Position among `earlier` rows of the exchange `resumes` names.
 fn resumed_position(earlier: &[Exchange], resumes: Option<u64>) -> Option<usize> {
     let id = resumes?;
-    // Ids ascend with position by contract; scan when that does not hold.
-    earlier
-        .binary_search_by_key(&id, |e| e.exchange_id)
-        .ok()
-        .or_else(|| earlier.iter().rposition(|e| e.exchange_id == id))
+    // Ids are 1..n in row order by contract, so the target is usually at `id - 1`; otherwise
+    // they still ascend. No linear scan: many bad targets must not cost O(n) each.
+    let direct = usize::try_from(id.checked_sub(1)?).ok();
+    direct
+        .filter(|&p| earlier.get(p).is_some_and(|e| e.exchange_id == id))
+        .or_else(|| earlier.binary_search_by_key(&id, |e| e.exchange_id).ok())
 }
 
 fn resumption(row: &Exchange, of_pos: usize) -> Link {
@@ -326,7 +334,8 @@ fn decide(
         evidence,
     };
 
-    // Rule 1: an MRTR follow-up answers the input_required result; it is not a retry.
+    // Rule 1: an MRTR follow-up answers the input_required result with a new id; it is not a
+    // retry (mcp-wire.md 4.3).
     if c.inference.has_mrtr_fields && e.outcome == "INPUT_REQUIRED" {
         return Link::Continuation {
             of: e.exchange_id,
@@ -344,6 +353,7 @@ fn decide(
 
     // Rule 2: same id and same body.
     if same_id && same_body {
+        // TS and Python clients re-send the identical request after an auth refresh (mcp-wire 6.1).
         if matches!(e.http_status, Some(401 | 403)) {
             let auth = if c.inference.auth_hash == e.inference.auth_hash {
                 "authorization unchanged"
@@ -422,12 +432,13 @@ fn decide(
         );
     }
 
-    // Rule 4: new id in a new session.
+    // Rule 4: new id in a new session. A 404 then a header-less initialize is session
+    // re-establishment (mcp-wire.md 8), driven by the SDK or the application.
     if let Some((t404, id404)) = sessions.get(&e.session_key).and_then(|f| f.first_404) {
+        // `starts` ascend by time (rows are sorted): the first start at or after the 404.
         let reinit = sessions.get(&c.session_key).and_then(|f| {
-            f.starts
-                .iter()
-                .find(|(t, _)| *t >= t404 && *t <= c.ts_request)
+            let first = f.starts.partition_point(|(t, _)| *t < t404);
+            f.starts.get(first).filter(|(t, _)| *t <= c.ts_request)
         });
         if let Some((_, init_id)) = reinit {
             return retry(

@@ -158,6 +158,8 @@ impl DerivedSessions {
                     st.n = st.n.saturating_add(1);
                     st.client_info = client_info.or(st.client_info.take());
                     st.key = make_key(st.n, &st.client_info);
+                } else if st.client_info.is_none() {
+                    st.client_info = client_info;
                 }
                 st.last_ts_us = st.last_ts_us.max(ts_us);
                 (st.key.clone(), overflow)
@@ -263,10 +265,19 @@ mod tests {
         assert_eq!(host_of("10.0.0.1:5"), "10.0.0.1");
         assert_eq!(path_of("/mcp?x=1"), "/mcp");
         assert_eq!(path_of("http://h:1/messages/?session_id=ab"), "/messages/");
-        assert_eq!(legacy_session_param("/messages?sessionId=a%2Db"), Some("a-b".into()));
-        assert_eq!(legacy_session_param("/messages/?x=1&session_id=ff"), Some("ff".into()));
+        assert_eq!(
+            legacy_session_param("/messages?sessionId=a%2Db"),
+            Some("a-b".into())
+        );
+        assert_eq!(
+            legacy_session_param("/messages/?x=1&session_id=ff"),
+            Some("ff".into())
+        );
         assert_eq!(legacy_session_param("/messages?x=1"), None);
-        assert_eq!(legacy_session_param("/m?sessionId=%zz%"), Some("%zz%".into()));
+        assert_eq!(
+            legacy_session_param("/m?sessionId=%zz%"),
+            Some("%zz%".into())
+        );
     }
 
     #[test]

@@ -14,8 +14,10 @@ use std::io::{self, Write};
 
 /// Writes `field` with RFC 4180 quoting.
 fn write_field(w: &mut impl Write, field: &str) -> io::Result<()> {
-    let needs_quotes =
-        field.is_empty() || field.bytes().any(|b| matches!(b, b',' | b'"' | b'\r' | b'\n'));
+    let needs_quotes = field.is_empty()
+        || field
+            .bytes()
+            .any(|b| matches!(b, b',' | b'"' | b'\r' | b'\n'));
     if !needs_quotes {
         return w.write_all(field.as_bytes());
     }
@@ -101,7 +103,11 @@ pub(crate) fn parse(text: &str) -> Vec<Vec<Option<String>>> {
                 }
             }
         }
-        record.push(if field.is_empty() && !quoted { None } else { Some(field) });
+        record.push(if field.is_empty() && !quoted {
+            None
+        } else {
+            Some(field)
+        });
         match chars.next() {
             Some(',') => {}
             Some('\r') => {
@@ -112,7 +118,10 @@ pub(crate) fn parse(text: &str) -> Vec<Vec<Option<String>>> {
                 }
             }
             None => {
-                assert!(record.len() == 1 && record[0].is_none(), "missing final CRLF");
+                assert!(
+                    record.len() == 1 && record[0].is_none(),
+                    "missing final CRLF"
+                );
                 return records;
             }
             Some(c) => panic!("unexpected {c:?}"),
@@ -139,7 +148,15 @@ mod tests {
     #[test]
     fn quoting() {
         let mut out = Vec::new();
-        for f in ["plain", "a,b", "say \"hi\"", "two\nlines", "cr\rhere", "", " sp "] {
+        for f in [
+            "plain",
+            "a,b",
+            "say \"hi\"",
+            "two\nlines",
+            "cr\rhere",
+            "",
+            " sp ",
+        ] {
             write_field(&mut out, f).unwrap();
             out.push(b'|');
         }
@@ -160,13 +177,22 @@ mod tests {
         let col = |name: &str| names.iter().position(|n| *n == name).unwrap();
         let first = &records[1];
         assert_eq!(first.len(), names.len());
-        assert_eq!(first[col("ts_request")].as_deref(), Some("2026-11-29T19:54:08.123456Z"));
+        assert_eq!(
+            first[col("ts_request")].as_deref(),
+            Some("2026-11-29T19:54:08.123456Z")
+        );
         assert_eq!(first[col("latency_ms")].as_deref(), Some("412.0"));
-        assert_eq!(first[col("tool_name")].as_deref(), Some("search, \"quoted\"\nline"));
+        assert_eq!(
+            first[col("tool_name")].as_deref(),
+            Some("search, \"quoted\"\nline")
+        );
         assert_eq!(first[col("error_code")], None);
         assert_eq!(first[col("is_error")].as_deref(), Some("false"));
         let second = &records[2];
-        assert_eq!(second[col("ts_request")].as_deref(), Some("1969-12-31T23:59:59.999999Z"));
+        assert_eq!(
+            second[col("ts_request")].as_deref(),
+            Some("1969-12-31T23:59:59.999999Z")
+        );
         assert_eq!(second[col("ts_response")], None);
         assert_eq!(second[col("session_id")].as_deref(), Some(""));
         assert_eq!(second[col("error_code")].as_deref(), Some("-32602"));

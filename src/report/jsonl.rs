@@ -31,8 +31,10 @@ pub fn write_row<T: Table>(w: &mut impl Write, row: &T) -> io::Result<()> {
         if i > 0 {
             w.write_all(b",")?;
         }
-        serde_json::to_writer(&mut *w, spec.name).map_err(io::Error::from)?;
-        w.write_all(b":")?;
+        // Column names are plain snake_case identifiers (a test checks): no escaping needed.
+        w.write_all(b"\"")?;
+        w.write_all(spec.name.as_bytes())?;
+        w.write_all(b"\":")?;
         write_json_cell(w, &cell)?;
     }
     w.write_all(b"}\n")
@@ -81,7 +83,12 @@ mod tests {
         assert_eq!(first["is_error"], false);
         assert_eq!(first["error_code"], serde_json::Value::Null);
         assert_eq!(first["tool_name"], "search, \"quoted\"\nline");
-        assert!(text.lines().next().unwrap().contains("\"latency_ms\":412.0,"));
+        assert!(
+            text.lines()
+                .next()
+                .unwrap()
+                .contains("\"latency_ms\":412.0,")
+        );
 
         let second: serde_json::Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
         assert_eq!(second["ts_request"], "1969-12-31T23:59:59.999999Z");

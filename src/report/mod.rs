@@ -60,7 +60,9 @@ pub enum ReportError {
     Closed { path: String },
     #[error("cannot write {path} as Parquet: {message}")]
     Parquet { path: String, message: String },
-    #[error("cannot write {path}: Parquet output needs the `parquet` feature, which this build lacks (use CSV or JSON lines)")]
+    #[error(
+        "cannot write {path}: Parquet output needs the `parquet` feature, which this build lacks (use CSV or JSON lines)"
+    )]
     ParquetUnavailable { path: String },
     #[error("cannot write {path}: row {row} does not match column {column} of the schema")]
     Schema {
@@ -91,7 +93,9 @@ impl Format {
         };
         match flag {
             Some(f) if !f.eq_ignore_ascii_case("auto") => {
-                by_name(f).ok_or_else(|| ReportError::UnknownFormatFlag { flag: f.to_string() })
+                by_name(f).ok_or_else(|| ReportError::UnknownFormatFlag {
+                    flag: f.to_string(),
+                })
             }
             _ => path
                 .extension()
@@ -107,9 +111,14 @@ impl Format {
 /// Where rows go while a table is being written.
 enum Sink {
     /// JSON lines or CSV, streamed row by row.
-    Text { out: PartialFile, csv: bool },
+    /// `buf` holds one encoded row so the file sees one write per row.
+    Text {
+        out: PartialFile,
+        csv: bool,
+        buf: Vec<u8>,
+    },
     #[cfg(feature = "parquet")]
-    Parquet(parquet::ParquetSink),
+    Parquet(Box<parquet::ParquetSink>),
 }
 
 /// Writes one table to a file, row by row, in bounded memory (Parquet in row groups of
@@ -135,10 +144,14 @@ impl<T: Table> TableWriter<T> {
                     let result = csv::write_header::<T>(&mut out);
                     result.map_err(|e| out.io_error(e))?;
                 }
-                Sink::Text { out, csv }
+                Sink::Text {
+                    out,
+                    csv,
+                    buf: Vec::new(),
+                }
             }
             #[cfg(feature = "parquet")]
-            Format::Parquet => Sink::Parquet(parquet::ParquetSink::create::<T>(path)?),
+            Format::Parquet => Sink::Parquet(Box::new(parquet::ParquetSink::create::<T>(path)?)),
             #[cfg(not(feature = "parquet"))]
             Format::Parquet => {
                 return Err(ReportError::ParquetUnavailable {
@@ -156,13 +169,16 @@ impl<T: Table> TableWriter<T> {
     /// Appends one row.
     pub fn push(&mut self, row: &T) -> Result<(), ReportError> {
         match &mut self.sink {
-            Sink::Text { out, csv } => {
+            Sink::Text { out, csv, buf } => {
+                buf.clear();
                 let result = if *csv {
-                    csv::write_row(out, row)
+                    csv::write_row(buf, row)
                 } else {
-                    jsonl::write_row(out, row)
+                    jsonl::write_row(buf, row)
                 };
-                result.map_err(|e| out.io_error(e))?;
+                result
+                    .and_then(|()| out.write_all(buf))
+                    .map_err(|e| out.io_error(e))?;
             }
             #[cfg(feature = "parquet")]
             Sink::Parquet(sink) => sink.push(row, self.rows)?,
@@ -251,9 +267,18 @@ mod tests {
     fn format_from_flag_or_extension() {
         let p = Path::new("out.PARQUET");
         assert_eq!(Format::from_flag_or_path(None, p).unwrap(), Format::Parquet);
-        assert_eq!(Format::from_flag_or_path(Some("auto"), Path::new("a.ndjson")).unwrap(), Format::Jsonl);
-        assert_eq!(Format::from_flag_or_path(None, Path::new("a.jsonl")).unwrap(), Format::Jsonl);
-        assert_eq!(Format::from_flag_or_path(Some("CSV"), Path::new("a.txt")).unwrap(), Format::Csv);
+        assert_eq!(
+            Format::from_flag_or_path(Some("auto"), Path::new("a.ndjson")).unwrap(),
+            Format::Jsonl
+        );
+        assert_eq!(
+            Format::from_flag_or_path(None, Path::new("a.jsonl")).unwrap(),
+            Format::Jsonl
+        );
+        assert_eq!(
+            Format::from_flag_or_path(Some("CSV"), Path::new("a.txt")).unwrap(),
+            Format::Csv
+        );
         let e = Format::from_flag_or_path(None, Path::new("dir/a.txt")).unwrap_err();
         assert!(e.to_string().contains("dir/a.txt"), "{e}");
         let e = Format::from_flag_or_path(Some("xml"), Path::new("a.csv")).unwrap_err();
@@ -286,7 +311,10 @@ mod tests {
         std::fs::write(target.join("keep"), b"x").unwrap();
         let err = write_exchanges(&rows(), &target, Format::Jsonl).unwrap_err();
         assert!(err.to_string().contains("taken"), "{err}");
-        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(left.len(), 1, "{left:?}");
     }
 
@@ -302,7 +330,10 @@ mod tests {
         assert_eq!(records[0].len(), sessions::SESSION_COLUMNS.len());
         assert_eq!(records[0][0].as_deref(), Some("session_key"));
         assert_eq!(records[1][0].as_deref(), Some("s1"));
-        assert_eq!(records[1][9].as_deref(), Some("1969-12-31T23:59:59.999999Z"));
+        assert_eq!(
+            records[1][9].as_deref(),
+            Some("1969-12-31T23:59:59.999999Z")
+        );
     }
 
     #[test]
@@ -314,9 +345,84 @@ mod tests {
             only_failures: true,
             ..RowFilter::default()
         };
-        assert_eq!(write_exchanges(filter_rows(&all, &f), &path, Format::Jsonl).unwrap(), 1);
+        assert_eq!(
+            write_exchanges(filter_rows(&all, &f), &path, Format::Jsonl).unwrap(),
+            1
+        );
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("\"outcome\":\"JSONRPC_ERROR\""));
+    }
+
+    /// `cargo test --lib report::tests::measure_write_speed -- --ignored --nocapture`
+    #[test]
+    #[ignore = "measurement, not a check"]
+    fn measure_write_speed() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = rows();
+        let many: Vec<Exchange> = (0..200_000)
+            .map(|i| {
+                let mut e = base[i % 3].clone();
+                e.exchange_id = i as u64 + 1;
+                e
+            })
+            .collect();
+        let formats: &[(Format, &str)] = &[
+            (Format::Jsonl, "m.jsonl"),
+            (Format::Csv, "m.csv"),
+            #[cfg(feature = "parquet")]
+            (Format::Parquet, "m.parquet"),
+        ];
+        for &(format, name) in formats {
+            let path = dir.path().join(name);
+            let t = std::time::Instant::now();
+            write_exchanges(&many, &path, format).unwrap();
+            let secs = t.elapsed().as_secs_f64();
+            let size = std::fs::metadata(&path).unwrap().len();
+            println!(
+                "{format:?}: {} rows in {secs:.2} s ({:.0} rows/s), {size} bytes",
+                many.len(),
+                many.len() as f64 / secs
+            );
+        }
+        let t = std::time::Instant::now();
+        let s = sessions(&many);
+        println!(
+            "sessions: {} in {:.3} s",
+            s.len(),
+            t.elapsed().as_secs_f64()
+        );
+    }
+
+    #[test]
+    fn empty_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv_path = dir.path().join("e.csv");
+        assert_eq!(write_exchanges(&[], &csv_path, Format::Csv).unwrap(), 0);
+        let text = std::fs::read_to_string(&csv_path).unwrap();
+        assert_eq!(csv::parse(&text).len(), 1);
+        let jsonl_path = dir.path().join("e.jsonl");
+        assert_eq!(write_exchanges(&[], &jsonl_path, Format::Jsonl).unwrap(), 0);
+        assert_eq!(std::fs::read(&jsonl_path).unwrap(), b"");
+    }
+
+    #[test]
+    fn snapshots() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv_path = dir.path().join("x.csv");
+        let jsonl_path = dir.path().join("x.jsonl");
+        write_exchanges(&rows(), &csv_path, Format::Csv).unwrap();
+        write_exchanges(&rows(), &jsonl_path, Format::Jsonl).unwrap();
+        insta::assert_snapshot!("exchanges_csv", std::fs::read_to_string(&csv_path).unwrap());
+        insta::assert_snapshot!(
+            "exchanges_jsonl",
+            std::fs::read_to_string(&jsonl_path).unwrap()
+        );
+        let sessions_path = dir.path().join("s.csv");
+        write_sessions(&rows(), &sessions_path, Format::Csv).unwrap();
+        insta::assert_snapshot!(
+            "sessions_csv",
+            std::fs::read_to_string(&sessions_path).unwrap()
+        );
     }
 
     #[cfg(not(feature = "parquet"))]
@@ -370,10 +476,17 @@ mod tests {
                         (Cell::Str(v), AnyValue::String(g)) => v == *g,
                         (Cell::Str(v), AnyValue::StringOwned(g)) => v == g.as_str(),
                         (Cell::Timestamp(v), AnyValue::Datetime(g, TimeUnit::Microseconds, _))
-                        | (Cell::Timestamp(v), AnyValue::DatetimeOwned(g, TimeUnit::Microseconds, _)) => v == *g,
+                        | (
+                            Cell::Timestamp(v),
+                            AnyValue::DatetimeOwned(g, TimeUnit::Microseconds, _),
+                        ) => v == *g,
                         _ => false,
                     };
-                    assert!(same, "row {i} column {}: wrote {cell:?}, read {got:?}", spec.name);
+                    assert!(
+                        same,
+                        "row {i} column {}: wrote {cell:?}, read {got:?}",
+                        spec.name
+                    );
                 }
             }
         }
@@ -391,7 +504,10 @@ mod tests {
                     e
                 })
                 .collect();
-            assert_eq!(write_exchanges(&many, &path, Format::Parquet).unwrap(), n as u64);
+            assert_eq!(
+                write_exchanges(&many, &path, Format::Parquet).unwrap(),
+                n as u64
+            );
             let mut reader = ParquetReader::new(std::fs::File::open(&path).unwrap());
             let meta = reader.get_metadata().unwrap().clone();
             assert_eq!(meta.row_groups.len(), 3);
@@ -419,7 +535,13 @@ mod tests {
             assert_eq!(df.height(), expected.len());
             for (i, exp_row) in expected.iter().enumerate() {
                 for (spec, exp) in row::EXCHANGE_COLUMNS.iter().zip(exp_row) {
-                    let got = df.column(spec.name).unwrap().str().unwrap().get(i).map(str::to_string);
+                    let got = df
+                        .column(spec.name)
+                        .unwrap()
+                        .str()
+                        .unwrap()
+                        .get(i)
+                        .map(str::to_string);
                     // CSV cannot tell an empty string from null to polars' reader; the
                     // file itself keeps them apart (`""` vs nothing), see csv.rs.
                     let exp = exp.clone().filter(|s| !s.is_empty());
@@ -427,6 +549,33 @@ mod tests {
                     assert_eq!(got, exp, "row {i} column {}", spec.name);
                 }
             }
+        }
+
+        #[test]
+        fn empty_parquet_has_the_schema() {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("e.parquet");
+            assert_eq!(write_exchanges(&[], &path, Format::Parquet).unwrap(), 0);
+            let df = read_parquet(&path);
+            assert_eq!(df.height(), 0);
+            assert_eq!(df.width(), row::EXCHANGE_COLUMNS.len());
+            assert_eq!(df.column("http_status").unwrap().dtype(), &DataType::UInt16);
+        }
+
+        /// Snapshot of the Parquet schema and its CSV rendering (style guide: not the bytes).
+        #[test]
+        fn parquet_snapshot() {
+            let (_d, path) = write_all(Format::Parquet, "x.parquet");
+            let mut df = read_parquet(&path);
+            let schema: Vec<String> = df
+                .schema()
+                .iter()
+                .map(|(name, dtype)| format!("{name}: {dtype:?}"))
+                .collect();
+            insta::assert_snapshot!("exchanges_parquet_schema", schema.join("\n"));
+            let mut buf = Vec::new();
+            CsvWriter::new(&mut buf).finish(&mut df).unwrap();
+            insta::assert_snapshot!("exchanges_parquet_as_csv", String::from_utf8(buf).unwrap());
         }
 
         #[test]
@@ -440,7 +589,10 @@ mod tests {
                 df.column("first_ts").unwrap().dtype(),
                 &DataType::Datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
             );
-            assert_eq!(df.column("n_tool_success").unwrap().u64().unwrap().get(0), Some(2));
+            assert_eq!(
+                df.column("n_tool_success").unwrap().u64().unwrap().get(0),
+                Some(2)
+            );
         }
     }
 }

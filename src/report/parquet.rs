@@ -92,9 +92,11 @@ impl ColumnBuffer {
             ColumnBuffer::F64(v) => Series::new(name, std::mem::take(v)),
             ColumnBuffer::Bool(v) => Series::new(name, std::mem::take(v)),
             ColumnBuffer::Str(v) => Series::new(name, std::mem::take(v)),
-            ColumnBuffer::Timestamp(v) => Int64Chunked::from_iter_options(name, std::mem::take(v).into_iter())
-                .into_datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
-                .into_series(),
+            ColumnBuffer::Timestamp(v) => {
+                Int64Chunked::from_iter_options(name, std::mem::take(v).into_iter())
+                    .into_datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
+                    .into_series()
+            }
         };
         series.into_column()
     }

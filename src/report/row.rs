@@ -100,7 +100,8 @@ pub const OUTCOMES: [(&str, &str); 16] = [
 pub const LAYERS: [&str; 4] = ["transport", "protocol", "interaction", "application"];
 
 /// Outcomes that are not failures (`--only-failures` keeps everything else).
-pub const NON_FAILURE_OUTCOMES: [&str; 4] = ["TOOL_SUCCESS", "RPC_SUCCESS", "ACCEPTED", "STREAM_OPEN"];
+pub const NON_FAILURE_OUTCOMES: [&str; 4] =
+    ["TOOL_SUCCESS", "RPC_SUCCESS", "ACCEPTED", "STREAM_OPEN"];
 
 /// Whether `outcome` counts as a failure for filters and summaries.
 pub fn is_failure(outcome: &str) -> bool {
@@ -271,6 +272,22 @@ pub(crate) mod tests {
         assert_row_fits(&e);
         e.latency_ms = Some(f64::NAN);
         assert_eq!(e.cells().get(4), Some(&Cell::Null));
+    }
+
+    #[test]
+    fn column_names_are_snake_case() {
+        let sessions = crate::report::sessions::SESSION_COLUMNS;
+        for spec in EXCHANGE_COLUMNS.iter().chain(sessions) {
+            assert!(
+                !spec.name.is_empty()
+                    && spec
+                        .name
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                "{}",
+                spec.name
+            );
+        }
     }
 
     #[test]

@@ -165,16 +165,19 @@ impl SessionAggregator {
     pub fn push(&mut self, e: &Exchange) {
         let last = e.ts_response.map_or(e.ts_request, |r| r.max(e.ts_request));
         self.capture_end_us = Some(self.capture_end_us.map_or(last, |c| c.max(last)));
-        let acc = self.sessions.entry(e.session_key.clone()).or_insert_with(|| Acc {
-            row: SessionRow {
-                session_key: e.session_key.clone(),
-                first_ts: e.ts_request,
-                last_ts: last,
-                ..SessionRow::default()
-            },
-            first_id: e.exchange_id,
-            ..Acc::default()
-        });
+        let acc = self
+            .sessions
+            .entry(e.session_key.clone())
+            .or_insert_with(|| Acc {
+                row: SessionRow {
+                    session_key: e.session_key.clone(),
+                    first_ts: e.ts_request,
+                    last_ts: last,
+                    ..SessionRow::default()
+                },
+                first_id: e.exchange_id,
+                ..Acc::default()
+            });
         let row = &mut acc.row;
         // Addresses and transport come from the session's first exchange by id (order of
         // first byte), whatever order rows arrive in.
@@ -210,7 +213,9 @@ impl SessionAggregator {
         }
         let end = if e.kind == "session_end" {
             Some(End::Delete)
-        } else if e.http_status == Some(404) && e.session_id.is_some() && e.error_code != Some(-32601)
+        } else if e.http_status == Some(404)
+            && e.session_id.is_some()
+            && e.error_code != Some(-32601)
         {
             Some(End::NotFound)
         } else {
@@ -249,9 +254,7 @@ impl SessionAggregator {
                 acc.row
             })
             .collect();
-        rows.sort_by(|a, b| {
-            (a.first_ts, &a.session_key).cmp(&(b.first_ts, &b.session_key))
-        });
+        rows.sort_by(|a, b| (a.first_ts, &a.session_key).cmp(&(b.first_ts, &b.session_key)));
         rows
     }
 
@@ -361,7 +364,10 @@ mod tests {
         assert_eq!(s1.count("TOOL_ERROR"), 1);
         assert_eq!(s1.count("TOOL_SUCCESS"), 1);
         assert_eq!(s1.outcome_counts.iter().sum::<u64>(), 5);
-        assert_eq!((s1.retries_sdk, s1.retries_application, s1.retries_manual), (1, 1, 0));
+        assert_eq!(
+            (s1.retries_sdk, s1.retries_application, s1.retries_manual),
+            (1, 1, 0)
+        );
         assert_eq!(s1.ended_by, "delete");
         assert_eq!(s[1].ended_by, "404");
         assert_eq!(s[1].client_addr, "10.0.0.9:1");

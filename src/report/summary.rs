@@ -96,7 +96,10 @@ pub fn run_summary(info: &RunInfo) -> Value {
     m.insert("packets_total".into(), json!(s.packets_total));
     m.insert("packets_decoded".into(), json!(s.packets_decoded));
     m.insert("packets_skipped".into(), count_map(&s.packets_skipped));
-    m.insert("packets_skipped_total".into(), json!(s.packets_skipped_total()));
+    m.insert(
+        "packets_skipped_total".into(),
+        json!(s.packets_skipped_total()),
+    );
     m.insert("packets_truncated".into(), json!(s.packets_truncated));
     m.insert("tcp_streams".into(), json!(s.tcp_streams));
     m.insert("tcp_payload_bytes".into(), json!(s.tcp_payload_bytes));
@@ -105,7 +108,10 @@ pub fn run_summary(info: &RunInfo) -> Value {
     m.insert("http_exchanges".into(), json!(s.http_exchanges));
     m.insert("non_http_streams".into(), json!(s.non_http_streams));
     m.insert("http_bytes_skipped".into(), json!(s.http_bytes_skipped));
-    m.insert("mcp_exchanges".into(), count_map(&outcome_counts(info.rows)));
+    m.insert(
+        "mcp_exchanges".into(),
+        count_map(&outcome_counts(info.rows)),
+    );
     m.insert("mcp_exchanges_total".into(), json!(info.rows.len()));
     m.insert("layers".into(), count_map(&layer_counts(info.rows)));
     m.insert("sessions".into(), json!(sessions.len()));
@@ -113,7 +119,10 @@ pub fn run_summary(info: &RunInfo) -> Value {
     m.insert("anomalies".into(), count_map(&s.anomalies));
     m.insert("bytes_read".into(), json!(info.bytes_read));
     m.insert("elapsed_s".into(), json!(finite(info.elapsed_s)));
-    m.insert("throughput_mb_s".into(), json!(finite(info.throughput_mb_s())));
+    m.insert(
+        "throughput_mb_s".into(),
+        json!(finite(info.throughput_mb_s())),
+    );
     Value::Object(m)
 }
 

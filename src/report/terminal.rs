@@ -18,6 +18,26 @@ const MAX_CHAINS_SHOWN: usize = 20;
 const MAX_CHAIN_DEPTH: usize = 1000;
 /// Rows of other long lists (tools, methods, anomalies) shown before "... N more".
 const MAX_LIST_ROWS: usize = 40;
+/// Longest text shown in one table cell; longer capture-derived text is cut with `…`.
+const MAX_CELL_CHARS: usize = 120;
+
+/// Capture-derived text made safe for a terminal: control characters (escape sequences,
+/// newlines) are shown escaped, never interpreted, and overlong text is cut.
+fn clean(text: &str) -> String {
+    let mut out = String::new();
+    for (n, c) in text.chars().enumerate() {
+        if n >= MAX_CELL_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Style {
@@ -80,8 +100,12 @@ impl Painter {
     /// Appends an aligned table indented by two spaces. `right` marks numeric columns.
     fn table(&self, out: &mut String, header: &[&str], right: &[bool], rows: &[Vec<Text>]) {
         let n = header.len();
+        let rows: Vec<Vec<Text>> = rows
+            .iter()
+            .map(|r| r.iter().map(|c| Text(clean(&c.0), c.1)).collect())
+            .collect();
         let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-        for row in rows {
+        for row in &rows {
             for (w, cell) in widths.iter_mut().zip(row) {
                 *w = (*w).max(cell.0.chars().count());
             }
@@ -107,9 +131,14 @@ impl Painter {
             out.push_str(s.trim_end());
             out.push('\n');
         };
-        line(header.iter().map(|h| Text(h.to_string(), Style::Dim)).collect());
+        line(
+            header
+                .iter()
+                .map(|h| Text(h.to_string(), Style::Dim))
+                .collect(),
+        );
         for row in rows {
-            line(row.clone());
+            line(row);
         }
     }
 }
@@ -160,7 +189,9 @@ impl Chain<'_> {
     /// The first attempt failed: these are retries after a failure, not repeats of a
     /// call that had succeeded (section 4: the summary keeps them apart).
     pub fn after_failure(&self) -> bool {
-        self.attempts.first().is_some_and(|e| is_failure(&e.outcome))
+        self.attempts
+            .first()
+            .is_some_and(|e| is_failure(&e.outcome))
     }
 }
 
@@ -234,7 +265,11 @@ fn write_overview(p: Painter, out: &mut String, info: &RunInfo) {
             let links: Vec<String> = i.link_types.iter().map(|l| l.to_string()).collect();
             vec![
                 plain(i.name.clone()),
-                plain(if i.gzip { format!("{} (gzip)", i.format) } else { i.format.to_string() }),
+                plain(if i.gzip {
+                    format!("{} (gzip)", i.format)
+                } else {
+                    i.format.to_string()
+                }),
                 plain(fmt_bytes(i.bytes)),
                 plain(links.join(",")),
                 match &i.error {
@@ -245,7 +280,12 @@ fn write_overview(p: Painter, out: &mut String, info: &RunInfo) {
         })
         .collect();
     if !table.is_empty() {
-        p.table(out, &["input", "format", "size", "link types", "note"], &[false, false, true, false, false], &table);
+        p.table(
+            out,
+            &["input", "format", "size", "link types", "note"],
+            &[false, false, true, false, false],
+            &table,
+        );
     }
 }
 
@@ -257,7 +297,10 @@ fn write_outcomes(p: Painter, out: &mut String, rows: &[Exchange]) {
     }
     let total = rows.len() as f64;
     let counts = outcome_counts(rows);
-    let mut names: Vec<&String> = counts.keys().filter(|k| counts.get(*k) != Some(&0)).collect();
+    let mut names: Vec<&String> = counts
+        .keys()
+        .filter(|k| counts.get(*k) != Some(&0))
+        .collect();
     names.sort_by_key(|o| (outcome_index(o).unwrap_or(usize::MAX), o.to_string()));
     let table: Vec<Vec<Text>> = names
         .iter()
@@ -275,7 +318,12 @@ fn write_outcomes(p: Painter, out: &mut String, rows: &[Exchange]) {
             ]
         })
         .collect();
-    p.table(out, &["outcome", "layer", "count", "share"], &[false, false, true, true], &table);
+    p.table(
+        out,
+        &["outcome", "layer", "count", "share"],
+        &[false, false, true, true],
+        &table,
+    );
 
     p.heading(out, "By layer");
     let mut failures: HashMap<&str, u64> = HashMap::new();
@@ -302,7 +350,12 @@ fn write_outcomes(p: Painter, out: &mut String, rows: &[Exchange]) {
             ]
         })
         .collect();
-    p.table(out, &["layer", "exchanges", "failures"], &[false, true, true], &table);
+    p.table(
+        out,
+        &["layer", "exchanges", "failures"],
+        &[false, true, true],
+        &table,
+    );
 }
 
 fn write_failing_tools(p: Painter, out: &mut String, rows: &[Exchange]) {
@@ -315,7 +368,9 @@ fn write_failing_tools(p: Painter, out: &mut String, rows: &[Exchange]) {
     }
     let mut tools: BTreeMap<&str, Tool> = BTreeMap::new();
     for r in rows {
-        let Some(name) = r.tool_name.as_deref() else { continue };
+        let Some(name) = r.tool_name.as_deref() else {
+            continue;
+        };
         let t = tools.entry(name).or_default();
         t.calls = t.calls.saturating_add(1);
         if is_failure(&r.outcome) {
@@ -324,7 +379,8 @@ fn write_failing_tools(p: Painter, out: &mut String, rows: &[Exchange]) {
             *n = n.saturating_add(1);
         }
     }
-    let mut failing: Vec<(&str, Tool)> = tools.into_iter().filter(|(_, t)| t.failures > 0).collect();
+    let mut failing: Vec<(&str, Tool)> =
+        tools.into_iter().filter(|(_, t)| t.failures > 0).collect();
     if failing.is_empty() {
         out.push_str("  none\n");
         return;
@@ -335,8 +391,11 @@ fn write_failing_tools(p: Painter, out: &mut String, rows: &[Exchange]) {
         .iter()
         .take(MAX_LIST_ROWS)
         .map(|(name, t)| {
-            let outcomes: Vec<String> =
-                t.by_outcome.iter().map(|(o, n)| format!("{o} {n}")).collect();
+            let outcomes: Vec<String> = t
+                .by_outcome
+                .iter()
+                .map(|(o, n)| format!("{o} {n}"))
+                .collect();
             vec![
                 plain(*name),
                 plain(t.calls.to_string()),
@@ -345,7 +404,12 @@ fn write_failing_tools(p: Painter, out: &mut String, rows: &[Exchange]) {
             ]
         })
         .collect();
-    p.table(out, &["tool", "calls", "failures", "outcomes"], &[false, true, true, false], &table);
+    p.table(
+        out,
+        &["tool", "calls", "failures", "outcomes"],
+        &[false, true, true, false],
+        &table,
+    );
     if more > 0 {
         let _ = writeln!(out, "  ... and {more} more tools");
     }
@@ -355,7 +419,11 @@ fn chain_table(p: Painter, out: &mut String, chains: &[&Chain<'_>]) {
     let mut table = Vec::new();
     for chain in chains.iter().take(MAX_CHAINS_SHOWN) {
         for (i, e) in chain.attempts.iter().enumerate() {
-            let origin = if i == 0 { "first".to_string() } else { e.retry_origin.clone() };
+            let origin = if i == 0 {
+                "first".to_string()
+            } else {
+                e.retry_origin.clone()
+            };
             table.push(vec![
                 plain(if i == 0 { describe(e) } else { String::new() }),
                 plain(e.attempt.to_string()),
@@ -377,12 +445,18 @@ fn chain_table(p: Painter, out: &mut String, chains: &[&Chain<'_>]) {
     }
     p.table(
         out,
-        &["call", "attempt", "exchange", "origin", "outcome", "evidence"],
+        &[
+            "call", "attempt", "exchange", "origin", "outcome", "evidence",
+        ],
         &[false, true, false, false, false, false],
         &table,
     );
     if chains.len() > MAX_CHAINS_SHOWN {
-        let _ = writeln!(out, "  ... and {} more chains", chains.len() - MAX_CHAINS_SHOWN);
+        let _ = writeln!(
+            out,
+            "  ... and {} more chains",
+            chains.len() - MAX_CHAINS_SHOWN
+        );
     }
 }
 
@@ -457,7 +531,12 @@ fn write_latency(p: Painter, out: &mut String, rows: &[Exchange]) {
             ]
         })
         .collect();
-    p.table(out, &["method", "n", "p50", "p90", "p99", "max"], &[false, true, true, true, true, true], &table);
+    p.table(
+        out,
+        &["method", "n", "p50", "p90", "p99", "max"],
+        &[false, true, true, true, true, true],
+        &table,
+    );
     if more > 0 {
         let _ = writeln!(out, "  ... and {more} more methods");
     }
@@ -469,33 +548,65 @@ fn write_unanalyzed(p: Painter, out: &mut String, info: &RunInfo) {
     let mut facts: Vec<Vec<Text>> = Vec::new();
     let mut fact = |what: String, n: u64, unit: &str| {
         if n > 0 {
-            facts.push(vec![plain(what), Text(n.to_string(), Style::Warn), plain(unit)]);
+            facts.push(vec![
+                plain(what),
+                Text(n.to_string(), Style::Warn),
+                plain(unit),
+            ]);
         }
     };
     for (reason, n) in &s.packets_skipped {
         fact(format!("skipped: {reason}"), *n, "packets");
     }
-    fact("truncated by snap length (used as far as they go)".into(), s.packets_truncated, "packets");
+    fact(
+        "truncated by snap length (used as far as they go)".into(),
+        s.packets_truncated,
+        "packets",
+    );
     fact("gaps in TCP streams".into(), s.gap_bytes, "bytes");
-    fact("retransmitted or overlapping".into(), s.duplicate_bytes, "bytes");
-    fact("TCP streams that were not HTTP".into(), s.non_http_streams, "streams");
-    fact("skipped while resynchronising HTTP".into(), s.http_bytes_skipped, "bytes");
+    fact(
+        "retransmitted or overlapping".into(),
+        s.duplicate_bytes,
+        "bytes",
+    );
+    fact(
+        "TCP streams that were not HTTP".into(),
+        s.non_http_streams,
+        "streams",
+    );
+    fact(
+        "skipped while resynchronising HTTP".into(),
+        s.http_bytes_skipped,
+        "bytes",
+    );
     let more_anomalies = s.anomalies.len().saturating_sub(MAX_LIST_ROWS);
     for (name, n) in s.anomalies.iter().take(MAX_LIST_ROWS) {
         fact(format!("anomaly {name}"), *n, "times");
     }
     for i in info.inputs {
         if let Some(e) = &i.error {
-            facts.push(vec![plain(format!("{}: {e}", i.name)), plain(""), plain("")]);
+            facts.push(vec![
+                plain(format!("{}: {e}", i.name)),
+                plain(""),
+                plain(""),
+            ]);
         }
     }
     if facts.is_empty() {
         out.push_str("  nothing: every packet was used\n");
         return;
     }
-    p.table(out, &["what", "count", "unit"], &[false, true, false], &facts);
+    p.table(
+        out,
+        &["what", "count", "unit"],
+        &[false, true, false],
+        &facts,
+    );
     if more_anomalies > 0 {
-        let _ = writeln!(out, "  ... and {more_anomalies} more anomaly names (see --summary)");
+        let _ = writeln!(
+            out,
+            "  ... and {more_anomalies} more anomaly names (see --summary)"
+        );
     }
 }
 
@@ -549,7 +660,14 @@ pub fn sessions_table_text(rows: &[Exchange], color: bool) -> String {
                 plain(format_rfc3339_us(s.first_ts)),
                 plain(fmt_ms(span_ms)),
                 plain(s.exchanges.to_string()),
-                Text(failures.to_string(), if failures > 0 { Style::Bad } else { Style::Plain }),
+                Text(
+                    failures.to_string(),
+                    if failures > 0 {
+                        Style::Bad
+                    } else {
+                        Style::Plain
+                    },
+                ),
                 plain(retries.to_string()),
                 plain(s.ended_by.clone()),
             ]
@@ -558,8 +676,21 @@ pub fn sessions_table_text(rows: &[Exchange], color: bool) -> String {
     let mut out = String::new();
     p.table(
         &mut out,
-        &["session", "client", "client addr", "transport", "first", "span", "exchanges", "failures", "retries", "ended by"],
-        &[false, false, false, false, false, true, true, true, true, false],
+        &[
+            "session",
+            "client",
+            "client addr",
+            "transport",
+            "first",
+            "span",
+            "exchanges",
+            "failures",
+            "retries",
+            "ended by",
+        ],
+        &[
+            false, false, false, false, false, true, true, true, true, false,
+        ],
         &table,
     );
     out
@@ -578,26 +709,46 @@ pub fn session_timeline(rows: &[Exchange], session_key: &str, color: bool) -> Op
     let info = sessions(&mine);
     let mut out = String::new();
     for s in &info {
-        p.heading(&mut out, &format!("Session {}", s.session_key));
+        p.heading(&mut out, &format!("Session {}", clean(&s.session_key)));
         let mut facts = vec![
-            ("session id", s.session_id.clone().unwrap_or_else(|| "-".into())),
+            (
+                "session id",
+                s.session_id.clone().unwrap_or_else(|| "-".into()),
+            ),
             ("transport", s.transport.clone()),
-            ("protocol", s.protocol_version.clone().unwrap_or_else(|| "-".into())),
+            (
+                "protocol",
+                s.protocol_version.clone().unwrap_or_else(|| "-".into()),
+            ),
         ];
         let client = [&s.client_name, &s.client_version, &s.user_agent]
             .iter()
             .filter_map(|v| v.as_deref())
             .collect::<Vec<_>>()
             .join(" / ");
-        facts.push(("client", if client.is_empty() { "-".into() } else { client }));
-        facts.push(("endpoints", format!("{} -> {}", s.client_addr, s.server_addr)));
+        facts.push((
+            "client",
+            if client.is_empty() {
+                "-".into()
+            } else {
+                client
+            },
+        ));
+        facts.push((
+            "endpoints",
+            format!("{} -> {}", s.client_addr, s.server_addr),
+        ));
         facts.push((
             "span",
-            format!("{} .. {}", format_rfc3339_us(s.first_ts), format_rfc3339_us(s.last_ts)),
+            format!(
+                "{} .. {}",
+                format_rfc3339_us(s.first_ts),
+                format_rfc3339_us(s.last_ts)
+            ),
         ));
         facts.push(("ended by", s.ended_by.clone()));
         for (k, v) in facts {
-            let _ = writeln!(out, "  {k:<10}  {v}");
+            let _ = writeln!(out, "  {k:<10}  {}", clean(&v));
         }
     }
     if info.is_empty() {
@@ -618,7 +769,10 @@ pub fn session_timeline(rows: &[Exchange], session_key: &str, color: bool) -> Op
             let mut links = Vec::new();
             if dir == 0 {
                 if let Some(prev) = r.retry_of {
-                    let mut l = format!("retry of #{prev} ({}, attempt {})", r.retry_origin, r.attempt);
+                    let mut l = format!(
+                        "retry of #{prev} ({}, attempt {})",
+                        r.retry_origin, r.attempt
+                    );
                     if let Some(ev) = &r.retry_evidence {
                         let _ = write!(l, ": {ev}");
                     }
@@ -646,9 +800,21 @@ pub fn session_timeline(rows: &[Exchange], session_key: &str, color: bool) -> Op
                 plain(if dir == 0 { "->" } else { "<-" }),
                 plain(format!("#{id}")),
                 plain(describe(r)),
-                plain(if dir == 1 { r.http_status.map(|s| s.to_string()).unwrap_or_default() } else { String::new() }),
-                if show_outcome { outcome_text(&r.outcome) } else { plain("") },
-                plain(if dir == 1 { r.latency_ms.map(fmt_ms).unwrap_or_default() } else { String::new() }),
+                plain(if dir == 1 {
+                    r.http_status.map(|s| s.to_string()).unwrap_or_default()
+                } else {
+                    String::new()
+                }),
+                if show_outcome {
+                    outcome_text(&r.outcome)
+                } else {
+                    plain("")
+                },
+                plain(if dir == 1 {
+                    r.latency_ms.map(fmt_ms).unwrap_or_default()
+                } else {
+                    String::new()
+                }),
                 plain(links.join("; ")),
             ]
         })
@@ -656,9 +822,443 @@ pub fn session_timeline(rows: &[Exchange], session_key: &str, color: bool) -> Op
     out.push('\n');
     p.table(
         &mut out,
-        &["time (UTC)", "dir", "exchange", "message", "status", "outcome", "latency", "notes"],
+        &[
+            "time (UTC)",
+            "dir",
+            "exchange",
+            "message",
+            "status",
+            "outcome",
+            "latency",
+            "notes",
+        ],
         &[false, false, false, false, true, false, true, false],
         &table,
     );
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::summary::tests::{inputs, stats};
+    use super::super::test_rows::ex;
+    use super::*;
+
+    #[test]
+    fn percentiles_nearest_rank() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 50.0), Some(50.0));
+        assert_eq!(percentile(&v, 90.0), Some(90.0));
+        assert_eq!(percentile(&v, 99.0), Some(99.0));
+        assert_eq!(percentile(&v, 100.0), Some(100.0));
+        assert_eq!(percentile(&v, 0.0), Some(1.0));
+        let small = [10.0, 20.0, 30.0];
+        assert_eq!(percentile(&small, 50.0), Some(20.0));
+        assert_eq!(percentile(&small, 90.0), Some(30.0));
+        assert_eq!(percentile(&[7.5], 99.0), Some(7.5));
+        assert_eq!(percentile(&[], 50.0), None);
+    }
+
+    /// A session with a failed call retried by the SDK, then by the application, a manual
+    /// repeat of a call that had succeeded, and latencies for two methods.
+    fn story() -> Vec<Exchange> {
+        let call = |id, ts, outcome: &str, layer: &str| {
+            let mut e = ex(id, ts);
+            e.rpc_method = Some("tools/call".into());
+            e.jsonrpc_id = Some(id.to_string());
+            e.tool_name = Some("search".into());
+            e.outcome = outcome.into();
+            e.layer = layer.into();
+            e
+        };
+        let mut a = call(1, 1_000_000, "HTTP_ERROR", "transport");
+        a.http_status = Some(503);
+        a.ts_response = Some(1_010_000);
+        a.latency_ms = Some(10.0);
+        let mut b = call(2, 1_500_000, "TOOL_ERROR", "application");
+        b.retry_of = Some(1);
+        b.attempt = 2;
+        b.retry_origin = "sdk".into();
+        b.retry_evidence = Some("same id+body 490ms after HTTP 503".into());
+        b.ts_response = Some(1_520_000);
+        b.latency_ms = Some(20.0);
+        let mut c = call(3, 2_000_000, "TOOL_SUCCESS", "application");
+        c.retry_of = Some(2);
+        c.attempt = 3;
+        c.retry_origin = "application".into();
+        c.ts_response = Some(2_030_000);
+        c.latency_ms = Some(30.0);
+        let mut d = call(4, 3_000_000, "TOOL_SUCCESS", "application");
+        d.tool_name = Some("fetch".into());
+        d.ts_response = Some(3_040_000);
+        d.latency_ms = Some(40.0);
+        let mut e = call(5, 900_000_000, "TOOL_SUCCESS", "application");
+        e.tool_name = Some("fetch".into());
+        e.retry_of = Some(4);
+        e.attempt = 2;
+        e.retry_origin = "manual".into();
+        e.ts_response = Some(900_050_000);
+        e.latency_ms = Some(50.0);
+        let mut f = ex(6, 500_000);
+        f.rpc_method = Some("initialize".into());
+        f.outcome = "RPC_SUCCESS".into();
+        f.ts_response = Some(502_000);
+        f.latency_ms = Some(2.0);
+        let mut g = ex(7, 4_000_000);
+        g.kind = "notification".into();
+        g.rpc_method = Some("notifications/initialized".into());
+        g.outcome = "NO_RESPONSE".into();
+        g.layer = "transport".into();
+        vec![f, a, b, c, d, e, g]
+    }
+
+    fn summary(color: bool) -> String {
+        let stats = stats();
+        let inputs = inputs();
+        let rows = story();
+        terminal_summary(
+            &RunInfo {
+                inputs: &inputs,
+                stats: &stats,
+                rows: &rows,
+                elapsed_s: 1.0,
+                bytes_read: 2_000_000,
+            },
+            color,
+        )
+    }
+
+    fn line_with<'a>(text: &'a str, needle: &str) -> &'a str {
+        text.lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle:?} in\n{text}"))
+    }
+
+    fn words(line: &str) -> Vec<&str> {
+        line.split_whitespace().collect()
+    }
+
+    #[test]
+    fn summary_counts_by_outcome_and_layer() {
+        let s = summary(false);
+        assert!(!s.contains('\x1b'), "ANSI without color:\n{s}");
+        assert_eq!(
+            words(line_with(&s, "TOOL_SUCCESS  ")),
+            ["TOOL_SUCCESS", "application", "3", "42.9%"]
+        );
+        assert_eq!(
+            words(line_with(&s, "HTTP_ERROR  ")),
+            ["HTTP_ERROR", "transport", "1", "14.3%"]
+        );
+        assert!(!s.contains("CANCELLED"), "zero outcomes are not listed");
+        let by_layer = s.split("By layer").nth(1).unwrap();
+        assert_eq!(
+            words(line_with(by_layer, "transport")),
+            ["transport", "2", "2"]
+        );
+        assert_eq!(
+            words(line_with(by_layer, "application")),
+            ["application", "5", "1"]
+        );
+        assert!(s.contains("7 MCP exchanges in 1 sessions"));
+    }
+
+    #[test]
+    fn summary_failing_tools_and_latency() {
+        let s = summary(false);
+        let tools = s.split("Failing tools").nth(1).unwrap();
+        assert_eq!(
+            words(line_with(tools, "search")),
+            ["search", "3", "2", "HTTP_ERROR", "1,", "TOOL_ERROR", "1"]
+        );
+        assert!(
+            !tools
+                .split("Retry chains")
+                .next()
+                .unwrap()
+                .contains("fetch")
+        );
+        let lat = s.split("Latency by method").nth(1).unwrap();
+        // tools/call latencies 10..50 ms: nearest-rank p50 = 30, p90 = p99 = 50.
+        assert_eq!(
+            words(line_with(lat, "tools/call")),
+            [
+                "tools/call",
+                "5",
+                "30.0",
+                "ms",
+                "50.0",
+                "ms",
+                "50.0",
+                "ms",
+                "50.0",
+                "ms"
+            ]
+        );
+        assert_eq!(words(line_with(lat, "initialize"))[1], "1");
+    }
+
+    #[test]
+    fn summary_retry_chains_split_by_failure() {
+        let s = summary(false);
+        let r = s
+            .split("Retry chains")
+            .nth(1)
+            .unwrap()
+            .split("Latency")
+            .next()
+            .unwrap();
+        assert!(
+            r.contains("2 chains: 1 retries after failures (1 recovered), 1 repeats of calls that had succeeded"),
+            "{r}"
+        );
+        let (fail, success) = r.split_once("Repeats after success").unwrap();
+        assert!(fail.contains("Retries after failures"));
+        assert_eq!(
+            words(line_with(fail, "#1 ")),
+            [
+                "tools/call",
+                "id=1",
+                "search",
+                "1",
+                "#1",
+                "first",
+                "HTTP_ERROR"
+            ]
+        );
+        assert_eq!(
+            words(line_with(fail, "#2 ")),
+            [
+                "2",
+                "#2",
+                "sdk",
+                "TOOL_ERROR",
+                "same",
+                "id+body",
+                "490ms",
+                "after",
+                "HTTP",
+                "503"
+            ]
+        );
+        assert_eq!(
+            words(line_with(fail, "#3 ")),
+            ["3", "#3", "application", "TOOL_SUCCESS"]
+        );
+        assert_eq!(words(line_with(fail, "final")), ["final", "TOOL_SUCCESS"]);
+        assert_eq!(
+            words(line_with(success, "#5 ")),
+            ["2", "#5", "manual", "TOOL_SUCCESS"]
+        );
+    }
+
+    #[test]
+    fn summary_what_could_not_be_analyzed() {
+        let s = summary(false);
+        let n = s.split("Not analyzed").nth(1).unwrap();
+        assert_eq!(
+            words(line_with(n, "not_tcp")),
+            ["skipped:", "not_tcp", "2", "packets"]
+        );
+        assert_eq!(
+            words(line_with(n, "malformed")),
+            ["skipped:", "malformed", "1", "packets"]
+        );
+        assert_eq!(
+            words(line_with(n, "gaps")),
+            ["gaps", "in", "TCP", "streams", "120", "bytes"]
+        );
+        assert!(line_with(n, "flow.overlap_mismatch").contains(" 1 "));
+    }
+
+    #[test]
+    fn columns_are_aligned() {
+        let s = summary(false);
+        let outcomes = s
+            .split("Outcomes\n")
+            .nth(1)
+            .unwrap()
+            .split("\n\n")
+            .next()
+            .unwrap();
+        let starts: Vec<usize> = outcomes
+            .lines()
+            .map(|l| l.find("  ").unwrap_or(0))
+            .collect();
+        let layer_col: Vec<usize> = outcomes
+            .lines()
+            .skip(1)
+            .map(|l| {
+                ["application", "transport", "protocol"]
+                    .iter()
+                    .find_map(|w| l.find(w))
+                    .unwrap()
+            })
+            .collect();
+        assert!(layer_col.windows(2).all(|w| w[0] == w[1]), "{outcomes}");
+        assert!(!starts.is_empty());
+        let ends: Vec<usize> = outcomes.lines().map(|l| l.len()).collect();
+        assert!(
+            ends.windows(2).all(|w| w[0] == w[1]),
+            "right-aligned share column:\n{outcomes}"
+        );
+    }
+
+    #[test]
+    fn color_only_when_asked() {
+        let s = summary(true);
+        assert!(s.contains("\x1b[31mHTTP_ERROR\x1b[0m"));
+        assert!(s.contains("\x1b[32mTOOL_SUCCESS\x1b[0m"));
+        assert!(s.contains("\x1b[1mOutcomes\x1b[0m"));
+        let plain = summary(false);
+        let stripped = s
+            .split('\x1b')
+            .enumerate()
+            .map(|(i, part)| {
+                if i == 0 {
+                    part
+                } else {
+                    part.split_once('m').unwrap().1
+                }
+            })
+            .collect::<String>();
+        assert_eq!(stripped, plain);
+    }
+
+    #[test]
+    fn snapshots() {
+        insta::assert_snapshot!("terminal_summary", summary(false));
+        insta::assert_snapshot!(
+            "session_timeline",
+            session_timeline(&story(), "s1", false).unwrap()
+        );
+        insta::assert_snapshot!("sessions_table", sessions_table_text(&story(), false));
+    }
+
+    #[test]
+    fn empty_run_says_so() {
+        let stats = crate::anomaly::Stats::default();
+        let s = terminal_summary(
+            &RunInfo {
+                inputs: &[],
+                stats: &stats,
+                rows: &[],
+                elapsed_s: 0.0,
+                bytes_read: 0,
+            },
+            false,
+        );
+        assert!(s.contains("no MCP exchanges found"));
+        assert!(s.contains("nothing: every packet was used"));
+    }
+
+    #[test]
+    fn chains_follow_links_and_survive_cycles() {
+        let rows = story();
+        let chains = retry_chains(&rows);
+        let ids: Vec<Vec<u64>> = chains
+            .iter()
+            .map(|c| c.attempts.iter().map(|e| e.exchange_id).collect())
+            .collect();
+        assert_eq!(ids, vec![vec![1, 2, 3], vec![4, 5]]);
+        assert!(chains[0].after_failure());
+        assert!(!chains[1].after_failure());
+        assert_eq!(chains[0].final_outcome(), "TOOL_SUCCESS");
+        let mut a = ex(1, 0);
+        a.retry_of = Some(2);
+        let mut b = ex(2, 1);
+        b.retry_of = Some(1);
+        let cyc = [a, b];
+        let chains = retry_chains(&cyc);
+        assert_eq!(chains.iter().map(|c| c.attempts.len()).sum::<usize>(), 2);
+    }
+
+    #[test]
+    fn timeline_reads_like_a_story() {
+        let rows = story();
+        assert!(session_timeline(&rows, "nope", false).is_none());
+        let t = session_timeline(&rows, "s1", false).unwrap();
+        assert!(!t.contains('\x1b'));
+        assert!(line_with(&t, "ended by").contains("capture_end"));
+        let lines: Vec<&str> = t.lines().filter(|l| l.contains("Z  ")).collect();
+        // 7 requests, 6 responses, in time order.
+        assert_eq!(lines.len(), 13, "{t}");
+        let first = words(lines[0]);
+        assert_eq!(
+            first,
+            ["1970-01-01T00:00:00.500000Z", "->", "#6", "initialize"]
+        );
+        assert_eq!(
+            words(lines[1]),
+            [
+                "1970-01-01T00:00:00.502000Z",
+                "<-",
+                "#6",
+                "initialize",
+                "RPC_SUCCESS",
+                "2.0",
+                "ms"
+            ]
+        );
+        let retry = line_with(&t, "retry of #1");
+        assert!(
+            retry.contains("-> ") && retry.contains("#2") && retry.contains("sdk, attempt 2"),
+            "{retry}"
+        );
+        let failed = words(
+            lines
+                .iter()
+                .find(|l| words(l)[1..3] == ["<-", "#1"])
+                .unwrap(),
+        );
+        assert_eq!(
+            failed[4..],
+            ["id=1", "search", "503", "HTTP_ERROR", "10.0", "ms"]
+        );
+        // No response: the outcome stands on the request line.
+        assert!(line_with(&t, "notifications/initialized").contains("NO_RESPONSE"));
+        let times: Vec<&str> = lines.iter().map(|l| words(l)[0]).collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn capture_text_cannot_drive_the_terminal() {
+        let mut rows = story();
+        rows[1].tool_name = Some("evil\x1b]0;pwned\x07\nnext".into());
+        rows[1].session_key = "k\x1b[2J".into();
+        let stats = crate::anomaly::Stats::default();
+        let s = terminal_summary(
+            &RunInfo {
+                inputs: &[],
+                stats: &stats,
+                rows: &rows,
+                elapsed_s: 1.0,
+                bytes_read: 0,
+            },
+            false,
+        );
+        assert!(!s.contains('\x1b') && !s.contains('\x07'), "{s}");
+        assert!(s.contains("evil\\u{1b}]0;pwned\\u{7}\\nnext"), "{s}");
+        let t = session_timeline(&rows, "k\x1b[2J", false).unwrap();
+        assert!(!t.contains('\x1b'), "{t}");
+        let long = "x".repeat(500);
+        assert_eq!(clean(&long).chars().count(), MAX_CELL_CHARS + 1);
+    }
+
+    #[test]
+    fn sessions_table_lists_each_session() {
+        let mut rows = story();
+        rows[0].session_key = "s0".into();
+        rows[0].client_name = Some("cli".into());
+        rows[0].client_version = Some("1.2".into());
+        let t = sessions_table_text(&rows, false);
+        assert!(!t.contains('\x1b'));
+        assert_eq!(t.lines().count(), 3);
+        let s0 = words(line_with(&t, "s0 "));
+        assert_eq!(s0[..3], ["s0", "cli", "1.2"]);
+        let s1 = words(line_with(&t, "s1 "));
+        // 6 exchanges, 3 failures (HTTP_ERROR, TOOL_ERROR, NO_RESPONSE), 3 retries.
+        assert_eq!(s1[s1.len() - 4..], ["6", "3", "3", "capture_end"]);
+        assert_eq!(sessions_table_text(&[], false), "no MCP sessions found\n");
+    }
 }

@@ -81,8 +81,7 @@ pub struct TimestampError {
 fn digits(b: &[u8], pos: usize, n: usize) -> Option<i64> {
     let slice = b.get(pos..pos.checked_add(n)?)?;
     slice.iter().try_fold(0i64, |acc, &c| {
-        c.is_ascii_digit()
-            .then(|| acc * 10 + i64::from(c - b'0'))
+        c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
     })
 }
 
@@ -174,7 +173,10 @@ mod tests {
         assert_eq!(format_rfc3339_us(0), "1970-01-01T00:00:00.000000Z");
         assert_eq!(format_rfc3339_us(-1), "1969-12-31T23:59:59.999999Z");
         assert_eq!(format_rfc3339_us(1), "1970-01-01T00:00:00.000001Z");
-        assert_eq!(format_rfc3339_us(-US_PER_DAY), "1969-12-31T00:00:00.000000Z");
+        assert_eq!(
+            format_rfc3339_us(-US_PER_DAY),
+            "1969-12-31T00:00:00.000000Z"
+        );
     }
 
     #[test]
@@ -219,7 +221,10 @@ mod tests {
         assert_eq!(parse_rfc3339_us("2026-11-29t19:54:08z"), Ok(base));
         assert_eq!(parse_rfc3339_us("2026-11-29T20:54:08+01:00"), Ok(base));
         assert_eq!(parse_rfc3339_us("2026-11-29T18:54:08-01:00"), Ok(base));
-        assert_eq!(parse_rfc3339_us("2026-11-29T19:54:08.5Z"), Ok(base + 500_000));
+        assert_eq!(
+            parse_rfc3339_us("2026-11-29T19:54:08.5Z"),
+            Ok(base + 500_000)
+        );
         assert_eq!(
             parse_rfc3339_us("2026-11-29T19:54:08.123456789Z"),
             Ok(base + 123_456)

@@ -205,7 +205,10 @@ fn classify(v: Value) -> RpcMessage {
                     message: message.to_string(),
                     data: err.get("data").cloned(),
                 },
-                _ => invalid("bad error shape (code must be an integer, message a string)", v),
+                _ => invalid(
+                    "bad error shape (code must be an integer, message a string)",
+                    v,
+                ),
             }
         }
     }
@@ -308,31 +311,64 @@ mod tests {
 
     #[test]
     fn invalid_envelopes() {
-        assert_eq!(reason(&one(r#"{"jsonrpc":"1.0","id":1,"result":{}}"#)), "jsonrpc is not \"2.0\"");
+        assert_eq!(
+            reason(&one(r#"{"jsonrpc":"1.0","id":1,"result":{}}"#)),
+            "jsonrpc is not \"2.0\""
+        );
         let m = one(r#"{"jsonrpc":"2.0","id":3,"result":{},"error":{"code":1,"message":"x"}}"#);
         assert_eq!(reason(&m), "both result and error");
         assert_eq!(m.id(), Some(&RpcId::Number("3".into())));
         assert!(m.is_response());
-        assert_eq!(reason(&one(r#"{"jsonrpc":"2.0","id":3}"#)), "neither result nor error");
-        assert!(reason(&one(r#"{"jsonrpc":"2.0","id":3,"error":{"code":"x","message":"m"}}"#)).starts_with("bad error shape"));
-        assert!(reason(&one(r#"{"jsonrpc":"2.0","id":3,"error":{"code":1.5,"message":"m"}}"#)).starts_with("bad error shape"));
-        assert_eq!(reason(&one(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#)), "request id is null");
-        assert_eq!(reason(&one(r#"{"jsonrpc":"2.0","id":1,"result":5}"#)), "result is not an object");
-        assert_eq!(reason(&one(r#"{"jsonrpc":"2.0","id":null,"result":{}}"#)), "result without a string or number id");
+        assert_eq!(
+            reason(&one(r#"{"jsonrpc":"2.0","id":3}"#)),
+            "neither result nor error"
+        );
+        assert!(
+            reason(&one(
+                r#"{"jsonrpc":"2.0","id":3,"error":{"code":"x","message":"m"}}"#
+            ))
+            .starts_with("bad error shape")
+        );
+        assert!(
+            reason(&one(
+                r#"{"jsonrpc":"2.0","id":3,"error":{"code":1.5,"message":"m"}}"#
+            ))
+            .starts_with("bad error shape")
+        );
+        assert_eq!(
+            reason(&one(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#)),
+            "request id is null"
+        );
+        assert_eq!(
+            reason(&one(r#"{"jsonrpc":"2.0","id":1,"result":5}"#)),
+            "result is not an object"
+        );
+        assert_eq!(
+            reason(&one(r#"{"jsonrpc":"2.0","id":null,"result":{}}"#)),
+            "result without a string or number id"
+        );
     }
 
     #[test]
     fn batches_and_errors() {
-        let v = parse_body(br#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"},7]"#)
-            .unwrap();
+        let v = parse_body(
+            br#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"},7]"#,
+        )
+        .unwrap();
         assert_eq!(v.len(), 3);
         assert!(matches!(v[0], RpcMessage::Request { .. }));
         assert!(matches!(v[1], RpcMessage::Notification { .. }));
         assert_eq!(reason(&v[2]), "batch element is a number, not an object");
         assert!(matches!(parse_body(b"[]"), Err(RpcError::EmptyBatch)));
         assert!(matches!(parse_body(b"  \n"), Err(RpcError::Empty)));
-        assert!(matches!(parse_body(b"{\"jsonrpc\":"), Err(RpcError::NotJson(_))));
-        assert!(matches!(parse_body(b"\"x\""), Err(RpcError::NotJsonRpc("a string"))));
+        assert!(matches!(
+            parse_body(b"{\"jsonrpc\":"),
+            Err(RpcError::NotJson(_))
+        ));
+        assert!(matches!(
+            parse_body(b"\"x\""),
+            Err(RpcError::NotJsonRpc("a string"))
+        ));
         assert!(parse_body(b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"method\":\"x\"}").is_ok());
     }
 
@@ -344,7 +380,11 @@ mod tests {
 
     #[test]
     fn canonical_sorts_keys_at_every_level() {
-        let a: Value = serde_json::from_str(r#"{"b":1, "a":{"y":[1,{"d":2,"c":3}],"x":null}}"#).unwrap();
-        assert_eq!(canonical_json(&a), r#"{"a":{"x":null,"y":[1,{"c":3,"d":2}]},"b":1}"#);
+        let a: Value =
+            serde_json::from_str(r#"{"b":1, "a":{"y":[1,{"d":2,"c":3}],"x":null}}"#).unwrap();
+        assert_eq!(
+            canonical_json(&a),
+            r#"{"a":{"x":null,"y":[1,{"c":3,"d":2}]},"b":1}"#
+        );
     }
 }

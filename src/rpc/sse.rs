@@ -119,13 +119,13 @@ impl SseParser {
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
         let _ = out; // nothing is dispatched at end of stream, by the spec
         if self.open_fields || !self.line.is_empty() {
-            self.anomalies.push("rpc.sse_unterminated_event");
+            self.flag("rpc.sse_unterminated_event");
         }
         self.line.clear();
         self.reset_event();
     }
 
-    /// Anomalies seen since the last call (names, `rpc.*`).
+    /// Anomalies seen since the last call (names, `rpc.*`; each at most once per call).
     pub fn take_anomalies(&mut self) -> Vec<&'static str> {
         std::mem::take(&mut self.anomalies)
     }
@@ -140,6 +140,13 @@ impl SseParser {
         self.events
     }
 
+    /// Record an anomaly once per stream (a garbage stream must not grow memory per line).
+    fn flag(&mut self, name: &'static str) {
+        if !self.anomalies.contains(&name) {
+            self.anomalies.push(name);
+        }
+    }
+
     fn push_line_bytes(&mut self, b: &[u8]) {
         if b.is_empty() {
             return;
@@ -147,10 +154,14 @@ impl SseParser {
         if self.skipping {
             return;
         }
-        if self.line.len().saturating_add(self.data.len()).saturating_add(b.len())
+        if self
+            .line
+            .len()
+            .saturating_add(self.data.len())
+            .saturating_add(b.len())
             > MAX_SSE_EVENT_BYTES
         {
-            self.anomalies.push("rpc.sse_event_too_large");
+            self.flag("rpc.sse_event_too_large");
             self.skipping = true;
             self.line.clear();
             self.reset_event();
@@ -208,7 +219,7 @@ impl SseParser {
                     self.retry_ms = value.parse().ok().or(self.retry_ms);
                 }
             }
-            _ => self.anomalies.push("rpc.sse_unknown_field"),
+            _ => self.flag("rpc.sse_unknown_field"),
         }
     }
 
@@ -300,7 +311,10 @@ mod tests {
             p.feed(std::slice::from_ref(b), i as i64, &mut out);
         }
         let data: Vec<_> = out.iter().map(|e| e.data.as_str()).collect();
-        assert_eq!(data, vec!["{\"a\":1}", "x\ny", "", "z", "/messages?sessionId=1"]);
+        assert_eq!(
+            data,
+            vec!["{\"a\":1}", "x\ny", "", "z", "/messages?sessionId=1"]
+        );
         // The first event is completed by the CR of the blank line (a CR alone ends a line).
         let end = SAMPLE.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 2;
         assert_eq!(out[0].ts_us, end as i64);
@@ -315,7 +329,10 @@ mod tests {
         p.feed(b"\n", 3, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].data, "a");
-        assert_eq!(out[0].ts_us, 2, "the CR at the end of piece 2 is the blank line");
+        assert_eq!(
+            out[0].ts_us, 2,
+            "the CR at the end of piece 2 is the blank line"
+        );
     }
 
     #[test]
@@ -364,6 +381,31 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].data, "ok");
         assert_eq!(p.take_anomalies(), vec!["rpc.sse_event_too_large"]);
+    }
+
+    proptest::proptest! {
+        /// Any bytes, cut into any pieces, give the same events as the whole.
+        #[test]
+        fn pieces_equal_whole(
+            data in proptest::collection::vec(
+                proptest::sample::select(b"data: {}x\r\n:id\xef\xbb\xbfretryevent 1".to_vec()),
+                0..200,
+            ),
+            cuts in proptest::collection::vec(0usize..200, 0..8),
+        ) {
+            let whole = parse_all(&data).0;
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(data.len())).collect();
+            cuts.sort_unstable();
+            let mut p = SseParser::new();
+            let mut out = Vec::new();
+            let mut start = 0;
+            for c in cuts.into_iter().chain([data.len()]) {
+                p.feed(&data[start..c], 1, &mut out);
+                start = c;
+            }
+            p.finish(&mut out);
+            proptest::prop_assert_eq!(out, whole);
+        }
     }
 
     #[test]

@@ -6,7 +6,15 @@
 //! at the connection's MSS, and FIN or RST endings. [`Conn`] is the
 //! conversation DSL on top: `post`, `respond_json`, `sse_head`, `sse_event`...
 //! [`run_analyze`] runs the real binary on a capture and returns its JSON lines.
-#![allow(dead_code)]
+// Test code: a panic is a test failure with a message.
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+
+pub mod truth;
 
 use etherparse::PacketBuilder;
 use std::path::{Path, PathBuf};
@@ -68,9 +76,23 @@ impl Capture {
     fn packet(&mut self, c: &Conn, from_client: bool, flags: Flags, payload: &[u8]) {
         self.now_us += 1;
         let (src, dst, smac, dmac, seq, ack) = if from_client {
-            (c.client, c.server, CLIENT_MAC, SERVER_MAC, c.client_seq, c.server_seq)
+            (
+                c.client,
+                c.server,
+                CLIENT_MAC,
+                SERVER_MAC,
+                c.client_seq,
+                c.server_seq,
+            )
         } else {
-            (c.server, c.client, SERVER_MAC, CLIENT_MAC, c.server_seq, c.client_seq)
+            (
+                c.server,
+                c.client,
+                SERVER_MAC,
+                CLIENT_MAC,
+                c.server_seq,
+                c.client_seq,
+            )
         };
         let b = PacketBuilder::ethernet2(smac, dmac)
             .ipv4(src.0, dst.0, 64)
@@ -171,7 +193,14 @@ pub struct Conn {
 
 impl Conn {
     /// An HTTP/1.1 request (Content-Length framing).
-    pub fn request(&mut self, cap: &mut Capture, method: &str, path: &str, headers: &[(&str, &str)], body: &str) {
+    pub fn request(
+        &mut self,
+        cap: &mut Capture,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) {
         let mut s = format!("{method} {path} HTTP/1.1\r\nHost: 10.0.0.2\r\n");
         for (k, v) in headers {
             s.push_str(&format!("{k}: {v}\r\n"));
@@ -244,10 +273,14 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Run `mcp-trace analyze <pcap> -o <dir>/out.jsonl` and return the rows.
+/// Run `mcp-trace analyze <pcap> -o <pcap's dir>/out.jsonl` and return the rows.
 pub fn run_analyze(pcap: &Path) -> Vec<serde_json::Value> {
-    let dir = pcap.parent().unwrap();
-    let out = dir.join("out.jsonl");
+    run_analyze_into(pcap, pcap.parent().unwrap())
+}
+
+/// Run `mcp-trace analyze <input> -o <out_dir>/out.jsonl` and return the rows.
+pub fn run_analyze_into(pcap: &Path, out_dir: &Path) -> Vec<serde_json::Value> {
+    let out = out_dir.join("out.jsonl");
     let o = Command::new(env!("CARGO_BIN_EXE_mcp-trace"))
         .arg("analyze")
         .arg(pcap)

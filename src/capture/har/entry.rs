@@ -48,6 +48,9 @@ pub(super) struct ResponseRecord {
     pub content_size: i64,
     /// `bodySize`, -1 when unknown.
     pub body_size: i64,
+    /// The body was written to a separate file (`content._file`, Playwright's
+    /// `content: "attach"` mode), which a single HAR document cannot reach.
+    pub attached_file: bool,
 }
 
 /// One entry, whichever way it was read.
@@ -83,17 +86,22 @@ pub(super) fn parse_entry(model: Model, v: &Value) -> Option<Parsed> {
             .ok()
             .map(from_v1_3),
     };
-    match strict {
+    let mut parsed = match strict {
         Some(mut rec) => {
             // Fields the strict 1.2 model has no place for.
             if rec.request.post_encoding.is_none() {
                 rec.request.post_encoding = v.pointer("/request/postData/encoding").and_then(text);
             }
-            rec.websocket_messages = v.get("_webSocketMessages").is_some();
-            Some(Parsed::Strict(rec))
+            Parsed::Strict(rec)
         }
-        None => tolerant(v).map(Parsed::Tolerant),
+        None => Parsed::Tolerant(tolerant(v)?),
+    };
+    let (Parsed::Strict(rec) | Parsed::Tolerant(rec)) = &mut parsed;
+    rec.websocket_messages = v.get("_webSocketMessages").is_some();
+    if let Some(r) = rec.response.as_mut() {
+        r.attached_file = v.pointer("/response/content/_file").is_some();
     }
+    Some(parsed)
 }
 
 fn timings_from(
@@ -149,6 +157,7 @@ fn from_v1_2(e: ::har::v1_2::Entries) -> EntryRecord {
             mime_type: r.content.mime_type,
             content_size: r.content.size,
             body_size: r.body_size,
+            attached_file: false,
         }),
         websocket_messages: false,
     }
@@ -184,6 +193,7 @@ fn from_v1_3(e: ::har::v1_3::Entries) -> EntryRecord {
             mime_type: r.content.mime_type,
             content_size: r.content.size,
             body_size: r.body_size,
+            attached_file: false,
         }),
         websocket_messages: false,
     }
@@ -288,6 +298,7 @@ fn tolerant(v: &Value) -> Option<EntryRecord> {
             mime_type: content_str("mimeType"),
             content_size: content.map_or(-1, |c| size_at(c, "size")),
             body_size: size_at(r, "bodySize"),
+            attached_file: false,
         }
     });
     Some(EntryRecord {
@@ -306,7 +317,7 @@ fn tolerant(v: &Value) -> Option<EntryRecord> {
             body_size: size_at(req, "bodySize"),
         },
         response,
-        websocket_messages: v.get("_webSocketMessages").is_some(),
+        websocket_messages: false,
     })
 }
 

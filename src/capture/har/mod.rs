@@ -19,7 +19,20 @@
 //!   host and port.
 //! * timestamps: request at `startedDateTime`, request sent at the first
 //!   response byte minus `wait`, response head at the end minus `receive`,
-//!   body and end at `startedDateTime + time` (see [`time::instants`]).
+//!   body and end at `startedDateTime + time` (see `time::instants`).
+//!
+//! Anomalies (`stats.anomaly`, and on the request or `ResponseEnd`):
+//! per file `har.missing_version`, `har.unsupported_version`; per entry
+//! `har.entry_skipped` (no `request.url`), `har.tolerant_parse`,
+//! `har.bad_header`, `har.bad_timestamp`, `har.bad_url`, `har.no_response`
+//! (status 0 or no response), `har.bad_status`, `har.bad_base64`,
+//! `har.unknown_text_encoding`, `har.bad_content_encoding`,
+//! `har.unsupported_content_encoding`, `har.body_limit`,
+//! `har.sse_body_not_recorded`, `har.sse_body_truncated`,
+//! `har.body_not_recorded`, `har.body_in_separate_file`,
+//! `har.websocket_messages_ignored`. `har.no_response`, the two `sse_*`,
+//! `har.body_not_recorded` and `har.body_in_separate_file` mark a response
+//! that must not be read as a success: a `NoResponse`, or an end of `CaptureEnd`.
 
 mod body;
 mod entry;
@@ -45,12 +58,13 @@ pub const MAX_INFLATED_HAR_BYTES: u64 = 1024 * 1024 * 1024;
 
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// True when `data` is a compressed HAR (mitmproxy's `.zhar`): a zlib stream
-/// (RFC 1950 header: CM 8, FCHECK) or a gzip member whose first inflated
-/// non-blank byte is `{`. Neither signature collides with pcap/pcapng magics.
+/// True when `data` starts a compressed HAR (mitmproxy's `.zhar`): a zlib
+/// stream (RFC 1950) or a gzip member whose first inflated non-blank byte is
+/// `{`. Give it at least the first 512 bytes (or the whole file): a deflate
+/// block header can take a hundred bytes before the first output byte.
 pub fn is_compressed_har(data: &[u8]) -> bool {
     let mut head = Vec::new();
-    let res = if looks_zlib(data) {
+    let res = if has_zlib_header(data) {
         flate2::read::ZlibDecoder::new(data)
             .take(256)
             .read_to_end(&mut head)
@@ -67,7 +81,11 @@ pub fn is_compressed_har(data: &[u8]) -> bool {
     text.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'{')
 }
 
-fn looks_zlib(b: &[u8]) -> bool {
+/// The first two bytes are a zlib header (RFC 1950 §2.2: CM 8, CINFO <= 7,
+/// FCHECK makes CMF*256+FLG a multiple of 31). No pcap or pcapng magic
+/// (`a1b2c3d4`, `d4c3b2a1`, `a1b23c4d`, `4d3cb2a1`, `0a0d0d0a`) passes, so a
+/// format probe can route such input to [`read_har`] on two bytes.
+pub fn has_zlib_header(b: &[u8]) -> bool {
     match (b.first(), b.get(1)) {
         (Some(&cmf), Some(&flg)) => {
             cmf & 0x0f == 8 && cmf >> 4 <= 7 && (u16::from(cmf) << 8 | u16::from(flg)) % 31 == 0
@@ -80,7 +98,7 @@ fn looks_zlib(b: &[u8]) -> bool {
 fn inflate_document(name: &str, data: &[u8]) -> Result<Vec<u8>, CaptureError> {
     let mut out = Vec::new();
     let limit = MAX_INFLATED_HAR_BYTES.saturating_add(1);
-    let res = if looks_zlib(data) {
+    let res = if has_zlib_header(data) {
         flate2::read::ZlibDecoder::new(data)
             .take(limit)
             .read_to_end(&mut out)
@@ -360,7 +378,7 @@ fn entry_events(
         .map(str::trim)
         .filter(|s| !s.is_empty());
     let server_addr = match (&parts, server_ip) {
-        (Some(p), Some(ip)) => url::socket_addr(ip, p.port),
+        (Some(p), Some(ip)) => url::server_addr(ip, p.port),
         (Some(p), None) => url::socket_addr(&p.host, p.port),
         (None, _) => String::new(),
     };
@@ -481,6 +499,9 @@ fn response_events(
     // sized but did not keep is also not a complete response.
     let end = if no_body_expected {
         BodyEnd::Complete
+    } else if body.is_empty() && r.attached_file {
+        notes.add(&mut anomalies, "har.body_in_separate_file");
+        BodyEnd::CaptureEnd
     } else if is_sse && body.is_empty() {
         notes.add(&mut anomalies, "har.sse_body_not_recorded");
         BodyEnd::CaptureEnd

@@ -543,3 +543,97 @@ fn empty_entries_is_empty_output() {
     assert!(ev.is_empty());
     assert_eq!(stats.http_exchanges, 0);
 }
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Any small JSON value: what a broken exporter might put in any field.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+            "[ -~]{0,12}".prop_map(Value::from),
+            Just(json!("-1")),
+            Just(json!("2024-05-01T10:00:00Z")),
+            Just(json!("http://[::1]:0/")),
+        ];
+        leaf.prop_recursive(2, 8, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::vec(("[a-z]{1,6}", inner), 0..3)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    const FIELDS: &[&str] = &[
+        "/startedDateTime",
+        "/time",
+        "/connection",
+        "/serverIPAddress",
+        "/timings",
+        "/timings/wait",
+        "/request",
+        "/request/url",
+        "/request/method",
+        "/request/httpVersion",
+        "/request/headers",
+        "/request/postData",
+        "/request/bodySize",
+        "/response",
+        "/response/status",
+        "/response/headers",
+        "/response/content",
+        "/response/content/text",
+        "/response/content/encoding",
+        "/response/content/size",
+        "/response/bodySize",
+        "/response/httpVersion",
+    ];
+
+    proptest! {
+        #[test]
+        fn any_field_any_value(picks in prop::collection::vec((0..FIELDS.len(), any_json()), 1..4)) {
+            let mut e = entry("2024-05-01T10:00:00Z", "POST", "http://h/mcp");
+            for (i, v) in picks {
+                if let Some(slot) = e.pointer_mut(FIELDS[i]) {
+                    *slot = v;
+                }
+            }
+            let mut stats = Stats::default();
+            let ev = read_har("p.har", &har(json!([e])), 0, &mut stats).unwrap();
+            // Every delivered request gets exactly one end.
+            let reqs = ev.iter().filter(|e| matches!(e, HttpEvent::Request(_))).count();
+            let ends = ev.iter().filter(|e| matches!(e, HttpEvent::ResponseEnd { .. } | HttpEvent::NoResponse { .. })).count();
+            prop_assert_eq!(reqs, ends);
+            prop_assert_eq!(reqs as u64, stats.http_exchanges);
+        }
+
+        #[test]
+        fn any_bytes(data in prop::collection::vec(any::<u8>(), 0..200)) {
+            let _ = read_har("p.har", &data, 0, &mut Stats::default());
+        }
+    }
+}
+
+#[test]
+fn playwright_attached_body_is_not_a_success() {
+    let mut e = entry("2024-05-01T10:00:00Z", "POST", "http://h/mcp");
+    e["response"]["content"] =
+        json!({"size": 40, "mimeType": "application/json", "_file": "0a1b2c.json"});
+    let (ev, stats) = read(&har(json!([e])));
+    assert_eq!(
+        response_end(&ev),
+        (
+            BodyEnd::CaptureEnd,
+            0,
+            40,
+            vec!["har.body_in_separate_file".to_string()]
+        )
+    );
+    assert_eq!(stats.anomalies.get("har.body_not_recorded"), None);
+}

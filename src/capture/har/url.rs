@@ -82,6 +82,16 @@ pub(super) fn socket_addr(host: &str, port: u16) -> String {
     }
 }
 
+/// The server address of an entry: `serverIPAddress` with the URL's port.
+/// Lenient: a value that already carries a port (`1.2.3.4:8080`,
+/// `[::1]:8080`) is kept as written, since it names the socket exactly.
+pub(super) fn server_addr(ip_field: &str, url_port: u16) -> String {
+    match ip_field.trim().parse::<std::net::SocketAddr>() {
+        Ok(sa) => sa.to_string(),
+        Err(_) => socket_addr(ip_field, url_port),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +127,10 @@ mod tests {
         assert_eq!(socket_addr(&u.host, u.port), "[::1]:8080");
         assert_eq!(socket_addr("[2001:db8::1]", 443), "[2001:db8::1]:443");
         assert_eq!(socket_addr("10.0.0.1", 80), "10.0.0.1:80");
+        assert_eq!(server_addr("10.0.0.1", 80), "10.0.0.1:80");
+        assert_eq!(server_addr(" 10.0.0.1:8080", 80), "10.0.0.1:8080");
+        assert_eq!(server_addr("[::1]:8080", 80), "[::1]:8080");
+        assert_eq!(server_addr("::1", 80), "[::1]:80");
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The "latest earlier equivalent request" index (report-schema.md section 4).
 //!
-//! Keyed by a hash of (client host, endpoint, `rpc_method`, canonical params); each bucket holds
-//! the latest row position per session, and fields are compared for real, so a hash collision
-//! never links two different calls. Entries older than the repeat window are expired in arrival order, so memory
+//! Keyed by a hash of (client host, endpoint, `rpc_method`, canonical params), overall and per
+//! session; the fields are compared for real, so a hash collision never links two different
+//! calls. Entries older than the repeat window are expired in arrival order, so memory
 //! follows the number of requests inside one window, capped by a fixed limit.
 
 use crate::mcp::Exchange;
@@ -43,21 +43,53 @@ pub(super) fn equivalent(a: &Exchange, b: &Exchange) -> bool {
         && client_host(&a.client_addr) == client_host(&b.client_addr)
 }
 
-/// Latest indexed request per equivalence key and session.
+/// Hash of (equivalence hash, session key): the bucket of one call within one session.
+fn session_hash(call: u64, row: &Exchange) -> u64 {
+    let mut h = DefaultHasher::new();
+    call.hash(&mut h);
+    row.session_key.hash(&mut h);
+    h.finish()
+}
+
+/// Make `pos` the entry of `bucket` that `same` matches, or add it.
+fn replace_or_push(bucket: &mut Vec<usize>, pos: usize, same: impl Fn(usize) -> bool) {
+    match bucket.iter_mut().find(|p| same(**p)) {
+        Some(slot) => *slot = pos,
+        None => bucket.push(pos),
+    }
+}
+
+/// Drop `pos` from the bucket at `key`, and the bucket once empty.
+fn remove_from<K: std::hash::Hash + Eq>(map: &mut HashMap<K, Vec<usize>>, key: K, pos: usize) {
+    if let Some(bucket) = map.get_mut(&key) {
+        bucket.retain(|&p| p != pos);
+        if bucket.is_empty() {
+            map.remove(&key);
+        }
+    }
+}
+
+/// Latest indexed request per equivalence key, overall and per session.
 ///
-/// Invariant: every position in `by_key` also appears in `order` (possibly with stale
+/// Buckets hold one position per distinct key that hashed alike (almost always one), so a
+/// lookup costs O(1) however many sessions made the same call (a load test from one host).
+/// Invariant: every position in the maps also appears in `order` (possibly with superseded
 /// duplicates there, which expire harmlessly); `order.len() <= limit`.
 pub(super) struct RecentRequests {
-    by_key: HashMap<u64, Vec<usize>>,
-    /// (ts_request, hash, position) in insertion order, for expiry.
-    order: VecDeque<(i64, u64, usize)>,
+    /// Equivalence hash -> latest position of each equivalence class.
+    any_session: HashMap<u64, Vec<usize>>,
+    /// [`session_hash`] -> latest position of each (class, session).
+    own_session: HashMap<u64, Vec<usize>>,
+    /// (ts_request, equivalence hash, session hash, position) in insertion order, for expiry.
+    order: VecDeque<(i64, u64, u64, usize)>,
     limit: usize,
 }
 
 impl RecentRequests {
     pub(super) fn new(limit: usize) -> Self {
         RecentRequests {
-            by_key: HashMap::new(),
+            any_session: HashMap::new(),
+            own_session: HashMap::new(),
             order: VecDeque::new(),
             limit,
         }
@@ -65,57 +97,52 @@ impl RecentRequests {
 
     /// Forget requests sent before `oldest_us`.
     pub(super) fn expire(&mut self, oldest_us: i64) {
-        while let Some(&(ts, hash, pos)) = self.order.front() {
+        while let Some(&(ts, call, session, pos)) = self.order.front() {
             if ts >= oldest_us {
                 break;
             }
             self.order.pop_front();
-            if let Some(bucket) = self.by_key.get_mut(&hash) {
-                bucket.retain(|&p| p != pos);
-                if bucket.is_empty() {
-                    self.by_key.remove(&hash);
-                }
-            }
+            remove_from(&mut self.any_session, call, pos);
+            remove_from(&mut self.own_session, session, pos);
         }
     }
 
     /// Position of the latest indexed request equivalent to `row`: the latest of `row`'s own
     /// session when there is one, else the latest of any session from the same client host.
-    pub(super) fn latest(&self, rows: &[Exchange], hash: u64, row: &Exchange) -> Option<usize> {
-        let mut same_session = None;
-        let mut any = None;
-        for &p in self.by_key.get(&hash)? {
-            let Some(e) = rows.get(p) else { continue };
-            if !equivalent(e, row) {
-                continue;
-            }
-            any = any.max(Some(p));
-            if e.session_key == row.session_key {
-                same_session = same_session.max(Some(p));
-            }
-        }
-        same_session.or(any)
+    pub(super) fn latest(&self, rows: &[Exchange], call: u64, row: &Exchange) -> Option<usize> {
+        let find = |bucket: Option<&Vec<usize>>, same_session: bool| {
+            bucket?.iter().copied().find(|&p| {
+                rows.get(p).is_some_and(|e| {
+                    (!same_session || e.session_key == row.session_key) && equivalent(e, row)
+                })
+            })
+        };
+        find(self.own_session.get(&session_hash(call, row)), true)
+            .or_else(|| find(self.any_session.get(&call), false))
     }
 
-    /// Make the row at `pos` the latest of its key in its session. Returns false (and indexes
-    /// nothing) when the index already holds `limit` entries.
-    pub(super) fn insert(&mut self, rows: &[Exchange], hash: u64, pos: usize) -> bool {
+    /// Make the row at `pos` the latest of its key, overall and in its session. Returns false
+    /// (and indexes nothing) when the index already holds `limit` entries.
+    pub(super) fn insert(&mut self, rows: &[Exchange], call: u64, pos: usize) -> bool {
         let Some(row) = rows.get(pos) else {
             return false;
         };
         if self.order.len() >= self.limit {
             return false;
         }
-        let bucket = self.by_key.entry(hash).or_default();
-        let same_key = bucket.iter_mut().find(|p| {
-            rows.get(**p)
+        let equal = |p: usize| rows.get(p).is_some_and(|e| equivalent(e, row));
+        let equal_here = |p: usize| {
+            rows.get(p)
                 .is_some_and(|e| e.session_key == row.session_key && equivalent(e, row))
-        });
-        match same_key {
-            Some(slot) => *slot = pos,
-            None => bucket.push(pos),
-        }
-        self.order.push_back((row.ts_request, hash, pos));
+        };
+        let session = session_hash(call, row);
+        replace_or_push(self.any_session.entry(call).or_default(), pos, equal);
+        replace_or_push(
+            self.own_session.entry(session).or_default(),
+            pos,
+            equal_here,
+        );
+        self.order.push_back((row.ts_request, call, session, pos));
         true
     }
 

@@ -560,6 +560,19 @@ fn r4_reinit_before_the_404_does_not_count() {
         req(300, "B", "2", P),
     ]);
     assert_eq!(link(&rows, 3), NOT_A_REPEAT);
+    // A second initialize in that session after the 404 is a re-initialization.
+    let rows = run(vec![
+        other(0, "B", "request", Some("initialize")),
+        req(100, "A", "5", P).failed("HTTP_ERROR", 404),
+        other(200, "B", "request", Some("initialize")),
+        req(300, "B", "2", P),
+    ]);
+    assert_eq!(link(&rows, 4), (2, Some(2), "application", None));
+    assert!(
+        evidence(&rows, 4)
+            .unwrap()
+            .ends_with("client re-initialized (#3)")
+    );
 }
 
 #[test]
@@ -607,6 +620,22 @@ fn r5_resumed_stream_is_sdk() {
     assert_eq!(chains.len(), 1);
     assert_eq!(chains[0].final_outcome, "TOOL_SUCCESS");
     assert!(chains[0].after_failure);
+}
+
+#[test]
+fn r5_finds_its_target_when_ids_are_not_positions() {
+    let mut rows = vec![
+        req(0, "S", "3", P),
+        req(10, "S", "4", Q),
+        other(1_500, "S", "stream", None).resumes(20, "e7"),
+    ];
+    for (r, id) in rows.iter_mut().zip([10, 20, 30]) {
+        r.exchange_id = id;
+    }
+    let a = infer_retries(&mut rows, &InferenceConfig::default());
+    assert_eq!(a.resume_target_missing, 0);
+    assert_eq!(rows[2].retry_of, Some(20));
+    assert_eq!(rows[2].retry_origin, "sdk");
 }
 
 #[test]
@@ -796,4 +825,119 @@ fn evidence_quotes_are_clipped() {
     assert_eq!(clip(&long).chars().count(), EVIDENCE_VALUE_MAX_CHARS + 1);
     assert_eq!(clip("node"), "node");
     assert_eq!(clip("a\nb\u{7}"), "a\\nb\\u{7}");
+}
+
+// ---- invariants on random traffic --------------------------------------------------------------
+
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    const METHODS: &[&str] = &[
+        "tools/call",
+        "tools/call",
+        "prompts/get",
+        "ping",
+        "tools/list",
+    ];
+    const OUTCOMES: &[&str] = &[
+        "TOOL_SUCCESS",
+        "HTTP_ERROR",
+        "NO_RESPONSE",
+        "INPUT_REQUIRED",
+        "CANCELLED",
+    ];
+
+    /// ((gap ms, session, id, params, method), (outcome, status, curl ua, kind, mrtr, resumes))
+    type Spec = ((u16, u8, u8, u8, usize), (usize, u16, bool, u8, bool, u8));
+
+    /// Small value spaces, so equal calls, ids and sessions happen often.
+    fn spec() -> impl Strategy<Value = Spec> {
+        (
+            (0u16..3000, 0u8..3, 0u8..4, 0u8..3, 0usize..5),
+            (
+                0usize..5,
+                0u16..4,
+                any::<bool>(),
+                0u8..5,
+                any::<bool>(),
+                0u8..40,
+            ),
+        )
+    }
+
+    fn build(specs: &[Spec]) -> Vec<Exchange> {
+        let mut ts = 0i64;
+        let mut rows: Vec<Exchange> = specs
+            .iter()
+            .map(|&((gap, s, id, p, m), (o, st, ua, kind, mrtr, res))| {
+                ts += i64::from(gap);
+                let mut e = req(
+                    ts,
+                    &format!("s{s}"),
+                    &id.to_string(),
+                    &format!("{{\"p\":{p}}}"),
+                );
+                e.rpc_method = Some(METHODS[m % METHODS.len()].to_string());
+                e.outcome = OUTCOMES[o % OUTCOMES.len()].to_string();
+                e.http_status = Some([200, 401, 404, 503][usize::from(st % 4)]);
+                if o % OUTCOMES.len() == 2 {
+                    e.ts_response = None;
+                }
+                if ua {
+                    e.user_agent = Some("curl/8".to_string());
+                }
+                e.inference.has_mrtr_fields = mrtr;
+                match kind % 5 {
+                    0 => e.kind = "notification".to_string(),
+                    1 => {
+                        e = other(ts, &format!("s{s}"), "stream", None)
+                            .resumes(u64::from(res), "ev-1");
+                    }
+                    _ => {}
+                }
+                e
+            })
+            .collect();
+        for (i, r) in rows.iter_mut().enumerate() {
+            r.exchange_id = i as u64 + 1;
+        }
+        rows
+    }
+
+    proptest! {
+        #[test]
+        fn links_are_consistent(specs in proptest::collection::vec(spec(), 0..60)) {
+            let mut rows = build(&specs);
+            infer_retries(&mut rows, &InferenceConfig::default());
+            for r in &rows {
+                let linked = r.retry_of.is_some() || r.continuation_of.is_some();
+                prop_assert_eq!(r.retry_evidence.is_some(), linked);
+                prop_assert_eq!(r.retry_origin == "none", r.retry_of.is_none());
+                prop_assert!(!(r.retry_of.is_some() && r.continuation_of.is_some()));
+                if let Some(of) = r.retry_of.or(r.continuation_of) {
+                    prop_assert!(of < r.exchange_id);
+                }
+                match r.retry_of {
+                    Some(of) => {
+                        let prev = &rows[of as usize - 1];
+                        prop_assert_eq!(r.attempt, prev.attempt + 1);
+                    }
+                    None => prop_assert_eq!(r.attempt, 1),
+                }
+                let lifecycle = r.rpc_method.as_deref().is_some_and(is_lifecycle_method);
+                if r.kind == "notification" || (r.kind == "request" && lifecycle) {
+                    prop_assert!(!linked);
+                }
+                if r.kind == "stream" {
+                    prop_assert!(r.continuation_of.is_none());
+                    prop_assert!(r.retry_of.is_none() || r.retry_origin == "sdk");
+                }
+            }
+            // Every repeat appears in exactly one chain.
+            let chains = retry_chains(&rows);
+            let in_chains: usize = chains.iter().map(|c| c.attempts.len() - 1).sum();
+            prop_assert_eq!(in_chains, rows.iter().filter(|r| r.retry_of.is_some()).count());
+        }
+    }
 }

@@ -1,0 +1,124 @@
+//! clap definitions. Every threshold shows its default in `--help`.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Passive analyzer for Model Context Protocol traffic in pcap, pcapng and HAR files.
+#[derive(Debug, Parser)]
+#[command(name = "mcp-trace", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Find MCP exchanges, classify them and infer retries.
+    Analyze(AnalyzeArgs),
+    /// List every HTTP/1.x exchange, MCP or not.
+    Http(HttpArgs),
+    /// List the MCP sessions.
+    Sessions(InputArgs),
+    /// Print one session as a timeline.
+    Show(ShowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// Capture files (pcap, pcapng, HAR; .gz decompressed; `-` for stdin), merged in time order.
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<String>,
+    /// Color: auto (only on a terminal), always, never.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// Never show the progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    #[command(flatten)]
+    pub inference: InferenceArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InferenceArgs {
+    /// Look for an earlier equivalent request this far back.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub repeat_window: String,
+    /// Same id and body re-sent within this gap, same session and user agent: an SDK retry.
+    #[arg(long, value_name = "DURATION", default_value = "2s")]
+    pub sdk_max_gap: String,
+    /// A resend at least this long after the earlier attempt can be manual.
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub manual_min_gap: String,
+    /// Silence after which a derived (stateless) session ends.
+    #[arg(long, value_name = "DURATION", default_value = "5m")]
+    pub session_gap: String,
+}
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Write the exchanges table here (format from --format or the extension).
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<std::path::PathBuf>,
+    /// Output format: auto (from the extension), csv, parquet, jsonl.
+    #[arg(long, default_value = "auto")]
+    pub format: String,
+    /// Write the sessions table here (format from the extension).
+    #[arg(long, value_name = "PATH")]
+    pub sessions: Option<std::path::PathBuf>,
+    /// Write the run summary (JSON) here.
+    #[arg(long, value_name = "PATH")]
+    pub summary: Option<std::path::PathBuf>,
+    /// Keep only rows with these outcomes (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub outcome: Vec<String>,
+    /// Keep only rows calling these tools.
+    #[arg(long, value_delimiter = ',')]
+    pub tool: Vec<String>,
+    /// Keep only rows with these JSON-RPC methods.
+    #[arg(long, value_delimiter = ',')]
+    pub method: Vec<String>,
+    /// Keep only rows of these session keys.
+    #[arg(long, value_delimiter = ',')]
+    pub session: Vec<String>,
+    /// Keep only rows whose request started at or after this time (RFC 3339).
+    #[arg(long, value_name = "RFC3339")]
+    pub since: Option<String>,
+    /// Keep only rows whose request started before this time (RFC 3339).
+    #[arg(long, value_name = "RFC3339")]
+    pub until: Option<String>,
+    /// Keep only failed rows.
+    #[arg(long)]
+    pub only_failures: bool,
+    /// Exit with status 1 when any row has one of these outcomes.
+    #[arg(long, value_delimiter = ',', value_name = "OUTCOME")]
+    pub fail_on: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct HttpArgs {
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<String>,
+    /// Write the table here instead of printing it.
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<std::path::PathBuf>,
+    /// Output format: auto (from the extension), csv, jsonl.
+    #[arg(long, default_value = "auto")]
+    pub format: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Session key (see `mcp-trace sessions`).
+    #[arg(long, required = true)]
+    pub session: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
