@@ -3,6 +3,7 @@
 //!
 //! Expected values come from the corpus: tcpdump's own `.out` files (parsed
 //! below), MANIFEST.md, and `capinfos`/`tshark` 4.0 runs recorded in the tables.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use mcp_trace::anomaly::Stats;
 use mcp_trace::capture::{
@@ -108,7 +109,15 @@ fn run_file(path: &Path) -> Run {
 /// (file, format, packets, link types, TCP segments, captured TCP payload bytes).
 /// Packets and link types from MANIFEST.md / capinfos; segments and bytes from
 /// `tshark -Y "tcp && !icmp && !icmpv6" -T fields -e tcp.len`.
-const PCAP_FORMATS: &[(&str, &str, u64, &[u32], usize, usize)] = &[
+type FormatCase = (
+    &'static str,
+    &'static str,
+    u64,
+    &'static [u32],
+    usize,
+    usize,
+);
+const PCAP_FORMATS: &[FormatCase] = &[
     (
         "pcap-parser/err-buffertoosmall.pcapng",
         "pcapng",
@@ -760,7 +769,7 @@ fn pcap(big_endian: bool, nanos: bool, link_type: u32, recs: &[(u32, u32, &[u8],
 fn block(be: bool, kind: u32, body: &[u8]) -> Vec<u8> {
     let w32 = |v: u32| if be { v.to_be_bytes() } else { v.to_le_bytes() };
     let mut body = body.to_vec();
-    while body.len() % 4 != 0 {
+    while !body.len().is_multiple_of(4) {
         body.push(0);
     }
     let len = 12 + body.len() as u32;

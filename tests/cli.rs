@@ -18,7 +18,11 @@ fn assert_clean_failure(out: &std::process::Output, needle: &str) {
     let err = stderr(out);
     assert_eq!(out.status.code(), Some(2), "stderr: {err}");
     assert!(!err.contains("panicked"), "panic: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "one line expected: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected: {err}"
+    );
     assert!(err.starts_with("mcp-trace: "), "prefix: {err}");
     assert!(err.contains(needle), "`{needle}` not in: {err}");
 }
@@ -84,7 +88,11 @@ fn record_longer_than_file_is_counted_damage() {
     let out = mcp_trace(&["analyze", &path, "--summary", summary.to_str().unwrap()]);
     let err = stderr(&out);
     assert!(!err.contains("panicked"), "{err}");
-    assert_eq!(out.status.code(), Some(0), "partial analysis expected: {err}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "partial analysis expected: {err}"
+    );
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
     assert_eq!(run["packets_total"], 0);
@@ -123,7 +131,10 @@ fn help_shows_threshold_defaults() {
         "--session-gap",
         "[default: 5m]",
     ] {
-        assert!(text.contains(needle), "`{needle}` missing from help:\n{text}");
+        assert!(
+            text.contains(needle),
+            "`{needle}` missing from help:\n{text}"
+        );
     }
 }
 

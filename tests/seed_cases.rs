@@ -319,20 +319,12 @@ fn seed_legacy_http_sse() {
 
 /// Truth entries (`None`: the whole recording; `Some(0)`: the row count) that cannot be reached from the
 /// input, with the reason. Anything else that disagrees fails the test.
-const KNOWN_DISAGREEMENTS: &[(&str, Option<u64>, &str)] = &[
-    (
-        "snaplen-200.pcap",
-        None,
-        "every packet is cut to 200 bytes: request heads and all bodies are lost, so neither \
+const KNOWN_DISAGREEMENTS: &[(&str, Option<u64>, &str)] = &[(
+    "snaplen-200.pcap",
+    None,
+    "every packet is cut to 200 bytes: request heads and all bodies are lost, so neither \
          the HTTP framing nor any JSON-RPC content can be recovered",
-    ),
-    (
-        "har-mitmproxy-ts.har",
-        Some(3),
-        "mitmproxy did not record the streamed GET body; the HAR reader ends it as capture_end \
-         (har.sse_body_not_recorded), so the stream row is STREAM_OPEN, not a closed stream",
-    ),
-];
+)];
 
 /// Every recording in samples/ against its ground truth (samples/README.md):
 /// outcome, HTTP status, pairing, retry columns and sessions.

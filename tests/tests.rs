@@ -4,5 +4,6 @@ mod support;
 mod capture_corpus;
 mod cli;
 mod har_corpus;
+mod samples_truth;
 mod seed_cases;
 mod zeek_http;

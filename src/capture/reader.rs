@@ -220,10 +220,7 @@ impl PacketReader {
                 let block_type = data.get(0..4)?;
                 // A section header announces its own byte order (pcapng §4.1).
                 let be = if block_type == [0x0a, 0x0d, 0x0d, 0x0a] {
-                    match data.get(8..12)? {
-                        [0x1a, 0x2b, 0x3c, 0x4d] => true,
-                        _ => false,
-                    }
+                    matches!(data.get(8..12)?, [0x1a, 0x2b, 0x3c, 0x4d])
                 } else {
                     *big_endian
                 };
@@ -440,13 +437,13 @@ impl Iterator for PacketReader {
             if self.done {
                 return None;
             }
-            if let Some(len) = self.pending_len() {
-                if len > MAX_RECORD_BYTES as u64 {
-                    let at = self.offset;
-                    return Some(Err(self.fail(format!(
-                        "record at byte offset {at} claims {len} bytes (limit {MAX_RECORD_BYTES}); the rest of the file is skipped"
-                    ))));
-                }
+            if let Some(len) = self.pending_len()
+                && len > MAX_RECORD_BYTES as u64
+            {
+                let at = self.offset;
+                return Some(Err(self.fail(format!(
+                    "record at byte offset {at} claims {len} bytes (limit {MAX_RECORD_BYTES}); the rest of the file is skipped"
+                ))));
             }
             match self.step() {
                 Step::Parsed(used, item) => {

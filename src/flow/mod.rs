@@ -10,6 +10,7 @@
 mod assembler;
 mod history;
 pub mod seq;
+mod slab;
 mod table;
 #[cfg(test)]
 mod corpus_tests;

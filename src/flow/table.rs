@@ -32,10 +32,11 @@
 
 use super::assembler::{Assembler, Sink};
 use super::seq::SeqNum;
+use super::slab::{List, Slab};
 use super::{CloseReason, FlowLimits, Side, StreamEvent, StreamEventKind};
 use crate::anomaly::Stats;
 use crate::decode::Segment;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 
 /// Capture time between two idle sweeps (lazy expiry keeps the per-packet cost flat).
@@ -50,16 +51,13 @@ pub const CLOSED_LINGER_NS: i64 = 60 * 1_000_000_000;
 /// the open one (RFC 5961 §4 in-window SYN).
 pub const SYN_REUSE_DISTANCE: i64 = 1 << 24;
 
-/// What a segment does to the table.
+/// What a segment does to the table (slab indices of the flow concerned).
 enum Action {
     Create,
-    ReplaceTombstone,
-    ReplaceOpen,
-    Process,
+    ReplaceTombstone(usize),
+    ReplaceOpen(usize),
+    Process(usize),
 }
-
-/// Queue entries beyond this many stale ones trigger a compaction.
-const QUEUE_SLACK: usize = 1024;
 
 /// A 4-tuple, same for both directions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -81,14 +79,13 @@ impl FlowKey {
 /// One TCP stream. Once `closed`, its assemblers hold no buffers.
 #[derive(Debug)]
 struct Flow {
+    key: FlowKey,
     stream: u64,
     client: SocketAddr,
     from_client: Assembler,
     from_server: Assembler,
     last_ts: i64,
     last_frame: u64,
-    /// Value of the table's tick at the last packet (identifies its LRU entry).
-    last_tick: u64,
     closed: bool,
 }
 
@@ -164,19 +161,15 @@ impl Flow {
 /// Memory: at most `max_open_flows` open flows, each holding at most
 /// `max_buffered_bytes_per_direction` out-of-order bytes per direction plus
 /// twice [`super::RETAINED_DELIVERED_BYTES`] of history, and at most as
-/// many buffer-free tombstones.
+/// many buffer-free tombstones. Per packet: one hash lookup and O(1) list
+/// updates; the reassembly itself copies a payload only into the history.
 #[derive(Debug)]
 pub struct FlowTable {
     limits: FlowLimits,
-    flows: HashMap<FlowKey, Flow>,
-    /// Open flows by last activity (oldest first); stale entries are skipped.
-    lru: VecDeque<(u64, FlowKey)>,
-    /// Tombstones by closing order: (stream index, key); stale entries are skipped.
-    closed_q: VecDeque<(u64, FlowKey)>,
-    open_count: usize,
-    closed_count: usize,
+    index: HashMap<FlowKey, usize>,
+    /// Open flows by last activity, tombstones by closing order (oldest first).
+    flows: Slab<Flow>,
     next_stream: u64,
-    tick: u64,
     now_ns: i64,
     last_sweep_ns: Option<i64>,
 }
@@ -186,13 +179,9 @@ impl FlowTable {
     pub fn new(limits: FlowLimits) -> FlowTable {
         FlowTable {
             limits,
-            flows: HashMap::new(),
-            lru: VecDeque::new(),
-            closed_q: VecDeque::new(),
-            open_count: 0,
-            closed_count: 0,
+            index: HashMap::new(),
+            flows: Slab::default(),
             next_stream: 0,
-            tick: 0,
             now_ns: i64::MIN,
             last_sweep_ns: None,
         }
@@ -200,7 +189,7 @@ impl FlowTable {
 
     /// Open (not yet closed) flows.
     pub fn open_flows(&self) -> usize {
-        self.open_count
+        self.flows.len(List::Open)
     }
 
     /// Out-of-order bytes buffered across all open flows (O(flows); for tests and diagnostics).
@@ -224,7 +213,6 @@ impl FlowTable {
 
     /// Feed one segment (in capture order). Appends events for any stream in `out`.
     pub fn push(&mut self, seg: Segment, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
-        self.tick = self.tick.wrapping_add(1);
         self.now_ns = self.now_ns.max(seg.ts_ns);
         let due = self
             .last_sweep_ns
@@ -234,56 +222,51 @@ impl FlowTable {
             self.last_sweep_ns = Some(self.now_ns);
         }
         let key = FlowKey::new(seg.src, seg.dst);
-        let action = match self.flows.get(&key) {
+        let found = self
+            .index
+            .get(&key)
+            .and_then(|&id| self.flows.get(id).map(|f| (id, f)));
+        let action = match found {
             None => Action::Create,
-            Some(f) if f.closed && seg.flags.syn => Action::ReplaceTombstone,
-            Some(f) if f.closed => {
+            Some((id, f)) if f.closed && seg.flags.syn => Action::ReplaceTombstone(id),
+            Some((_, f)) if f.closed => {
                 f.dir(f.side_of(seg.src))
                     .late_segment(SeqNum(seg.seq), seg.payload.len(), stats);
                 return;
             }
-            Some(f) if seg.flags.syn && f.is_reuse(&seg) => Action::ReplaceOpen,
-            Some(_) => Action::Process,
+            Some((id, f)) if seg.flags.syn && f.is_reuse(&seg) => Action::ReplaceOpen(id),
+            Some((id, _)) => Action::Process(id),
         };
         match action {
             Action::Create => self.create(key, seg, stats, out),
-            Action::ReplaceTombstone => {
-                self.forget_tombstone(key);
+            Action::ReplaceTombstone(id) => {
+                self.remove(id);
                 self.create(key, seg, stats, out);
             }
-            Action::ReplaceOpen => {
-                if let Some(mut old) = self.flows.remove(&key) {
-                    self.open_count = self.open_count.saturating_sub(1);
+            Action::ReplaceOpen(id) => {
+                if let Some(mut old) = self.remove(id) {
                     old.close(CloseReason::Finished, stats, out);
                 }
                 self.create(key, seg, stats, out);
             }
-            Action::Process => self.process(key, seg, stats, out),
+            Action::Process(id) => self.process(id, seg, stats, out),
         }
     }
 
     /// End of capture: flush every open stream (buffered data delivered, holes
     /// as gaps, `Closed{CaptureEnd}`), in stream order. The table is empty afterwards.
     pub fn finish(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
-        let mut open: Vec<Flow> = self
-            .flows
-            .drain()
-            .map(|(_, f)| f)
-            .filter(|f| !f.closed)
-            .collect();
+        let mut open: Vec<Flow> = self.flows.drain().into_iter().filter(|f| !f.closed).collect();
+        self.index.clear();
         open.sort_unstable_by_key(|f| f.stream);
         for mut flow in open {
             flow.close(CloseReason::CaptureEnd, stats, out);
         }
-        self.lru.clear();
-        self.closed_q.clear();
-        self.open_count = 0;
-        self.closed_count = 0;
     }
 
     /// Start a new stream with `seg` as its first packet.
     fn create(&mut self, key: FlowKey, seg: Segment, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
-        if self.open_count >= self.limits.max_open_flows.max(1) {
+        if self.flows.len(List::Open) >= self.limits.max_open_flows.max(1) {
             self.evict_one(stats, out);
         }
         // Client: the SYN sender; the receiver of a lone SYN-ACK; else the first sender.
@@ -308,29 +291,28 @@ impl FlowTable {
             },
         });
         let flow = Flow {
+            key,
             stream,
             client,
             from_client: Assembler::new(Side::Client),
             from_server: Assembler::new(Side::Server),
             last_ts: seg.ts_ns,
             last_frame: seg.frame,
-            last_tick: self.tick,
             closed: false,
         };
-        self.flows.insert(key, flow);
-        self.open_count = self.open_count.saturating_add(1);
-        self.process(key, seg, stats, out);
+        let id = self.flows.insert(flow, List::Open);
+        self.index.insert(key, id);
+        self.process(id, seg, stats, out);
     }
 
     /// A segment of an open flow.
-    fn process(&mut self, key: FlowKey, seg: Segment, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    fn process(&mut self, id: usize, seg: Segment, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
         let limit = self.limits.max_buffered_bytes_per_direction;
-        let Some(flow) = self.flows.get_mut(&key) else {
+        let Some(flow) = self.flows.get_mut(id) else {
             return;
         };
         flow.last_ts = seg.ts_ns;
         flow.last_frame = seg.frame;
-        flow.last_tick = self.tick;
         let side = flow.side_of(seg.src);
         let mut sink = flow.sink(out, stats);
         let (own, peer) = flow.dirs_mut(side);
@@ -362,104 +344,63 @@ impl FlowTable {
             }
         }
         if flow.closed {
-            let stream = flow.stream;
-            self.open_count = self.open_count.saturating_sub(1);
-            self.closed_count = self.closed_count.saturating_add(1);
-            self.closed_q.push_back((stream, key));
-            self.cap_tombstones();
+            self.flows.move_to_back(id, List::Closed);
+            // Keep at most `max_open_flows` tombstones, dropping the oldest.
+            while self.flows.len(List::Closed) > self.limits.max_open_flows.max(1) {
+                match self.flows.front(List::Closed) {
+                    Some(oldest) => {
+                        self.remove(oldest);
+                    }
+                    None => break,
+                }
+            }
         } else {
-            self.lru.push_back((self.tick, key));
-            self.compact();
+            self.flows.move_to_back(id, List::Open);
         }
     }
 
     /// Rule 1: expire idle open flows and old tombstones (oldest first).
     fn sweep(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
         let idle = self.limits.idle_timeout_ns;
-        while let Some(&(tick, key)) = self.lru.front() {
-            let state = self
+        while let Some(id) = self.flows.front(List::Open) {
+            let expired = self
                 .flows
-                .get(&key)
-                .filter(|f| !f.closed && f.last_tick == tick)
-                .map(|f| self.now_ns.saturating_sub(f.last_ts) > idle);
-            match state {
-                Some(false) => break,
-                Some(true) => {
-                    if let Some(mut flow) = self.flows.remove(&key) {
-                        self.open_count = self.open_count.saturating_sub(1);
-                        flow.close(CloseReason::Idle, stats, out);
-                    }
-                }
-                None => {}
+                .get(id)
+                .is_some_and(|f| self.now_ns.saturating_sub(f.last_ts) > idle);
+            if !expired {
+                break;
             }
-            self.lru.pop_front();
+            if let Some(mut flow) = self.remove(id) {
+                flow.close(CloseReason::Idle, stats, out);
+            }
         }
         let linger = idle.min(CLOSED_LINGER_NS);
-        while let Some(&(stream, key)) = self.closed_q.front() {
-            let state = self
+        while let Some(id) = self.flows.front(List::Closed) {
+            let expired = self
                 .flows
-                .get(&key)
-                .filter(|f| f.closed && f.stream == stream)
-                .map(|f| self.now_ns.saturating_sub(f.last_ts) > linger);
-            match state {
-                Some(false) => break,
-                Some(true) => self.forget_tombstone(key),
-                None => {}
+                .get(id)
+                .is_some_and(|f| self.now_ns.saturating_sub(f.last_ts) > linger);
+            if !expired {
+                break;
             }
-            self.closed_q.pop_front();
+            self.remove(id);
         }
     }
 
     /// Rule 3: close the least recently active open flow.
     fn evict_one(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
-        while let Some((tick, key)) = self.lru.pop_front() {
-            let valid = self
-                .flows
-                .get(&key)
-                .is_some_and(|f| !f.closed && f.last_tick == tick);
-            if !valid {
-                continue;
-            }
-            if let Some(mut flow) = self.flows.remove(&key) {
-                self.open_count = self.open_count.saturating_sub(1);
-                stats.anomaly("flow.evicted");
-                flow.close(CloseReason::Evicted, stats, out);
-            }
-            return;
+        if let Some(id) = self.flows.front(List::Open)
+            && let Some(mut flow) = self.remove(id)
+        {
+            stats.anomaly("flow.evicted");
+            flow.close(CloseReason::Evicted, stats, out);
         }
     }
 
-    /// Remove the tombstone at `key` (its queue entry goes stale).
-    fn forget_tombstone(&mut self, key: FlowKey) {
-        if self.flows.get(&key).is_some_and(|f| f.closed) {
-            self.flows.remove(&key);
-            self.closed_count = self.closed_count.saturating_sub(1);
-        }
-    }
-
-    /// Keep at most `max_open_flows` tombstones, dropping the oldest.
-    fn cap_tombstones(&mut self) {
-        while self.closed_count > self.limits.max_open_flows.max(1) {
-            let Some((stream, key)) = self.closed_q.pop_front() else {
-                break;
-            };
-            if self.flows.get(&key).is_some_and(|f| f.closed && f.stream == stream) {
-                self.forget_tombstone(key);
-            }
-        }
-    }
-
-    /// Drop stale queue entries once they outnumber the live ones.
-    fn compact(&mut self) {
-        if self.lru.len() > 2 * self.open_count + QUEUE_SLACK {
-            let flows = &self.flows;
-            self.lru
-                .retain(|(tick, key)| flows.get(key).is_some_and(|f| !f.closed && f.last_tick == *tick));
-        }
-        if self.closed_q.len() > 2 * self.closed_count + QUEUE_SLACK {
-            let flows = &self.flows;
-            self.closed_q
-                .retain(|(stream, key)| flows.get(key).is_some_and(|f| f.closed && f.stream == *stream));
-        }
+    /// Forget entry `id` (open or tombstone).
+    fn remove(&mut self, id: usize) -> Option<Flow> {
+        let flow = self.flows.remove(id)?;
+        self.index.remove(&flow.key);
+        Some(flow)
     }
 }

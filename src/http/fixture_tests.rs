@@ -503,15 +503,20 @@ mod proptests {
 
     proptest! {
         #[test]
-        fn malformed_http_never_panics(conv in conversation(), cuts in prop::collection::vec(1usize..20, 1..8), gap in any::<Option<(bool, u16)>>()) {
-            let mut f = Fixture { name: "prop".into(), blocks: vec![], rows: vec![], stats: vec![], end: "capture".into(), swapped: false };
+        fn malformed_http_never_panics(
+            conv in conversation(),
+            cuts in prop::collection::vec(1usize..20, 1..8),
+            gaps in prop::collection::vec(any::<Option<(bool, u16)>>(), 0..12),
+            end in 0usize..3,
+            swapped in any::<bool>(),
+        ) {
+            let end = ["fin", "rst", "capture"][end].to_string();
+            let mut f = Fixture { name: "prop".into(), blocks: vec![], rows: vec![], stats: vec![], end, swapped };
             for (i, (client, bytes)) in conv.into_iter().enumerate() {
                 let side = if client { Side::Client } else { Side::Server };
                 f.blocks.push(Block::Data(side, bytes));
-                if let Some((c, len)) = gap
-                    && i == 2
-                {
-                    f.blocks.push(Block::Gap(if c { Side::Client } else { Side::Server }, u64::from(len)));
+                if let Some(Some((c, len))) = gaps.get(i) {
+                    f.blocks.push(Block::Gap(if *c { Side::Client } else { Side::Server }, u64::from(*len)));
                 }
             }
             let cut = |n: usize| {
@@ -526,9 +531,11 @@ mod proptests {
                 }
                 v
             };
-            let (evs, _) = run(events(&f, &cut));
+            let (evs, stats) = run(events(&f, &cut));
             check_event_order(&evs);
-            let _ = rows(&evs);
+            let rows = rows(&evs);
+            // Every exchange is counted once and becomes one row.
+            prop_assert_eq!(stats.http_exchanges, rows.len() as u64);
         }
     }
 }

@@ -400,6 +400,48 @@ pub fn parse_response_head(
     })
 }
 
+/// Finds the next plausible message start in `buf` (strict probe): at a line
+/// start, or (mid-line) at `HTTP/` for responses or an upper-case token
+/// after a non-token byte for requests. `want` limits the kind. Returns its
+/// offset and whether it is certain (`Request`/`Response`) or a prefix
+/// (`NeedMore`).
+pub fn find_message_start(
+    buf: &[u8],
+    want: Option<Probe>,
+    line_start: bool,
+    at_end: bool,
+) -> Option<(usize, Probe)> {
+    let mut i = 0usize;
+    while i < buf.len() {
+        let b = buf.get(i).copied().unwrap_or_default();
+        let prev = i.checked_sub(1).and_then(|p| buf.get(p)).copied();
+        // The buffer start is a candidate too: it follows a gap, a body, or
+        // bytes already rejected (`line_start` only says whether it is known
+        // to begin a line).
+        let at_line = match prev {
+            None => true,
+            Some(p) => p == b'\n',
+        };
+        let _ = line_start;
+        let resp_candidate = want != Some(Probe::Request) && b == b'H';
+        let req_candidate = want != Some(Probe::Response)
+            && b.is_ascii_uppercase()
+            && (at_line || prev.is_some_and(|p| !p.is_ascii_alphanumeric()));
+        if resp_candidate || req_candidate {
+            let rest = buf.get(i..).unwrap_or_default();
+            match probe(rest, Strictness::Strict, at_end) {
+                Probe::NeedMore => return Some((i, Probe::NeedMore)),
+                p @ (Probe::Request | Probe::Response) if want.is_none_or(|w| w == p) => {
+                    return Some((i, p));
+                }
+                _ => {}
+            }
+        }
+        i = i.saturating_add(1);
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -514,5 +556,27 @@ mod tests {
         let h = parse_response_head(b"HTTP/1.0 200\nA: b\n\n", &mut an).unwrap();
         assert_eq!((h.status, h.headers.get("a")), (200, Some("b")));
         assert!(parse_response_head(b"HTTP/1.1 2x0 OK\r\n\r\n", &mut an).is_err());
+    }
+
+    #[test]
+    fn message_start_after_garbage() {
+        let buf = b"xx}{garbage\r\nHTTP/1.1 200 OK\r\n";
+        assert_eq!(
+            find_message_start(buf, Some(Probe::Response), false, false),
+            Some((13, Probe::Response))
+        );
+        let buf = b"\x00\x01POST /mcp HTTP/1.1\r\n";
+        assert_eq!(
+            find_message_start(buf, Some(Probe::Request), false, false),
+            Some((2, Probe::Request))
+        );
+        assert_eq!(
+            find_message_start(b"zzzz", Some(Probe::Request), false, false),
+            None
+        );
+        assert_eq!(
+            find_message_start(b"zz HTT", Some(Probe::Response), false, false),
+            Some((3, Probe::NeedMore))
+        );
     }
 }

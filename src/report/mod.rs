@@ -394,6 +394,13 @@ mod tests {
     }
 
     #[test]
+    fn writers_are_send() {
+        fn is_send<T: Send>() {}
+        is_send::<TableWriter<Exchange>>();
+        is_send::<TableWriter<SessionRow>>();
+    }
+
+    #[test]
     fn empty_tables() {
         let dir = tempfile::tempdir().unwrap();
         let csv_path = dir.path().join("e.csv");

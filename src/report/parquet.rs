@@ -9,25 +9,31 @@ use super::output::PartialFile;
 use super::row::{Cell, ColType, ColumnSpec, Table};
 use super::{PARQUET_ROW_GROUP_ROWS, ReportError};
 use polars::prelude::*;
-use std::cell::RefCell;
 use std::io::Write;
 use std::path::Path;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 /// The partial file, shared between the polars writer (which owns its `Write`) and us
-/// (who must commit it after polars wrote the footer).
+/// (who must commit it after polars wrote the footer). A mutex rather than a `RefCell`
+/// keeps the table writer `Send`.
 #[derive(Clone)]
-struct SharedFile(Rc<RefCell<PartialFile>>);
+struct SharedFile(Arc<Mutex<PartialFile>>);
+
+impl SharedFile {
+    fn lock(&self) -> std::io::Result<std::sync::MutexGuard<'_, PartialFile>> {
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("output lock poisoned"))
+    }
+}
 
 impl Write for SharedFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let mut f = self.0.try_borrow_mut().map_err(std::io::Error::other)?;
-        f.write(buf)
+        self.lock()?.write(buf)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        let mut f = self.0.try_borrow_mut().map_err(std::io::Error::other)?;
-        f.flush()
+        self.lock()?.flush()
     }
 }
 
@@ -135,7 +141,7 @@ pub(crate) struct ParquetSink {
 
 impl ParquetSink {
     pub(crate) fn create<T: Table>(path: &Path) -> Result<Self, ReportError> {
-        let file = SharedFile(Rc::new(RefCell::new(PartialFile::create(path)?)));
+        let file = SharedFile(Arc::new(Mutex::new(PartialFile::create(path)?)));
         let writer = ParquetWriter::new(file.clone())
             .with_compression(ParquetCompression::Zstd(None))
             .batched(&schema(T::COLUMNS))
@@ -151,8 +157,7 @@ impl ParquetSink {
 
     fn path(&self) -> String {
         self.file
-            .0
-            .try_borrow()
+            .lock()
             .map(|f| f.path().display().to_string())
             .unwrap_or_default()
     }
@@ -210,8 +215,12 @@ impl ParquetSink {
             .map_err(|e| polars_error_str(&path, e))?;
         let ParquetSink { file, writer, .. } = self;
         drop(writer);
-        let cell = Rc::try_unwrap(file.0).map_err(|_| ReportError::Closed { path })?;
-        cell.into_inner().commit()
+        let mutex =
+            Arc::try_unwrap(file.0).map_err(|_| ReportError::Closed { path: path.clone() })?;
+        let out = mutex
+            .into_inner()
+            .map_err(|_| ReportError::Closed { path })?;
+        out.commit()
     }
 }
 

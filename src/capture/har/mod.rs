@@ -32,7 +32,9 @@
 //! `har.body_not_recorded`, `har.body_in_separate_file`,
 //! `har.websocket_messages_ignored`. `har.no_response`, the two `sse_*`,
 //! `har.body_not_recorded` and `har.body_in_separate_file` mark a response
-//! that must not be read as a success: a `NoResponse`, or an end of `CaptureEnd`.
+//! whose content is lost: a `NoResponse`, an end of `CaptureEnd`, or (an
+//! unrecorded event stream whose end the recorder timed) a `Complete` end
+//! with no body, so no final JSON-RPC response can be read from it.
 
 mod body;
 mod entry;
@@ -459,14 +461,18 @@ fn entry_events(
         });
         return;
     };
-    response_events(status, r, &method, xref, at, &mut notes, out);
+    let receive_ended = time::valid_ms(rec.timings.receive).is_some_and(|ms| ms > 0.0);
+    response_events(status, r, &method, receive_ended, xref, at, &mut notes, out);
 }
 
 /// `ResponseHead`, `ResponseBody` (when a body was recorded) and `ResponseEnd`.
+/// `receive_ended`: the recorder timed the response's last byte.
+#[allow(clippy::too_many_arguments)]
 fn response_events(
     status: u16,
     r: ResponseRecord,
     method: &str,
+    receive_ended: bool,
     xref: ExchangeRef,
     at: time::Instants,
     notes: &mut Notes<'_>,
@@ -504,7 +510,17 @@ fn response_events(
         BodyEnd::CaptureEnd
     } else if is_sse && body.is_empty() {
         notes.add(&mut anomalies, "har.sse_body_not_recorded");
-        BodyEnd::CaptureEnd
+        // The events are lost either way. Whether the stream itself ended is
+        // told by `receive`: mitmproxy writes the time from the first to the
+        // last response byte, 0 while the response never ended; browsers
+        // write -1 for a stream still open. A timed end closes the stream
+        // (a GET stream that closed is ACCEPTED, not STREAM_OPEN); a POST
+        // still lacks its final response, so it is never a success.
+        if receive_ended {
+            BodyEnd::Complete
+        } else {
+            BodyEnd::CaptureEnd
+        }
     } else if is_sse && !body::sse_ends_with_blank_line(&body) {
         notes.add(&mut anomalies, "har.sse_body_truncated");
         BodyEnd::CaptureEnd

@@ -393,7 +393,11 @@ fn sse_truncated_body_is_capture_end() {
 
 #[test]
 fn sse_not_recorded_is_capture_end_without_body() {
-    for e in [sse_entry(None), sse_entry(Some(""))] {
+    for (mut e, receive) in [
+        (sse_entry(None), json!(-1)),
+        (sse_entry(Some("")), json!(0)),
+    ] {
+        e["timings"]["receive"] = receive;
         let (ev, stats) = read(&har(json!([e])));
         assert!(response_body(&ev).is_empty());
         assert!(
@@ -636,4 +640,24 @@ fn playwright_attached_body_is_not_a_success() {
         )
     );
     assert_eq!(stats.anomalies.get("har.body_not_recorded"), None);
+}
+
+#[test]
+fn sse_not_recorded_but_timed_end_is_complete_and_flagged() {
+    // mitmproxy: a stream that closed has a positive `receive`; its events are still lost.
+    let mut e = sse_entry(Some(""));
+    e["request"]["method"] = json!("GET");
+    e["timings"]["receive"] = json!(660.9);
+    let (ev, stats) = read(&har(json!([e])));
+    assert!(response_body(&ev).is_empty());
+    assert_eq!(
+        response_end(&ev),
+        (
+            BodyEnd::Complete,
+            0,
+            0,
+            vec!["har.sse_body_not_recorded".to_string()]
+        )
+    );
+    assert_eq!(stats.anomalies.get("har.sse_body_not_recorded"), Some(&1));
 }
