@@ -58,10 +58,45 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "latency", "gateway", "weather",
-    "invoice", "customer", "repository", "branch", "commit", "ticket", "summary", "the", "of",
-    "and", "to", "in", "is", "for", "on", "with", "as", "report", "quarterly", "Seattle",
-    "Zürich", "naïve", "résumé", "東京", "data", "error", "value", "index", "query", "result",
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "latency",
+    "gateway",
+    "weather",
+    "invoice",
+    "customer",
+    "repository",
+    "branch",
+    "commit",
+    "ticket",
+    "summary",
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "for",
+    "on",
+    "with",
+    "as",
+    "report",
+    "quarterly",
+    "Seattle",
+    "Zürich",
+    "naïve",
+    "résumé",
+    "東京",
+    "data",
+    "error",
+    "value",
+    "index",
+    "query",
+    "result",
 ];
 
 const TOOLS: &[&str] = &[
@@ -285,6 +320,8 @@ impl Conn {
             (&self.server, &self.client)
         };
         let mut since_ack = 0;
+        let mut arrived = vec![false; segs.len()];
+        let mut contiguous = 0; // segments received in order so far
         for (n, &k) in order.iter().enumerate() {
             let (s, chunk) = segs[k];
             let last = n + 1 == order.len();
@@ -308,17 +345,17 @@ impl Conn {
                 });
             }
             self.now_us += rng.range(5, 40);
+            arrived[k] = true;
+            while contiguous < segs.len() && arrived[contiguous] {
+                contiguous += 1;
+            }
             since_ack += 1;
             if since_ack == 2 || last {
-                // The peer ACKs every second segment and the end of each write
-                // (acknowledging what arrived in order is enough for the benchmark).
+                // The peer ACKs every second segment and the end of each write.
                 since_ack = 0;
-                let acked = if n + 1 == order.len() {
-                    seq
-                } else {
-                    segs[..=k.max(n)]
-                        .last()
-                        .map_or(seq, |(s, c)| s.wrapping_add(c.len() as u32))
+                let acked = match contiguous.checked_sub(1).map(|i| segs[i]) {
+                    Some((s, c)) => s.wrapping_add(c.len() as u32),
+                    None => segs[0].0,
                 };
                 let a = frame(dst, src, dst.seq, acked, ACK, &[]);
                 self.queue.push_back(Packet {
@@ -415,7 +452,13 @@ fn tool_result(rng: &mut Rng, id: u64, is_error: bool) -> String {
     b
 }
 
-fn response_head(status: &str, ctype: Option<&str>, session: Option<&str>, framing: Framing, len: usize) -> String {
+fn response_head(
+    status: &str,
+    ctype: Option<&str>,
+    session: Option<&str>,
+    framing: Framing,
+    len: usize,
+) -> String {
     let mut h = format!("HTTP/1.1 {status}\r\n");
     if let Some(ct) = ctype {
         let _ = write!(h, "content-type: {ct}\r\n");
@@ -503,6 +546,7 @@ impl Gen {
         c.now_us += self.rng.range(200, 30_000); // think time
         let rng = &mut self.rng;
         let next = std::mem::replace(&mut c.next, Next::Work);
+        let is_retry = matches!(next, Next::Retry { .. });
         let (id, body, mut planned) = match next {
             Next::Initialize => {
                 let id = c.next_id;
@@ -571,7 +615,7 @@ impl Gen {
             if c.calls_before_expiry == 0 {
                 c.calls_before_expiry = rng.range(50, 2000) as u32;
                 status_fault = Some(404);
-            } else if !matches!(c.next, Next::Retry { .. }) && rng.per_mille(25) {
+            } else if !is_retry && rng.per_mille(25) {
                 status_fault = Some(503);
             }
         }
@@ -628,7 +672,8 @@ impl Gen {
             }
             (None, None) => {
                 resp.extend_from_slice(
-                    response_head("202 Accepted", None, sid.as_deref(), Framing::Length, 0).as_bytes(),
+                    response_head("202 Accepted", None, sid.as_deref(), Framing::Length, 0)
+                        .as_bytes(),
                 );
             }
             (None, Some(rid)) => {
@@ -697,8 +742,14 @@ impl Gen {
                     }
                     Framing::Chunked => {
                         resp.extend_from_slice(
-                            response_head("200 OK", Some("application/json"), sid.as_deref(), framing, 0)
-                                .as_bytes(),
+                            response_head(
+                                "200 OK",
+                                Some("application/json"),
+                                sid.as_deref(),
+                                framing,
+                                0,
+                            )
+                            .as_bytes(),
                         );
                         let mut rest = json.as_bytes();
                         while !rest.is_empty() {
@@ -711,8 +762,14 @@ impl Gen {
                     }
                     Framing::Sse => {
                         resp.extend_from_slice(
-                            response_head("200 OK", Some("text/event-stream"), sid.as_deref(), framing, 0)
-                                .as_bytes(),
+                            response_head(
+                                "200 OK",
+                                Some("text/event-stream"),
+                                sid.as_deref(),
+                                framing,
+                                0,
+                            )
+                            .as_bytes(),
                         );
                         let progress = if body.contains("progressToken") {
                             rng.range(0, 4)

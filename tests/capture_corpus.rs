@@ -1082,6 +1082,64 @@ fn har_is_recognised_by_content_with_bom_and_whitespace() {
     }
 }
 
+#[test]
+fn corpus_har_files_open_as_har_including_zhar() {
+    let Some(corpus) = corpus() else { return };
+    let dir = corpus.join("har/mitmproxy/flows");
+    for f in ["compressed.zhar", "successful_log.har", "websocket.har"] {
+        let path = dir.join(f);
+        match open(path.to_str().unwrap(), 3).unwrap() {
+            Source::Har { data, info, .. } => {
+                assert_eq!(
+                    data.len() as u64,
+                    std::fs::metadata(&path).unwrap().len(),
+                    "{f}"
+                );
+                assert_eq!((info.format, info.bytes), ("har", data.len() as u64), "{f}");
+            }
+            other => panic!("{f}: {other:?}"),
+        }
+    }
+    // zlib that does not hold JSON is not a HAR.
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+    z.write_all(b"not json at all").unwrap();
+    let err = open_bytes("z", 0, z.finish().unwrap()).unwrap_err();
+    assert!(matches!(err, CaptureError::UnknownFormat { .. }), "{err}");
+}
+
+proptest::proptest! {
+    /// Random bytes after a valid pcap or pcapng header: frames and at most one
+    /// damage error, never a panic; every frame decodes to something.
+    #[test]
+    fn random_bytes_after_valid_headers_never_panic(
+        tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600),
+        ng in proptest::prelude::any::<bool>(),
+        be in proptest::prelude::any::<bool>(),
+    ) {
+        let mut bytes = if ng {
+            let mut f = shb(be);
+            f.extend(idb(be, 1, None));
+            f
+        } else {
+            pcap(be, false, 1, &[])
+        };
+        bytes.extend(&tail);
+        let mut r = packets("fuzz", 0, bytes);
+        let mut decoder = Decoder::new();
+        let mut errors = 0;
+        for item in r.by_ref() {
+            match item {
+                Ok(f) => {
+                    let _ = decoder.decode(&f);
+                }
+                Err(_) => errors += 1,
+            }
+        }
+        proptest::prop_assert!(errors <= 1);
+        proptest::prop_assert_eq!(errors == 1, r.info().error.is_some());
+    }
+}
+
 /// A reader that hands out at most `n` bytes per read, like a pipe.
 struct Trickle(std::io::Cursor<Vec<u8>>, usize);
 

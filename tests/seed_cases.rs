@@ -3,9 +3,7 @@
 //! and checks the row it writes.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-// Declared here (not only in tests.rs) so this file also builds as its own test target.
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::{Capture, Conn, analyze};
@@ -314,64 +312,5 @@ fn seed_legacy_http_sse() {
         &rows[1],
         json!({"kind":"request","transport":"legacy_sse","session_id":"3f2a","session_key":"legacy:3f2a",
                "http_status":202,"outcome":"TOOL_SUCCESS","final_response":true,"sse_events":1}),
-    );
-}
-
-/// Truth entries (`None`: the whole recording; `Some(0)`: the row count) that cannot be reached from the
-/// input, with the reason. Anything else that disagrees fails the test.
-const KNOWN_DISAGREEMENTS: &[(&str, Option<u64>, &str)] = &[(
-    "snaplen-200.pcap",
-    None,
-    "every packet is cut to 200 bytes: request heads and all bodies are lost, so neither \
-         the HTTP framing nor any JSON-RPC content can be recovered",
-)];
-
-/// Every recording in samples/ against its ground truth (samples/README.md):
-/// outcome, HTTP status, pairing, retry columns and sessions.
-#[test]
-fn samples_agree_with_ground_truth() {
-    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/samples"));
-    let Ok(listing) = std::fs::read_dir(dir) else {
-        eprintln!("samples/ not found: skipping the ground-truth comparison");
-        return;
-    };
-    let mut truths: Vec<_> = listing
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.to_string_lossy().ends_with(".truth.json"))
-        .collect();
-    truths.sort();
-    assert!(!truths.is_empty(), "samples/ has no truth files");
-    let mut failures = Vec::new();
-    let (mut agree, mut total) = (0, 0);
-    for t in truths {
-        let truth: Value = serde_json::from_str(&std::fs::read_to_string(&t).unwrap()).unwrap();
-        let capture = dir.join(truth["capture"].as_str().unwrap());
-        let out = tempfile::tempdir().unwrap();
-        let rows = support::run_analyze_into(&capture, out.path());
-        let a = support::truth::compare(&truth, &rows);
-        agree += a.agree;
-        total += a.entries;
-        eprintln!(
-            "{}: {}/{} rows agree ({} rows written)",
-            a.capture, a.agree, a.entries, a.rows
-        );
-        for (n, d) in &a.diffs {
-            let known = KNOWN_DISAGREEMENTS
-                .iter()
-                .find(|(c, kn, _)| *c == a.capture && kn.is_none_or(|k| k == n.unwrap_or(0)));
-            match known {
-                Some((_, _, why)) => eprintln!("    {d}\n      known: {why}"),
-                None => {
-                    eprintln!("    {d}");
-                    failures.push(format!("{} #{}", a.capture, n.unwrap_or(0)));
-                }
-            }
-        }
-    }
-    eprintln!("total: {agree}/{total} rows agree");
-    assert!(
-        failures.is_empty(),
-        "disagreements in {failures:?} (details above)"
     );
 }

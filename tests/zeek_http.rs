@@ -465,6 +465,15 @@ fn zeek_special_expectations() {
     let (rows, _) = http_rows(&[trace_of(&case).unwrap()]);
     assert_eq!(rows.len(), 1000, "1000-requests-one-dropped-response");
     assert!(rows.iter().all(|r| r.method.as_deref() == Some("GET")));
+    // The lost segment held a response head: exactly that request has no
+    // response, every other one pairs with its own.
+    let unanswered: Vec<&HttpRow> = rows.iter().filter(|r| r.status_code.is_none()).collect();
+    assert_eq!(unanswered.len(), 1, "{unanswered:?}");
+    assert_eq!(
+        unanswered[0].anomalies.as_deref(),
+        Some("http.no_response_gap")
+    );
+    assert_eq!(rows.iter().filter(|r| r.complete).count(), 999);
 
     // A 1448-byte hole in a response body: the body is reported with the
     // bytes Zeek delivered around the gap, and marked.

@@ -11,6 +11,10 @@ use std::sync::atomic::AtomicU64;
 /// Leading whitespace we scan for a HAR's `{` before giving up on the format.
 pub const MAX_HAR_LEADING_WHITESPACE: usize = 64 * 1024;
 
+/// Bytes of a zlib stream inflated to decide whether it holds a HAR
+/// (`capture::har::is_compressed_har` asks for at least 512).
+const ZHAR_PROBE_BYTES: usize = 4096;
+
 /// Largest pcapng Section Header Block we read at open time.
 const MAX_SHB_BYTES: usize = 1024 * 1024;
 
@@ -198,6 +202,21 @@ pub fn open_reader(
             )))
         }
         _ => {
+            // mitmproxy's `.zhar`: a zlib stream (RFC 1950) holding HAR JSON,
+            // handed over compressed; the HAR reader inflates it within its limit.
+            if super::har::has_zlib_header(&head) {
+                fill_to(&mut reader, &mut head, ZHAR_PROBE_BYTES).map_err(io_err)?;
+                if super::har::is_compressed_har(&head) {
+                    reader.read_to_end(&mut head).map_err(io_err)?;
+                    info.format = InputFormat::Har.name();
+                    info.bytes = counter.load(std::sync::atomic::Ordering::Relaxed);
+                    return Ok(Source::Har {
+                        name: name.to_string(),
+                        data: head,
+                        info,
+                    });
+                }
+            }
             if looks_like_har(&mut reader, &mut head).map_err(io_err)? {
                 reader.read_to_end(&mut head).map_err(io_err)?;
                 info.format = InputFormat::Har.name();

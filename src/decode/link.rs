@@ -116,6 +116,8 @@ fn by_ether_type(mut et: u16, mut rest: &[u8]) -> Result<&[u8], SkipReason> {
     for _ in 0..MAX_LINK_TAGS {
         match et {
             ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => return Ok(rest),
+            // An 802.3 length inside a VLAN tag: LLC follows (IEEE 802.1Q §9.5).
+            0..=1500 => return llc(rest.get(..usize::from(et)).unwrap_or(rest)),
             ETHERTYPE_VLAN | ETHERTYPE_QINQ => {}
             t if ETHERTYPE_QINQ_OLD.contains(&t) => {}
             ETHERTYPE_MPLS_UC | ETHERTYPE_MPLS_MC => return mpls(rest),
@@ -316,6 +318,18 @@ mod tests {
         // ARP
         f[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
         assert_eq!(ip_slice(LINKTYPE_ETHERNET, &f), Err(SkipReason::NotIp));
+    }
+
+    #[test]
+    fn llc_snap_inside_a_vlan_tag() {
+        let mut f = vec![0u8; 12];
+        f.extend(0x8100u16.to_be_bytes());
+        f.extend([0, 5]);
+        let body = [0xaa, 0xaa, 0x03, 0, 0, 0, 0x86, 0xdd, 0x60];
+        f.extend((body.len() as u16).to_be_bytes());
+        f.extend(body);
+        f.extend([0; 4]); // padding past the 802.3 length
+        assert_eq!(ip_slice(LINKTYPE_ETHERNET, &f), Ok(&[0x60u8][..]));
     }
 
     #[test]

@@ -255,6 +255,19 @@ impl Decoder {
                 let Some(frag) = frag else {
                     return Err(SkipReason::Malformed);
                 };
+                // Hold only what can lead to TCP: TCP itself or an extension header
+                // that may precede it inside the fragmentable part (RFC 8200 §4.1).
+                let first = frag.next_header();
+                let may_be_tcp = [
+                    IpNumber::TCP,
+                    IpNumber::IPV6_ROUTE_HEADER,
+                    IpNumber::IPV6_DESTINATION_OPTIONS,
+                    IpNumber::AUTHENTICATION_HEADER,
+                ]
+                .contains(&first);
+                if !may_be_tcp {
+                    return Ok(Decoded::Skipped(SkipReason::NotTcp));
+                }
                 // RFC 8200 §4.5: the fragmentable part follows the fragment header; its
                 // next header is the first header of that part.
                 let start = (frag.slice().as_ptr() as usize)
@@ -596,6 +609,50 @@ mod tests {
         assert_eq!(d.finish(), 0);
     }
 
+    /// One IPv6 fragment of `full` (an IPv6 packet with no extension headers)
+    /// covering payload bytes `range`, fragment id 0xabcd.
+    fn ipv6_fragment(full: &[u8], range: std::ops::Range<usize>, more: bool) -> Vec<u8> {
+        let mut f = full[..40].to_vec();
+        let next = f[6];
+        f[6] = 44;
+        f[4..6].copy_from_slice(&((8 + range.len()) as u16).to_be_bytes());
+        let off = ((range.start / 8) as u16) << 3 | u16::from(more);
+        f.extend([next, 0]);
+        f.extend(off.to_be_bytes());
+        f.extend(0xabcdu32.to_be_bytes());
+        f.extend(&full[40 + range.start..40 + range.end]);
+        f
+    }
+
+    #[test]
+    fn ipv6_fragments_reassembled() {
+        let body: Vec<u8> = (0..60u8).collect();
+        let full = ipv6_tcp(&body);
+        let mut d = Decoder::new();
+        assert!(matches!(
+            d.decode(&frame(101, ipv6_fragment(&full, 32..80, false))),
+            Decoded::Held
+        ));
+        match d.decode(&frame(101, ipv6_fragment(&full, 0..32, true))) {
+            Decoded::Segment(s) => {
+                assert_eq!((s.seq, s.payload.clone()), (5000, body));
+                assert_eq!(s.dst, "[2001:db8::2]:80".parse().unwrap());
+            }
+            other => panic!("{other:?}"),
+        }
+        // An IPv6 fragment of UDP is not held.
+        let mut udp = Vec::new();
+        PacketBuilder::ipv6([1; 16], [2; 16], 9)
+            .udp(53, 53)
+            .write(&mut udp, &[0; 40])
+            .unwrap();
+        assert!(matches!(
+            d.decode(&frame(101, ipv6_fragment(&udp, 0..24, true))),
+            Decoded::Skipped(SkipReason::NotTcp)
+        ));
+        assert_eq!(d.finish(), 0);
+    }
+
     #[test]
     fn ipv4_fragment_never_completed_is_counted_at_finish() {
         let full = ipv4_tcp(&[7; 40]);
@@ -745,6 +802,47 @@ mod tests {
             Decoder::new().decode(&frame(101, t)),
             Decoded::Skipped(SkipReason::NotTcp)
         ));
+    }
+
+    proptest::proptest! {
+        /// Arbitrary bytes under every link type we decode: a result, never a panic,
+        /// and a segment's payload never exceeds the frame.
+        #[test]
+        fn arbitrary_frames_never_panic(
+            lt in proptest::sample::select(vec![0u32, 1, 12, 14, 101, 108, 113, 228, 229, 239, 276, 147]),
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+            cut in proptest::prelude::any::<bool>(),
+        ) {
+            let mut f = frame(lt, data.clone());
+            if cut {
+                f.orig_len = f.orig_len.saturating_add(100);
+            }
+            let mut d = Decoder::new();
+            if let Decoded::Segment(s) = d.decode(&f) {
+                proptest::prop_assert!(s.payload.len() <= data.len());
+                proptest::prop_assert!(s.wire_payload_len as usize >= s.payload.len());
+            }
+        }
+
+        /// Valid IPv4/TCP under Ethernet with random IP flag/offset/id bytes: fragments
+        /// are held, rejected or completed, and `finish` accounts for what was held.
+        #[test]
+        fn random_fragment_fields_never_panic(
+            frags in proptest::collection::vec((0u16..0x4000, 0u16..4, 0usize..64), 1..40),
+        ) {
+            let mut d = Decoder::new();
+            let mut held = 0u64;
+            for (flags_off, id, len) in frags {
+                let mut p = ipv4_tcp(&vec![0x41; len]);
+                p[4..6].copy_from_slice(&id.to_be_bytes());
+                p[6..8].copy_from_slice(&flags_off.to_be_bytes());
+                match d.decode(&frame(101, p)) {
+                    Decoded::Held => held += 1,
+                    Decoded::Segment(_) | Decoded::Skipped(_) => {}
+                }
+            }
+            proptest::prop_assert!(d.finish() <= held);
+        }
     }
 
     #[test]

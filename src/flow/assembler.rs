@@ -2,9 +2,13 @@
 //! `Gap` events out.
 //!
 //! Sequence numbers are mapped to 64-bit stream offsets ([`SeqMap`]), so all
-//! ordering below is plain integer ordering. Overlaps keep the FIRST copy
-//! (like Zeek; RFC 9293 leaves the choice to the receiver) and are counted in
-//! `duplicate_bytes`; differing bytes record `flow.overlap_mismatch`.
+//! ordering below is plain integer ordering. Offset 0 is the byte after the
+//! SYN or, without one, the first byte of the first segment seen carrying
+//! data or FIN (mid-stream pickup; earlier bytes are `flow.before_stream_start`).
+//! Overlaps keep the FIRST copy (like Zeek; RFC 9293 leaves the choice to
+//! the receiver) and are counted in `duplicate_bytes`; bytes differing from
+//! a buffered or recently delivered copy record `flow.overlap_mismatch`, once
+//! per earlier piece contradicted.
 //!
 //! Gap policy (a hole is sequence space never seen):
 //! 1. A hole below buffered data (or below a seen FIN) becomes a gap when the
@@ -20,7 +24,12 @@
 //!    becomes a gap when delivery reaches it, unless a retransmission fills it.
 //! 4. On close ([`Assembler::flush`]) every hole below buffered data becomes a
 //!    gap, in order, and so does the trailing hole up to the FIN or, without
-//!    FIN, up to the highest offset the peer acknowledged.
+//!    FIN, up to the highest offset the peer acknowledged. Without either, a
+//!    trailing hole is unknowable and the stream simply ends.
+//!
+//! ACKs count only within [`MAX_ACK_AHEAD_BYTES`] of the data seen, and data
+//! or FINs only within [`MAX_WINDOW_BYTES`] of the next byte
+//! (`flow.seq_out_of_window`), so a bogus number cannot invent a huge gap.
 //!
 //! A FIN alone does not turn holes into gaps: a lost segment is usually
 //! retransmitted after the FIN (see the Zeek `tcp/reassembly.pcap` trace).
@@ -39,6 +48,13 @@ pub const MAX_BUFFERED_CHUNKS: usize = 4096;
 /// Largest TCP window (2^30 bytes with window scaling, RFC 7323 §2.3): data or
 /// acknowledgements further ahead than this cannot belong to the stream.
 pub const MAX_WINDOW_BYTES: u64 = 1 << 30;
+
+/// An acknowledgement is believed only up to this far past the end of the
+/// data seen in that direction: it proves bytes were sent that the capture
+/// missed, but a bogus ACK (broken stack, injection) must not invent a huge
+/// gap. 4 MiB is more than any plausible amount of in-flight data lost from
+/// a capture at once.
+pub const MAX_ACK_AHEAD_BYTES: u64 = 4 << 20;
 
 /// Peer segments acknowledging past a hole before the hole is declared lost
 /// (rule 1 of the gap policy); 2 tolerates one capture-order glitch.
@@ -101,6 +117,8 @@ pub(crate) struct Assembler {
     fin_emitted: bool,
     /// Highest offset the peer acknowledged (plausible ones only).
     peer_ack: Option<u64>,
+    /// End of the furthest sequence space seen from this side (data or FIN).
+    seen_end: u64,
     evidence: u8,
     evidence_at: u64,
     /// Recently delivered bytes, to check retransmissions against.
@@ -119,6 +137,7 @@ impl Assembler {
             fin: None,
             fin_emitted: false,
             peer_ack: None,
+            seen_end: 0,
             evidence: 0,
             evidence_at: 0,
             history: History::default(),
@@ -158,7 +177,9 @@ impl Assembler {
                 self.isn = Some(isn);
             }
             // A SYN captured after data that agrees with it.
-            Some(m) if self.isn.is_none() && m.base() == isn.wrapping_add(1) => self.isn = Some(isn),
+            Some(m) if self.isn.is_none() && m.base() == isn.wrapping_add(1) => {
+                self.isn = Some(isn)
+            }
             Some(_) => {}
         }
     }
@@ -208,7 +229,7 @@ impl Assembler {
         let Ok(acked) = u64::try_from(map.offset_of(ack, self.next)) else {
             return;
         };
-        if acked <= self.next || acked > self.next.saturating_add(MAX_WINDOW_BYTES) {
+        if acked <= self.next || acked > self.seen_end.saturating_add(MAX_ACK_AHEAD_BYTES) {
             return;
         }
         self.peer_ack = Some(self.peer_ack.map_or(acked, |p| p.max(acked)));
@@ -286,6 +307,11 @@ impl Assembler {
             sink.stats.anomaly("flow.before_stream_start");
             return;
         };
+        if end > self.next.saturating_add(MAX_WINDOW_BYTES) {
+            sink.stats.anomaly("flow.seq_out_of_window");
+            return;
+        }
+        self.seen_end = self.seen_end.max(end);
         match self.fin {
             None => {
                 // A FIN below delivered data contradicts it; keep what was delivered.
@@ -353,6 +379,7 @@ impl Assembler {
             e = f.max(s);
             cap_e = cap_e.min(e);
         }
+        self.seen_end = self.seen_end.max(e);
         let seg = Piece {
             base: start,
             bytes: &payload,
@@ -361,6 +388,11 @@ impl Assembler {
         if s < self.next {
             let dup_end = e.min(self.next);
             mismatches = self.check_delivered(s, dup_end.min(cap_e).max(s), seg, sink);
+            // A keep-alive probe re-sends the last byte with arbitrary content
+            // (RFC 1122 §4.2.3.6): a duplicate, never a conflict.
+            if wire == 1 && e == self.next {
+                mismatches = 0;
+            }
             s = dup_end;
         }
         let data_end = cap_e.max(s).min(e);
@@ -602,8 +634,12 @@ impl<'a> Piece<'a> {
     /// Captured bytes in `[a, b)`, shorter (or empty) where not captured.
     fn slice(&self, a: u64, b: u64) -> &'a [u8] {
         let rel = |o: u64| {
-            let r = i64::try_from(o).unwrap_or(i64::MAX).saturating_sub(self.base);
-            usize::try_from(r.max(0)).unwrap_or(usize::MAX).min(self.bytes.len())
+            let r = i64::try_from(o)
+                .unwrap_or(i64::MAX)
+                .saturating_sub(self.base);
+            usize::try_from(r.max(0))
+                .unwrap_or(usize::MAX)
+                .min(self.bytes.len())
         };
         let (x, y) = (rel(a), rel(b));
         self.bytes.get(x..y.max(x)).unwrap_or(&[])

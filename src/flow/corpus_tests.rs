@@ -51,7 +51,8 @@ fn side_bytes(out: &[StreamEvent], stream: u64, side: Side) -> (Vec<u8>, u64) {
 /// conflict is flagged once.
 #[test]
 fn quantum_insert_keeps_first_copy_and_flags_it() {
-    let Some((out, stats)) = reassemble("other/zeek-quantum-insert/qi_internet_SYNACK_curl_jsonip.pcap")
+    let Some((out, stats)) =
+        reassemble("other/zeek-quantum-insert/qi_internet_SYNACK_curl_jsonip.pcap")
     else {
         return;
     };
@@ -95,7 +96,13 @@ fn zeek_reassembly_trace_flags_inconsistent_retransmissions() {
     let mut table = FlowTable::new(FlowLimits::default());
     let mut out = Vec::new();
     let mut flagged = Vec::new();
-    let count = |stats: &Stats| stats.anomalies.get("flow.overlap_mismatch").copied().unwrap_or(0);
+    let count = |stats: &Stats| {
+        stats
+            .anomalies
+            .get("flow.overlap_mismatch")
+            .copied()
+            .unwrap_or(0)
+    };
     while let Some(frame) = frames.next_frame(&mut stats) {
         if let Decoded::Segment(seg) = decoder.decode(&frame) {
             let before = count(&stats);
@@ -114,11 +121,19 @@ fn zeek_reassembly_trace_flags_inconsistent_retransmissions() {
     assert!(client.starts_with(b"SEARCH /AAAA"));
     // Data from relative seq 1 to the FIN at 33209: every byte is data or gap.
     assert_eq!(client.len() as u64 + gaps, 33208);
-    assert_eq!((stats.tcp_payload_bytes, stats.gap_bytes), (client.len() as u64, gaps));
+    assert_eq!(
+        (stats.tcp_payload_bytes, stats.gap_bytes),
+        (client.len() as u64, gaps)
+    );
     // The FIN (frame 110) overtook the retransmission of a lost segment
     // (frame 112); the stream ends only once it arrived.
     let last = out.last().unwrap();
-    assert_eq!(last.kind, StreamEventKind::Closed { reason: CloseReason::Finished });
+    assert_eq!(
+        last.kind,
+        StreamEventKind::Closed {
+            reason: CloseReason::Finished
+        }
+    );
     assert_eq!(last.frame, 112);
 }
 
@@ -130,12 +145,18 @@ fn m57_long_download_matches_zeek_conn_log() {
         return;
     };
     assert_eq!(stats.tcp_streams, 1);
-    assert_eq!(side_bytes(&out, 0, Side::Client), (side_bytes(&out, 0, Side::Client).0, 0));
+    assert_eq!(
+        side_bytes(&out, 0, Side::Client),
+        (side_bytes(&out, 0, Side::Client).0, 0)
+    );
     assert_eq!(side_bytes(&out, 0, Side::Client).0.len(), 373);
     let (server, gaps) = side_bytes(&out, 0, Side::Server);
     assert_eq!((server.len(), gaps), (18307, 0));
     assert_eq!(stats.gap_bytes, 0);
-    assert!(out.iter().any(|e| matches!(e.kind, StreamEventKind::Rst { .. })));
+    assert!(
+        out.iter()
+            .any(|e| matches!(e.kind, StreamEventKind::Rst { .. }))
+    );
 }
 
 /// MANIFEST: entity-gap has one missing server segment: a 1448-byte gap in
@@ -158,7 +179,15 @@ fn entity_gap_is_one_server_gap_of_1448() {
     let after = out
         .iter()
         .skip_while(|e| !matches!(e.kind, StreamEventKind::Gap { .. }))
-        .any(|e| matches!(e.kind, StreamEventKind::Data { side: Side::Server, .. }));
+        .any(|e| {
+            matches!(
+                e.kind,
+                StreamEventKind::Data {
+                    side: Side::Server,
+                    ..
+                }
+            )
+        });
     assert!(after);
 }
 
@@ -180,7 +209,10 @@ fn every_corpus_capture_reassembles_cleanly() {
             let mut closed = std::collections::HashSet::new();
             let (mut data, mut gaps) = (0u64, 0u64);
             for ev in &out {
-                assert!(!closed.contains(&ev.stream), "{rel}: event after Closed: {ev:?}");
+                assert!(
+                    !closed.contains(&ev.stream),
+                    "{rel}: event after Closed: {ev:?}"
+                );
                 match &ev.kind {
                     StreamEventKind::Opened { .. } => {
                         assert_eq!(ev.stream, opened, "{rel}: streams numbered in order");
@@ -195,8 +227,16 @@ fn every_corpus_capture_reassembles_cleanly() {
                 }
             }
             assert_eq!(opened, stats.tcp_streams, "{rel}");
-            assert_eq!(closed.len() as u64, opened, "{rel}: every stream closed once");
-            assert_eq!((data, gaps), (stats.tcp_payload_bytes, stats.gap_bytes), "{rel}");
+            assert_eq!(
+                closed.len() as u64,
+                opened,
+                "{rel}: every stream closed once"
+            );
+            assert_eq!(
+                (data, gaps),
+                (stats.tcp_payload_bytes, stats.gap_bytes),
+                "{rel}"
+            );
         }
     }
     eprintln!("{seen} corpus captures reassembled");
@@ -206,9 +246,9 @@ fn every_corpus_capture_reassembles_cleanly() {
 /// missing response is one gap; nothing else is lost.
 #[test]
 fn dropped_response_is_a_single_gap() {
-    let Some((out, stats)) =
-        reassemble("zeek-http/1000-requests-one-dropped-response/1000-requests-one-dropped-response.pcap.gz")
-    else {
+    let Some((out, stats)) = reassemble(
+        "zeek-http/1000-requests-one-dropped-response/1000-requests-one-dropped-response.pcap.gz",
+    ) else {
         return;
     };
     assert_eq!(stats.tcp_streams, 1);
@@ -240,4 +280,3 @@ fn walk(dir: &str) -> Vec<String> {
     found.sort();
     found
 }
-

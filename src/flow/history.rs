@@ -43,7 +43,8 @@ impl History {
             self.bytes.clear();
             self.pieces.clear();
             self.start = offset.saturating_add(skip as u64);
-            self.bytes.extend_from_slice(data.get(skip..).unwrap_or(&[]));
+            self.bytes
+                .extend_from_slice(data.get(skip..).unwrap_or(&[]));
             self.pieces.push_back(self.start);
             return;
         }

@@ -1,40 +1,49 @@
-//! Flow stage: [`Segment`]s -> ordered byte streams per direction, as [`StreamEvent`]s.
+//! Flow stage: [`crate::decode::Segment`]s -> ordered byte streams per
+//! direction, as [`StreamEvent`]s.
 //!
 //! Missing data is an explicit [`StreamEventKind::Gap`] with its size, never
 //! concatenated bytes. Retransmissions keep the first copy. Memory is bounded
 //! by [`FlowLimits`]; hitting a limit records an anomaly and a gap.
-//! Input is a [`crate::decode::Segment`] per packet, in capture order; see
-//! [`FlowTable`] for the stream lifecycle and `assembler` for the gap policy.
+//! Input is one segment per packet, in capture order; see [`FlowTable`] for
+//! the stream lifecycle and `assembler.rs` for the gap policy (in short: a
+//! hole becomes a gap when the peer acknowledged past it, when the buffer
+//! limit is hit, when a truncated frame lost it, or when the stream closes).
 //! Never panics on any input.
 
 mod assembler;
+#[cfg(test)]
+mod corpus_tests;
 mod history;
+#[cfg(test)]
+mod proptests;
 pub mod seq;
 mod slab;
 mod table;
 #[cfg(test)]
-mod corpus_tests;
-#[cfg(test)]
-mod proptests;
-#[cfg(test)]
 mod tests;
 
-pub use assembler::{ACK_EVIDENCE_SEGMENTS, MAX_BUFFERED_CHUNKS, MAX_WINDOW_BYTES};
+pub use assembler::{
+    ACK_EVIDENCE_SEGMENTS, MAX_ACK_AHEAD_BYTES, MAX_BUFFERED_CHUNKS, MAX_WINDOW_BYTES,
+};
 pub use history::RETAINED_DELIVERED_BYTES;
 pub use table::{CLOSED_LINGER_NS, FlowTable, SWEEP_INTERVAL_NS, SYN_REUSE_DISTANCE};
 
 use std::net::SocketAddr;
 
-/// Which end of the connection sent the bytes. The client is the SYN sender;
-/// without a SYN, the side that sent the first payload (the HTTP stage may
-/// still swap them if the content says otherwise).
+/// Which end of the connection sent the bytes. The client is the SYN sender,
+/// or the receiver of a lone SYN-ACK; without either, the sender of the
+/// stream's first packet (the HTTP stage may still swap them if the content
+/// says otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Side {
+    /// The connection's initiator (see above).
     Client,
+    /// The other end.
     Server,
 }
 
 impl Side {
+    /// The opposite end.
     pub fn other(self) -> Side {
         match self {
             Side::Client => Side::Server,
@@ -65,15 +74,23 @@ pub struct StreamEvent {
     pub ts_ns: i64,
     /// Frame index of the packet that produced the event.
     pub frame: u64,
+    /// What happened.
     pub kind: StreamEventKind,
 }
 
+/// The events of one stream, in order: `Opened`; then per side its `Data`
+/// and `Gap`s in sequence order, never overlapping and never leaving a
+/// hole between them, followed by at most one `Fin`, and at most one `Rst`
+/// for the stream; then exactly one `Closed`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamEventKind {
     /// First event of every stream.
     Opened {
+        /// Address of the [`Side::Client`].
         client: SocketAddr,
+        /// Address of the [`Side::Server`].
         server: SocketAddr,
+        /// The stream's first packet was a SYN or SYN-ACK (else picked up mid-connection).
         saw_syn: bool,
         /// Input (position in the input list) of the stream's first packet.
         input: usize,

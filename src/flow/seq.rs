@@ -88,6 +88,9 @@ mod tests {
         let far: u64 = (1 << 32) * 3 + 500;
         let seq = map.seq_of(far);
         assert_eq!(map.offset_of(seq, far - 100), i64::try_from(far).unwrap());
-        assert_eq!(map.offset_of(seq.wrapping_add(20), far), i64::try_from(far + 20).unwrap());
+        assert_eq!(
+            map.offset_of(seq.wrapping_add(20), far),
+            i64::try_from(far + 20).unwrap()
+        );
     }
 }

@@ -199,7 +199,13 @@ mod tests {
         s.move_to_back(a, List::Open);
         assert_eq!(order(&s, List::Open), "bca");
         s.move_to_back(c, List::Closed);
-        assert_eq!((order(&s, List::Open).as_str(), order(&s, List::Closed).as_str()), ("ba", "c"));
+        assert_eq!(
+            (
+                order(&s, List::Open).as_str(),
+                order(&s, List::Closed).as_str()
+            ),
+            ("ba", "c")
+        );
         assert_eq!(s.remove(b), Some('b'));
         assert_eq!(s.remove(b), None);
         assert_eq!((s.len(List::Open), s.len(List::Closed)), (1, 1));

@@ -206,7 +206,11 @@ impl FlowTable {
     pub fn largest_direction_buffer(&self) -> usize {
         self.flows
             .values()
-            .map(|f| f.from_client.buffered_bytes().max(f.from_server.buffered_bytes()))
+            .map(|f| {
+                f.from_client
+                    .buffered_bytes()
+                    .max(f.from_server.buffered_bytes())
+            })
             .max()
             .unwrap_or(0)
     }
@@ -256,7 +260,12 @@ impl FlowTable {
     /// End of capture: flush every open stream (buffered data delivered, holes
     /// as gaps, `Closed{CaptureEnd}`), in stream order. The table is empty afterwards.
     pub fn finish(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
-        let mut open: Vec<Flow> = self.flows.drain().into_iter().filter(|f| !f.closed).collect();
+        let mut open: Vec<Flow> = self
+            .flows
+            .drain()
+            .into_iter()
+            .filter(|f| !f.closed)
+            .collect();
         self.index.clear();
         open.sort_unstable_by_key(|f| f.stream);
         for mut flow in open {
@@ -265,7 +274,13 @@ impl FlowTable {
     }
 
     /// Start a new stream with `seg` as its first packet.
-    fn create(&mut self, key: FlowKey, seg: Segment, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    fn create(
+        &mut self,
+        key: FlowKey,
+        seg: Segment,
+        stats: &mut Stats,
+        out: &mut Vec<StreamEvent>,
+    ) {
         if self.flows.len(List::Open) >= self.limits.max_open_flows.max(1) {
             self.evict_one(stats, out);
         }
@@ -332,7 +347,14 @@ impl FlowTable {
         } else {
             // The SYN occupies one sequence number before the data (RFC 9293 §3.4).
             let data_seq = SeqNum(seg.seq).wrapping_add(u32::from(seg.flags.syn));
-            own.segment(data_seq, seg.payload, seg.wire_payload_len, seg.flags.fin, limit, &mut sink);
+            own.segment(
+                data_seq,
+                seg.payload,
+                seg.wire_payload_len,
+                seg.flags.fin,
+                limit,
+                &mut sink,
+            );
             if seg.flags.ack {
                 peer.peer_ack(SeqNum(seg.ack), &mut sink);
             }

@@ -50,7 +50,15 @@ impl Cap {
     }
 
     /// One packet; `from_client` picks the direction. `wire` > payload len truncates.
-    fn pkt_wire(&mut self, from_client: bool, f: &str, seq: u32, ack: u32, payload: &[u8], wire: u32) {
+    fn pkt_wire(
+        &mut self,
+        from_client: bool,
+        f: &str,
+        seq: u32,
+        ack: u32,
+        payload: &[u8],
+        wire: u32,
+    ) {
         self.frame += 1;
         let (src, dst) = if from_client {
             (self.client(), self.server())
@@ -133,13 +141,19 @@ fn assert_well_formed(out: &[StreamEvent]) {
         if max.is_none() {
             break;
         }
-        assert!(matches!(evs[0].kind, StreamEventKind::Opened { .. }), "stream {stream}");
+        assert!(
+            matches!(evs[0].kind, StreamEventKind::Opened { .. }),
+            "stream {stream}"
+        );
         let closes = evs
             .iter()
             .filter(|e| matches!(e.kind, StreamEventKind::Closed { .. }))
             .count();
         assert_eq!(closes, 1, "stream {stream}: {evs:?}");
-        assert!(matches!(evs.last().unwrap().kind, StreamEventKind::Closed { .. }));
+        assert!(matches!(
+            evs.last().unwrap().kind,
+            StreamEventKind::Closed { .. }
+        ));
     }
 }
 
@@ -162,7 +176,10 @@ fn in_order_conversation_closes_finished() {
     else {
         panic!("{:?}", t.out[0])
     };
-    assert_eq!((*client, *server, *saw_syn, *input), (t.client(), t.server(), true, 0));
+    assert_eq!(
+        (*client, *server, *saw_syn, *input),
+        (t.client(), t.server(), true, 0)
+    );
     assert_eq!(t.render(0, Side::Client), "GET / HTTP/1.1\r\n\r\n[fin]");
     assert_eq!(t.render(0, Side::Server), "HTTP/1.1 200 OK\r\n\r\n[fin]");
     assert_eq!(t.closes(), vec![(0, CloseReason::Finished)]);
@@ -253,7 +270,11 @@ fn hole_becomes_gap_at_finish() {
     assert_eq!(t.render(0, Side::Client), "abc[gap 6]xyz");
     assert_eq!(t.stats.gap_bytes, 6);
     assert_eq!(t.stats.tcp_payload_bytes, 6);
-    assert_eq!(t.out.last().unwrap().frame, 5, "finish events carry the stream's last frame");
+    assert_eq!(
+        t.out.last().unwrap().frame,
+        5,
+        "finish events carry the stream's last frame"
+    );
     assert_well_formed(&t.out);
 }
 
@@ -323,7 +344,10 @@ fn mid_stream_pickup_still_delivers() {
     t.s("PA", 9_000, 5_009, b"HTTP/1.1 202");
     t.c("PA", 5_009, 9_012, b" HTTP/1.1");
     t.finish();
-    let StreamEventKind::Opened { client, saw_syn, .. } = &t.out[0].kind else {
+    let StreamEventKind::Opened {
+        client, saw_syn, ..
+    } = &t.out[0].kind
+    else {
         panic!()
     };
     assert_eq!((*client, *saw_syn), (t.client(), false));
@@ -338,7 +362,10 @@ fn lone_syn_ack_makes_its_receiver_the_client() {
     t.s("SA", 500, 101, b"");
     t.c("PA", 101, 501, b"hi");
     t.finish();
-    let StreamEventKind::Opened { client, saw_syn, .. } = &t.out[0].kind else {
+    let StreamEventKind::Opened {
+        client, saw_syn, ..
+    } = &t.out[0].kind
+    else {
         panic!()
     };
     assert_eq!((*client, *saw_syn), (t.client(), true));
@@ -568,7 +595,10 @@ fn throughput() {
         t.finish();
         let secs = start.elapsed().as_secs_f64();
         let mb = f64::from(n) * 1448.0 / 1e6;
-        println!("reorder={reorder}: {mb:.0} MB in {secs:.2}s = {:.0} MB/s ({events} events)", mb / secs);
+        println!(
+            "reorder={reorder}: {mb:.0} MB in {secs:.2}s = {:.0} MB/s ({events} events)",
+            mb / secs
+        );
         assert_eq!(t.stats.tcp_payload_bytes, u64::from(n) * 1448);
     }
 }
@@ -578,7 +608,7 @@ fn throughput() {
 #[ignore]
 fn throughput_many_flows() {
     let limits = FlowLimits {
-        max_open_flows: std::env::var("FLOWS_MAX").map_or(10_000, |v| v.parse().unwrap()),
+        max_open_flows: 10_000,
         ..FlowLimits::default()
     };
     let mut t = Cap::with_limits(limits);
@@ -602,4 +632,41 @@ fn throughput_many_flows() {
         pkts / secs / 1e3,
         t.anomaly("flow.evicted")
     );
+}
+
+#[test]
+fn implausible_ack_or_fin_invents_no_gap() {
+    let mut t = Cap::new();
+    t.handshake();
+    t.c("PA", 101, 501, b"abc");
+    t.s("A", 501, 101 + 50_000_000, b""); // acks 50 MB never sent
+    t.c("FA", 2_000_000_000, 501, b""); // FIN 2 GB ahead
+    t.finish();
+    assert_eq!(t.render(0, Side::Client), "abc");
+    assert_eq!(t.stats.gap_bytes, 0);
+    assert_eq!(t.anomaly("flow.seq_out_of_window"), 1);
+}
+
+#[test]
+fn keepalive_probe_is_a_duplicate_not_a_conflict() {
+    let mut t = Cap::new();
+    t.handshake();
+    t.c("PA", 101, 501, b"abc");
+    t.c("A", 103, 501, b"\0"); // keep-alive: seq = next - 1, one garbage byte
+    t.c("PA", 104, 501, b"d");
+    t.finish();
+    assert_eq!(t.render(0, Side::Client), "abcd");
+    assert_eq!(t.stats.duplicate_bytes, 1);
+    assert_eq!(t.anomaly("flow.overlap_mismatch"), 0);
+}
+
+#[test]
+fn rst_as_first_packet_is_a_complete_stream() {
+    let mut t = Cap::new();
+    t.s("RA", 0, 101, b"");
+    assert_eq!(t.closes(), vec![(0, CloseReason::Finished)]);
+    assert_eq!(t.render(0, Side::Client), "[rst]");
+    t.finish();
+    assert_eq!(t.stats.tcp_streams, 1);
+    assert_well_formed(&t.out);
 }

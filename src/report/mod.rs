@@ -166,8 +166,28 @@ impl<T: Table> TableWriter<T> {
         })
     }
 
-    /// Appends one row.
+    /// Appends one row. A row that breaks the schema (wrong type, null in a non-null
+    /// column) is refused the same way in every format.
     pub fn push(&mut self, row: &T) -> Result<(), ReportError> {
+        let cells = row.cells();
+        let bad = if cells.len() == T::COLUMNS.len() {
+            T::COLUMNS
+                .iter()
+                .zip(&cells)
+                .find(|(spec, cell)| {
+                    !cell.fits(spec.ty) || (!spec.nullable && **cell == Cell::Null)
+                })
+                .map(|(spec, _)| spec.name)
+        } else {
+            Some("(column count)")
+        };
+        if let Some(column) = bad {
+            return Err(ReportError::Schema {
+                path: self.path(),
+                row: self.rows.saturating_add(1),
+                column,
+            });
+        }
         match &mut self.sink {
             Sink::Text { out, csv, buf } => {
                 buf.clear();
@@ -181,10 +201,18 @@ impl<T: Table> TableWriter<T> {
                     .map_err(|e| out.io_error(e))?;
             }
             #[cfg(feature = "parquet")]
-            Sink::Parquet(sink) => sink.push(row, self.rows)?,
+            Sink::Parquet(sink) => sink.push(row, self.rows.saturating_add(1))?,
         }
         self.rows = self.rows.saturating_add(1);
         Ok(())
+    }
+
+    fn path(&self) -> String {
+        match &self.sink {
+            Sink::Text { out, .. } => out.path().display().to_string(),
+            #[cfg(feature = "parquet")]
+            Sink::Parquet(sink) => sink.path(),
+        }
     }
 
     /// Writes what is buffered, closes the file and moves it to its path. Returns the row count.
@@ -391,6 +419,60 @@ mod tests {
             s.len(),
             t.elapsed().as_secs_f64()
         );
+    }
+
+    /// A table whose second row breaks its own schema.
+    struct Bad(bool);
+
+    impl Table for Bad {
+        const COLUMNS: &'static [ColumnSpec] = &[
+            ColumnSpec {
+                name: "a",
+                ty: ColType::U64,
+                nullable: false,
+            },
+            ColumnSpec {
+                name: "b",
+                ty: ColType::Str,
+                nullable: true,
+            },
+        ];
+        fn cells(&self) -> Vec<Cell<'_>> {
+            if self.0 {
+                vec![Cell::U64(1), Cell::Str("ok")]
+            } else {
+                vec![Cell::Null, Cell::Str("bad")]
+            }
+        }
+    }
+
+    #[test]
+    fn failed_write_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let formats: &[Format] = &[
+            Format::Csv,
+            Format::Jsonl,
+            #[cfg(feature = "parquet")]
+            Format::Parquet,
+        ];
+        for &format in formats {
+            let path = dir.path().join("bad.out");
+            let mut w = TableWriter::<Bad>::create(&path, format).unwrap();
+            w.push(&Bad(true)).unwrap();
+            let err = w.push(&Bad(false)).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "cannot write {}: row 2 does not match column a of the schema",
+                    path.display()
+                )
+            );
+            drop(w);
+            assert!(
+                std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+                "{format:?}"
+            );
+        }
     }
 
     #[test]

@@ -155,7 +155,8 @@ impl ParquetSink {
         })
     }
 
-    fn path(&self) -> String {
+    /// The final path, for error messages.
+    pub(crate) fn path(&self) -> String {
         self.file
             .lock()
             .map(|f| f.path().display().to_string())

@@ -14,7 +14,6 @@
     clippy::indexing_slicing
 )]
 
-pub mod truth;
 
 use etherparse::PacketBuilder;
 use std::path::{Path, PathBuf};

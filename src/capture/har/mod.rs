@@ -530,6 +530,9 @@ fn response_events(
     } else {
         BodyEnd::Complete
     };
+    // decoded_len: the bytes delivered; when none were kept, the recorder's
+    // `content.size` (what the body would have been). wire_len: `bodySize`
+    // (bytes on the wire, before content decoding) when known.
     let decoded_len = if body.is_empty() && !no_body_expected {
         u64::try_from(r.content_size).unwrap_or(0)
     } else {

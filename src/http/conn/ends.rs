@@ -31,6 +31,7 @@ impl Conn {
                 reader.gap = true;
                 // A head kept as a message carries the anomaly itself.
                 if !had_head {
+                    reader.gap_at_boundary = true;
                     stats.anomaly("http.gap_between_messages");
                 } else if n > 0 {
                     stats.anomaly("http.gap_in_head");
@@ -145,6 +146,25 @@ impl Conn {
                     self.req.clear();
                 }
             }
+        }
+    }
+
+    /// The bytes after a gap between responses are the middle of a message:
+    /// a response began inside the gap, and it answered the oldest waiting
+    /// request, which gets `NoResponse` (gap) so later responses pair right.
+    pub(super) fn response_lost_in_gap(
+        &mut self,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) {
+        if let Some(p) = self.pending.pop_front() {
+            let ev = HttpEvent::NoResponse {
+                xref: p.xref,
+                ts_us,
+                end: BodyEnd::Gap,
+            };
+            self.emit(ev, stats, out);
         }
     }
 

@@ -68,7 +68,16 @@ impl Conn {
                         Dir::Req => Probe::Request,
                         Dir::Resp => Probe::Response,
                     });
-                    match find_message_start(&reader.buf, want, line_start, at_end) {
+                    let found = find_message_start(&reader.buf, want, line_start, at_end);
+                    let skipping = found.map_or(reader.buf.len() > 16, |(at, _)| at > 0);
+                    if reader.gap_at_boundary && (skipping || found.is_some()) {
+                        reader.gap_at_boundary = false;
+                        if skipping && dir == Dir::Resp {
+                            self.response_lost_in_gap(ts_us, stats, out);
+                        }
+                    }
+                    let reader = self.reader(dir);
+                    match found {
                         Some((at, p)) => {
                             reader.consume(at);
                             stats.http_bytes_skipped =

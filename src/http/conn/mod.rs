@@ -82,6 +82,9 @@ struct Reader {
     marks: VecDeque<(u64, i64, u64)>,
     /// A gap was seen and not yet recovered from by a message start.
     gap: bool,
+    /// A gap fell between two messages: if the bytes after it are not a
+    /// message start, the gap swallowed the start of one.
+    gap_at_boundary: bool,
 }
 
 impl Reader {
@@ -93,6 +96,7 @@ impl Reader {
             state: ReadState::Head,
             marks: VecDeque::new(),
             gap: false,
+            gap_at_boundary: false,
         }
     }
 

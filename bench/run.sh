@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of `mcp-trace analyze` (Parquet out), the baseline loop
+# (examples/baseline.rs) and tshark's HTTP pass, on captures from
+# examples/gen_capture.rs. See bench/README.md.
+#
+#   bench/run.sh [-r ROUNDS] [--stdin] [--no-tshark] [--tshark-file SMALL.pcap] CAPTURE.pcap
+#
+# Tools run alternately, ROUNDS times each (default 3); the table shows the best
+# wall time and the highest peak RSS over the rounds. The capture's ground truth
+# (CAPTURE.truth.json, written by the generator) gives the packet count and the
+# expected requests per outcome, checked against `mcp-trace --summary`.
+# Binaries: $MCP_TRACE and $BASELINE, default to the release build in
+# ${CARGO_TARGET_DIR:-target}.
+set -euo pipefail
+
+rounds=3
+stdin=0
+tshark=1
+tshark_file=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    -r) rounds="$2"; shift 2 ;;
+    --stdin) stdin=1; shift ;;
+    --no-tshark) tshark=0; shift ;;
+    --tshark-file) tshark_file="$2"; shift 2 ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    *) break ;;
+  esac
+done
+cap="${1:?usage: bench/run.sh [-r ROUNDS] [--stdin] [--no-tshark] [--tshark-file F] CAPTURE.pcap}"
+tshark_file="${tshark_file:-$cap}"
+
+target="${CARGO_TARGET_DIR:-$(dirname "$0")/../target}"
+MCP_TRACE="${MCP_TRACE:-$target/release/mcp-trace}"
+BASELINE="${BASELINE:-$target/release/examples/baseline}"
+TIME=/usr/bin/time
+OUT_EXT="${OUT_EXT:-parquet}"  # jsonl for builds without the parquet feature
+for b in "$MCP_TRACE" "$BASELINE" "$TIME"; do
+  [[ -x "$b" ]] || { echo "missing $b (cargo build --release --bin mcp-trace --example baseline; apt-get install time)" >&2; exit 2; }
+done
+truth_of() { echo "${1%.pcap}.truth.json"; }
+[[ -f "$(truth_of "$cap")" ]] || { echo "missing $(truth_of "$cap") (generate the capture with examples/gen_capture.rs)" >&2; exit 2; }
+
+work="$(mktemp -d /tmp/mcp-bench.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+results="$work/results.tsv"   # tool  file  round  wall_s  rss_kb
+
+# Runs "$@" under /usr/bin/time -v, stdout discarded; appends one result line.
+measure() {
+  local tool="$1" file="$2" round="$3"; shift 3
+  local log="$work/time.log"
+  if ! "$TIME" -v -o "$log" "$@" > "$work/$tool.out" 2> "$work/$tool.err"; then
+    echo "$tool failed:" >&2; cat "$work/$tool.err" >&2; exit 1
+  fi
+  local wall rss
+  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$log")
+  rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
+  printf '%s\t%s\t%s\t%s\t%s\n' "$tool" "$file" "$round" "$wall" "$rss" >> "$results"
+  printf '  round %s  %-16s %8.2f s  %7.1f MB RSS\n' "$round" "$tool" "$wall" "$(echo "$rss/1024" | bc -l)" >&2
+}
+
+# `cat FILE | mcp-trace analyze -`: time and RSS of mcp-trace alone.
+measure_stdin() {
+  local round="$1" log="$work/time.log"
+  cat "$cap" | "$TIME" -v -o "$log" "$MCP_TRACE" analyze - -o "$work/stdin.$OUT_EXT" --summary "$work/stdin.json" \
+    > /dev/null 2> "$work/stdin.err" || { cat "$work/stdin.err" >&2; exit 1; }
+  local wall rss
+  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$log")
+  rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
+  printf '%s\t%s\t%s\t%s\t%s\n' "mcp-trace-stdin" "$cap" "$round" "$wall" "$rss" >> "$results"
+  printf '  round %s  %-16s %8.2f s  %7.1f MB RSS\n' "$round" "mcp-trace-stdin" "$wall" "$(echo "$rss/1024" | bc -l)" >&2
+}
+
+echo "capture: $cap ($(stat -c %s "$cap") bytes); tshark on: $tshark_file; rounds: $rounds" >&2
+for round in $(seq 1 "$rounds"); do
+  measure mcp-trace "$cap" "$round" "$MCP_TRACE" analyze "$cap" -o "$work/out.$OUT_EXT" --summary "$work/run.json"
+  measure baseline "$cap" "$round" "$BASELINE" "$cap"
+  if [[ $stdin == 1 ]]; then measure_stdin "$round"; fi
+  if [[ $tshark == 1 ]]; then
+    measure tshark "$tshark_file" "$round" tshark -r "$tshark_file" -o tcp.desegment_tcp_streams:TRUE \
+      -Y 'http.request or http.response' -T fields -e http.request.method -e http.response.code -e http.file_data
+  fi
+done
+
+python3 - "$results" "$cap" "$work/run.json" "$(truth_of "$cap")" "$work/baseline.out" <<'EOF'
+import json, os, sys
+results, cap, run_json, truth_json, baseline_out = sys.argv[1:6]
+rows = [l.rstrip("\n").split("\t") for l in open(results)]
+best = {}
+for tool, f, _round, wall, rss in rows:
+    b = best.setdefault(tool, {"file": f, "wall": float("inf"), "rss": 0, "n": 0})
+    b["wall"] = min(b["wall"], float(wall))
+    b["rss"] = max(b["rss"], int(rss))
+    b["n"] += 1
+
+def truth(f):
+    return json.load(open(f[:-5] + ".truth.json" if f.endswith(".pcap") else f + ".truth.json"))
+
+print(f"\n| tool | capture | MB | best wall s | MB/s | packets/s | peak RSS MB |")
+print("|---|---|---:|---:|---:|---:|---:|")
+speed = {}
+for tool in ["mcp-trace", "mcp-trace-stdin", "baseline", "tshark"]:
+    if tool not in best:
+        continue
+    b = best[tool]
+    mb = os.path.getsize(b["file"]) / 1e6
+    pk = truth(b["file"])["packets"]
+    wall = max(b["wall"], 1e-3)
+    speed[tool] = mb / wall
+    print(f"| {tool} | {os.path.basename(b['file'])} | {mb:.0f} | {wall:.2f} | {mb / wall:.1f} | "
+          f"{pk / wall:,.0f} | {b['rss'] / 1024:.0f} |")
+print()
+if "tshark" in speed:
+    print(f"mcp-trace vs tshark (MB/s ratio): {speed['mcp-trace'] / speed['tshark']:.1f}x faster")
+print(f"mcp-trace vs baseline: {speed['baseline'] / speed['mcp-trace']:.2f}x the baseline's time")
+
+# Every request the generator wrote must be found, with its outcome.
+want = json.load(open(truth_json))
+got = json.load(open(run_json))
+w, g = want["mcp_exchanges"], got.get("mcp_exchanges", {})
+diff = {k: (w.get(k, 0), g.get(k, 0)) for k in sorted(set(w) | set(g)) if w.get(k, 0) != g.get(k, 0)}
+print(f"\nground truth: {want['requests']} requests, {want['packets']} packets; "
+      f"mcp-trace: {sum(g.values())} rows, {got.get('packets_total')} packets, "
+      f"http_exchanges {got.get('http_exchanges')} (truth {want['http_exchanges']}), "
+      f"gap_bytes {got.get('gap_bytes')}")
+if diff:
+    print("OUTCOME MISMATCH (outcome: truth vs mcp-trace):")
+    for k, (a, b) in diff.items():
+        print(f"  {k}: {a} vs {b}")
+else:
+    print("outcomes: all match the ground truth")
+if got.get("anomalies"):
+    print("anomalies:", json.dumps(got["anomalies"]))
+print("baseline:", open(baseline_out).read().strip())
+if diff:
+    sys.exit(1)
+EOF

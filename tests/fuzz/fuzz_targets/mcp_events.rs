@@ -1,0 +1,35 @@
+//! MCP analyzer (sessions, pairing, classification, retries): first byte even,
+//! HTTP events in any order; odd, a conversation through the HTTP stage first.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use mcp_trace::anomaly::Stats;
+use mcp_trace::http::HttpStage;
+use mcp_trace::mcp::{Analyzer, InferenceConfig};
+use mcp_trace::report::Table;
+use std::sync::Arc;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    let mut stats = Stats::default();
+    let events = if mode & 1 == 0 {
+        mcp_trace_fuzz::http_events(rest)
+    } else {
+        let mut stage = HttpStage::new(vec![Arc::from("fuzz")]);
+        let mut out = Vec::new();
+        for ev in mcp_trace_fuzz::stream_events(rest) {
+            stage.push(ev, &mut stats, &mut out);
+        }
+        stage.finish(&mut stats, &mut out);
+        out
+    };
+    let mut analyzer = Analyzer::new(InferenceConfig::default());
+    for ev in events {
+        analyzer.push(ev, &mut stats);
+    }
+    let rows = analyzer.finish(&mut stats);
+    for row in &rows {
+        assert_eq!(row.cells().len(), <mcp_trace::mcp::Exchange as Table>::COLUMNS.len());
+    }
+});
