@@ -48,8 +48,9 @@ results="$work/results.tsv"   # tool  file  round  wall_s  rss_kb
 # Runs "$@" under /usr/bin/time -v, stdout discarded; appends one result line.
 measure() {
   local tool="$1" file="$2" round="$3"; shift 3
-  local log="$work/time.log"
-  if ! "$TIME" -v -o "$log" "$@" > "$work/$tool.out" 2> "$work/$tool.err"; then
+  local log="$work/time.log" out="$work/$tool.out"
+  [[ $tool == tshark ]] && out=/dev/null  # its field dump is as large as the capture
+  if ! "$TIME" -v -o "$log" "$@" > "$out" 2> "$work/$tool.err"; then
     echo "$tool failed:" >&2; cat "$work/$tool.err" >&2; exit 1
   fi
   local wall rss
@@ -82,9 +83,9 @@ for round in $(seq 1 "$rounds"); do
   fi
 done
 
-python3 - "$results" "$cap" "$work/run.json" "$(truth_of "$cap")" "$work/baseline.out" <<'EOF'
+python3 - "$results" "$cap" "$work/run.json" "$(truth_of "$cap")" "$work/baseline.out" "$work/stdin.json" <<'EOF'
 import json, os, sys
-results, cap, run_json, truth_json, baseline_out = sys.argv[1:6]
+results, cap, run_json, truth_json, baseline_out, stdin_json = sys.argv[1:7]
 rows = [l.rstrip("\n").split("\t") for l in open(results)]
 best = {}
 for tool, f, _round, wall, rss in rows:
@@ -116,22 +117,28 @@ print(f"mcp-trace vs baseline: {speed['baseline'] / speed['mcp-trace']:.2f}x the
 
 # Every request the generator wrote must be found, with its outcome.
 want = json.load(open(truth_json))
-got = json.load(open(run_json))
-w, g = want["mcp_exchanges"], got.get("mcp_exchanges", {})
-diff = {k: (w.get(k, 0), g.get(k, 0)) for k in sorted(set(w) | set(g)) if w.get(k, 0) != g.get(k, 0)}
-print(f"\nground truth: {want['requests']} requests, {want['packets']} packets; "
-      f"mcp-trace: {sum(g.values())} rows, {got.get('packets_total')} packets, "
-      f"http_exchanges {got.get('http_exchanges')} (truth {want['http_exchanges']}), "
-      f"gap_bytes {got.get('gap_bytes')}")
-if diff:
-    print("OUTCOME MISMATCH (outcome: truth vs mcp-trace):")
-    for k, (a, b) in diff.items():
-        print(f"  {k}: {a} vs {b}")
-else:
-    print("outcomes: all match the ground truth")
-if got.get("anomalies"):
-    print("anomalies:", json.dumps(got["anomalies"]))
+w = want["mcp_exchanges"]
+print(f"\nground truth: {want['requests']} requests, {want['packets']} packets, "
+      f"{want['http_exchanges']} HTTP exchanges")
+mismatch = False
+for label, path in [("file", run_json), ("stdin", stdin_json)]:
+    if not os.path.exists(path):
+        continue
+    got = json.load(open(path))
+    g = got.get("mcp_exchanges", {})
+    diff = {k: (w.get(k, 0), g.get(k, 0)) for k in sorted(set(w) | set(g)) if w.get(k, 0) != g.get(k, 0)}
+    print(f"mcp-trace ({label}): {sum(g.values())} rows, {got.get('packets_total')} packets, "
+          f"http_exchanges {got.get('http_exchanges')}, gap_bytes {got.get('gap_bytes')}")
+    if diff:
+        mismatch = True
+        print("  OUTCOME MISMATCH (outcome: truth vs mcp-trace):")
+        for k, (a, b) in diff.items():
+            print(f"    {k}: {a} vs {b}")
+    else:
+        print("  outcomes: all match the ground truth")
+    if got.get("anomalies"):
+        print("  anomalies:", json.dumps(got["anomalies"]))
 print("baseline:", open(baseline_out).read().strip())
-if diff:
+if mismatch:
     sys.exit(1)
 EOF

@@ -72,8 +72,7 @@ fn ip4(b: &[u8], i: usize) -> Option<[u8; 4]> {
 /// Parses as many complete messages (or body bytes) as `d.buf` holds.
 fn parse(d: &mut Dir, c: &mut Counts) {
     let mut pos = 0usize;
-    loop {
-        let Some(rest) = d.buf.get(pos..) else { break };
+    while let Some(rest) = d.buf.get(pos..) {
         if rest.is_empty() {
             break;
         }

@@ -343,3 +343,443 @@ fn identities_hold_on_every_sample_and_corpus_file() {
     eprintln!("identities: {checked} inputs checked");
     assert!(broken.is_empty(), "{}", broken.join("\n\n"));
 }
+
+// ---------------------------------------------------------------------------
+// Hostile captures, generated here: a tiny classic pcap writer (Ethernet,
+// IPv4, TCP; checksums left 0, which the decoder ignores on purpose).
+
+const FIN: u8 = 0x01;
+const SYN: u8 = 0x02;
+const PSH: u8 = 0x08;
+const ACK: u8 = 0x10;
+/// 2023-11-14T22:13:20Z in µs.
+const T0_US: i64 = 1_700_000_000_000_000;
+const MSS: usize = 1460;
+
+type Endpoint = ([u8; 4], u16);
+
+/// Ethernet + IPv4 + TCP frame.
+fn tcp_frame(src: Endpoint, dst: Endpoint, seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(54 + payload.len());
+    f.extend_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00]);
+    let total = u16::try_from(40 + payload.len()).unwrap();
+    f.extend_from_slice(&[0x45, 0]);
+    f.extend_from_slice(&total.to_be_bytes());
+    f.extend_from_slice(&[0, 0, 0x40, 0, 64, 6, 0, 0]);
+    f.extend_from_slice(&src.0);
+    f.extend_from_slice(&dst.0);
+    f.extend_from_slice(&src.1.to_be_bytes());
+    f.extend_from_slice(&dst.1.to_be_bytes());
+    f.extend_from_slice(&seq.to_be_bytes());
+    f.extend_from_slice(&ack.to_be_bytes());
+    f.extend_from_slice(&[0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+    f.extend_from_slice(payload);
+    f
+}
+
+/// Streams a classic pcap (µs timestamps, LINKTYPE_ETHERNET) to a file.
+/// Every record moves the clock by `step_us` (negative: time runs backwards).
+struct PcapWriter {
+    w: BufWriter<std::fs::File>,
+    now_us: i64,
+    step_us: i64,
+}
+
+impl PcapWriter {
+    fn create(path: &Path) -> PcapWriter {
+        let mut w = BufWriter::new(std::fs::File::create(path).unwrap());
+        w.write_all(&0xa1b2_c3d4u32.to_le_bytes()).unwrap();
+        w.write_all(&[2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
+        w.write_all(&262_144u32.to_le_bytes()).unwrap();
+        w.write_all(&1u32.to_le_bytes()).unwrap();
+        PcapWriter { w, now_us: T0_US, step_us: 10 }
+    }
+
+    fn record(&mut self, frame: &[u8]) {
+        self.now_us += self.step_us;
+        let len = u32::try_from(frame.len()).unwrap();
+        let secs = u32::try_from(self.now_us.div_euclid(1_000_000)).unwrap();
+        let us = u32::try_from(self.now_us.rem_euclid(1_000_000)).unwrap();
+        for v in [secs, us, len, len] {
+            self.w.write_all(&v.to_le_bytes()).unwrap();
+        }
+        self.w.write_all(frame).unwrap();
+    }
+
+    fn finish(mut self) {
+        self.w.flush().unwrap();
+    }
+}
+
+/// One TCP connection being written: the next sequence number of each side.
+struct Conn {
+    client: Endpoint,
+    server: Endpoint,
+    cseq: u32,
+    sseq: u32,
+}
+
+impl Conn {
+    /// Three-way handshake with the given initial sequence numbers.
+    fn open(w: &mut PcapWriter, client: Endpoint, server: Endpoint, cisn: u32, sisn: u32) -> Conn {
+        w.record(&tcp_frame(client, server, cisn, 0, SYN, &[]));
+        w.record(&tcp_frame(server, client, sisn, cisn.wrapping_add(1), SYN | ACK, &[]));
+        w.record(&tcp_frame(client, server, cisn.wrapping_add(1), sisn.wrapping_add(1), ACK, &[]));
+        Conn { client, server, cseq: cisn.wrapping_add(1), sseq: sisn.wrapping_add(1) }
+    }
+
+    /// `data` from one side, in MSS-sized segments.
+    fn send(&mut self, w: &mut PcapWriter, from_client: bool, data: &[u8]) {
+        for piece in data.chunks(MSS) {
+            let (src, dst, seq, ack) = if from_client {
+                (self.client, self.server, &mut self.cseq, self.sseq)
+            } else {
+                (self.server, self.client, &mut self.sseq, self.cseq)
+            };
+            w.record(&tcp_frame(src, dst, *seq, ack, PSH | ACK, piece));
+            *seq = seq.wrapping_add(piece.len() as u32);
+        }
+    }
+
+    /// FIN from both sides, each acknowledged.
+    fn close(&mut self, w: &mut PcapWriter) {
+        w.record(&tcp_frame(self.client, self.server, self.cseq, self.sseq, FIN | ACK, &[]));
+        self.cseq = self.cseq.wrapping_add(1);
+        w.record(&tcp_frame(self.server, self.client, self.sseq, self.cseq, FIN | ACK, &[]));
+        self.sseq = self.sseq.wrapping_add(1);
+        w.record(&tcp_frame(self.client, self.server, self.cseq, self.sseq, ACK, &[]));
+    }
+}
+
+const CLIENT: Endpoint = ([10, 0, 0, 1], 40001);
+const SERVER: Endpoint = ([10, 0, 0, 2], 3000);
+
+fn mcp_post(body: &[u8]) -> Vec<u8> {
+    let mut m = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost:3000\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    m.extend_from_slice(body);
+    m
+}
+
+const TOOLS_CALL: &[u8] =
+    br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#;
+
+/// Build a hostile capture with `build`, run the binary on it, require the
+/// run contract, every `expected` anomaly in the summary, and return the summary.
+fn hostile(name: &str, build: impl FnOnce(&Path), expected: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(format!("{name}.pcap"));
+    build(&path);
+    let size = std::fs::metadata(&path).unwrap().len();
+    let timeout = if full_size() { HANG_TIMEOUT_FULL } else { HANG_TIMEOUT };
+    let run = analyze(&path, timeout);
+    eprintln!(
+        "hostile {name}: {size} bytes in, exit {:?}, {:?}, peak RSS {} kB",
+        run.code, run.elapsed, run.peak_rss_kb
+    );
+    if let Err(why) = check_run(name, &run) {
+        panic!("{why}");
+    }
+    assert_eq!(run.code, Some(0), "{name}: {}", run.stderr);
+    let s = run.summary.unwrap();
+    for a in expected {
+        assert!(anomaly(&s, a) > 0, "{name}: anomaly {a} not in {}", s["anomalies"]);
+    }
+    s
+}
+
+fn scaled(small: usize, full: usize) -> usize {
+    if full_size() { full } else { small }
+}
+
+#[test]
+fn hostile_syn_flood_of_distinct_flows() {
+    let n = scaled(200_000, 1_000_000);
+    let s = hostile(
+        "syn-flood",
+        |p| {
+            let mut w = PcapWriter::create(p);
+            w.step_us = 1;
+            for i in 0..n as u32 {
+                let [_, a, b, c] = i.to_be_bytes();
+                let src = ([10, a, b, c], 1024 + (i % 50_000) as u16);
+                w.record(&tcp_frame(src, SERVER, i.wrapping_mul(7919), 0, SYN, &[]));
+            }
+            w.finish();
+        },
+        &["flow.evicted"],
+    );
+    assert_eq!(num(&s, "packets_total"), n as u64);
+    assert_eq!(num(&s, "tcp_streams"), n as u64);
+}
+
+#[test]
+fn hostile_chunked_body_that_never_ends() {
+    let mib = scaled(16, 80);
+    let s = hostile(
+        "chunked-forever",
+        |p| {
+            let mut w = PcapWriter::create(p);
+            let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
+            c.send(&mut w, true, &mcp_post(TOOLS_CALL));
+            c.send(
+                &mut w,
+                false,
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+            );
+            let mut chunk = b"10000\r\n".to_vec();
+            chunk.extend(std::iter::repeat_n(b' ', 65536));
+            chunk.extend_from_slice(b"\r\n");
+            for _ in 0..mib * 16 {
+                c.send(&mut w, false, &chunk);
+            }
+            // No last chunk, no FIN: the capture ends inside the body.
+            w.finish();
+        },
+        &["http.truncated_body"],
+    );
+    assert_eq!(num(&s, "http_exchanges"), 1);
+}
+
+/// A deflate stream that inflates to `blocks` MiB of zeros: one fully flushed
+/// (dictionary-free, byte-aligned) block repeated, then a final empty block.
+fn deflate_bomb(blocks: usize) -> Vec<u8> {
+    use flate2::{Compress, Compression, FlushCompress};
+    let zeros = vec![0u8; 1 << 20];
+    let mut c = Compress::new(Compression::best(), false);
+    let mut block = Vec::with_capacity(4096);
+    c.compress_vec(&zeros, &mut block, FlushCompress::Full).unwrap();
+    let mut out = Vec::with_capacity(block.len() * blocks + 16);
+    for _ in 0..blocks {
+        out.extend_from_slice(&block);
+    }
+    let mut fin = Compress::new(Compression::best(), false);
+    let mut tail = Vec::with_capacity(64);
+    fin.compress_vec(&[], &mut tail, FlushCompress::Finish).unwrap();
+    out.extend_from_slice(&tail);
+    out
+}
+
+#[test]
+fn hostile_gzip_bomb() {
+    // 1 GiB of zeros in about 1 MB. The gzip trailer's CRC is left 0: a decoder
+    // that inflated everything would fail only after the whole GiB.
+    let mut body = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    body.extend_from_slice(&deflate_bomb(1024));
+    body.extend_from_slice(&0u32.to_le_bytes());
+    body.extend_from_slice(&0u32.to_le_bytes());
+    let s = hostile(
+        "gzip-bomb",
+        |p| {
+            let mut w = PcapWriter::create(p);
+            let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
+            c.send(&mut w, true, &mcp_post(TOOLS_CALL));
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n\
+                 Content-Length: {}\r\n\r\n",
+                body.len()
+            );
+            c.send(&mut w, false, head.as_bytes());
+            c.send(&mut w, false, &body);
+            c.close(&mut w);
+            w.finish();
+        },
+        &["http.decompression_limit"],
+    );
+    assert_eq!(num(&s, "http_exchanges"), 1);
+}
+
+#[test]
+fn hostile_header_of_many_megabytes() {
+    let mib = scaled(4, 16);
+    hostile(
+        "huge-header",
+        |p| {
+            let mut w = PcapWriter::create(p);
+            let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
+            let mut req = b"POST /mcp HTTP/1.1\r\nHost: x\r\nX-Pad: ".to_vec();
+            req.extend(std::iter::repeat_n(b'a', mib << 20));
+            req.extend_from_slice(b"\r\nContent-Length: 2\r\n\r\n{}");
+            c.send(&mut w, true, &req);
+            c.send(&mut w, false, b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+            c.close(&mut w);
+            w.finish();
+        },
+        &["http.head_too_large"],
+    );
+}
+
+#[test]
+fn hostile_sse_stream_of_tiny_events() {
+    let n = scaled(100_000, 1_000_000);
+    let s = hostile(
+        "sse-flood",
+        |p| {
+            let mut w = PcapWriter::create(p);
+            let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
+            c.send(&mut w, true, &mcp_post(TOOLS_CALL));
+            c.send(&mut w, false, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n");
+            let events = b"data: x\n\n".repeat(n);
+            c.send(&mut w, false, &events);
+            c.close(&mut w);
+            w.finish();
+        },
+        &["rpc.sse_data_not_json"],
+    );
+    assert_eq!(num(&s, "http_exchanges"), 1);
+}
+
+#[test]
+fn hostile_json_nested_ten_thousand_levels() {
+    let depth = 10_000;
+    let mut body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":"#.to_vec();
+    body.extend(std::iter::repeat_n(b'[', depth));
+    body.extend(std::iter::repeat_n(b']', depth));
+    body.extend_from_slice(b"}}");
+    let mut result = br#"{"jsonrpc":"2.0","id":1,"result":"#.to_vec();
+    result.extend(std::iter::repeat_n(b'{', 1).chain(std::iter::repeat_n(b'[', depth)));
+    result.extend(std::iter::repeat_n(b']', depth));
+    result.extend_from_slice(b"}");
+    let s = hostile(
+        "deep-json",
+        |p| {
+            let mut w = PcapWriter::create(p);
+            let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
+            c.send(&mut w, true, &mcp_post(&body));
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                result.len()
+            );
+            c.send(&mut w, false, head.as_bytes());
+            c.send(&mut w, false, &result);
+            c.close(&mut w);
+            w.finish();
+        },
+        &[],
+    );
+    assert_eq!(num(&s, "http_exchanges"), 1);
+    eprintln!("deep-json anomalies: {}", s["anomalies"]);
+}
+
+#[test]
+fn hostile_sequence_numbers_around_the_wrap() {
+    let s = hostile(
+        "seq-wrap",
+        |p| {
+            let mut w = PcapWriter::create(p);
+            // A clean exchange whose both directions cross 2^32.
+            let mut c = Conn::open(&mut w, CLIENT, SERVER, 0xffff_f000, 0xffff_ff00);
+            let mut big = TOOLS_CALL[..TOOLS_CALL.len() - 2].to_vec();
+            big.extend_from_slice(br#","pad":""#);
+            big.extend(std::iter::repeat_n(b'p', 8000));
+            big.extend_from_slice(br#""}}"#);
+            c.send(&mut w, true, &mcp_post(&big));
+            let result = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"pad":"{}"}}}}"#, "r".repeat(8000));
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                result.len()
+            );
+            c.send(&mut w, false, head.as_bytes());
+            c.send(&mut w, false, result.as_bytes());
+            c.close(&mut w);
+            // A second connection whose segments jump half the sequence space
+            // back and forth around the wrap.
+            let other = ([10, 0, 0, 3], 40002);
+            let mut d = Conn::open(&mut w, other, SERVER, 0xffff_fff0, 7);
+            d.send(&mut w, true, b"POST /mcp HTTP/1.1\r\n");
+            for jump in [0x8000_0000u32, 0x7fff_ffff, 0x8000_0001, 0xffff_fff0, 0x10] {
+                let seq = d.cseq.wrapping_add(jump);
+                w.record(&tcp_frame(other, SERVER, seq, d.sseq, PSH | ACK, b"junk"));
+            }
+            d.send(&mut w, true, b"Host: x\r\nContent-Length: 2\r\n\r\n{}");
+            d.close(&mut w);
+            w.finish();
+        },
+        &["flow.seq_out_of_window"],
+    );
+    assert!(num(&s, "http_exchanges") >= 1);
+    let ok = s["mcp_exchanges"]["ok"].as_u64().unwrap_or(0);
+    assert!(ok >= 1, "the wrapped exchange was not paired: {s}");
+}
+
+#[test]
+fn hostile_timestamps_going_backwards() {
+    let s = hostile(
+        "ts-backwards",
+        |p| {
+            let mut w = PcapWriter::create(p);
+            w.now_us = T0_US + 86_400_000_000;
+            w.step_us = -1000;
+            let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
+            c.send(&mut w, true, &mcp_post(TOOLS_CALL));
+            let result = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                result.len()
+            );
+            // One jump back by a day in the middle of the response.
+            c.send(&mut w, false, head.as_bytes());
+            w.now_us -= 86_400_000_000;
+            c.send(&mut w, false, result);
+            c.close(&mut w);
+            w.finish();
+        },
+        &[],
+    );
+    assert_eq!(num(&s, "http_exchanges"), 1);
+    assert_eq!(num(&s, "mcp_exchanges_total"), 1);
+    eprintln!("ts-backwards anomalies: {}", s["anomalies"]);
+}
+
+/// pcapng block: type, total length, body (padded to 4), total length.
+fn pcapng_block(kind: u32, body: &[u8]) -> Vec<u8> {
+    let pad = (4 - body.len() % 4) % 4;
+    let len = u32::try_from(12 + body.len() + pad).unwrap();
+    let mut b = Vec::new();
+    b.extend_from_slice(&kind.to_le_bytes());
+    b.extend_from_slice(&len.to_le_bytes());
+    b.extend_from_slice(body);
+    b.extend(std::iter::repeat_n(0u8, pad));
+    b.extend_from_slice(&len.to_le_bytes());
+    b
+}
+
+fn pcapng_epb(interface: u32, ts_us: i64, frame: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    let ts = ts_us as u64;
+    let len = frame.len() as u32;
+    for v in [interface, (ts >> 32) as u32, ts as u32, len, len] {
+        body.extend_from_slice(&v.to_le_bytes());
+    }
+    body.extend_from_slice(frame);
+    pcapng_block(6, &body)
+}
+
+#[test]
+fn hostile_pcapng_with_unknown_interface_id() {
+    let s = hostile(
+        "bad-interface",
+        |p| {
+            let mut f = Vec::new();
+            let mut shb = 0x1a2b_3c4du32.to_le_bytes().to_vec();
+            shb.extend_from_slice(&[1, 0, 0, 0]);
+            shb.extend_from_slice(&(-1i64).to_le_bytes());
+            f.extend(pcapng_block(0x0a0d_0d0a, &shb));
+            let mut idb = 1u16.to_le_bytes().to_vec();
+            idb.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+            f.extend(pcapng_block(1, &idb));
+            let syn = tcp_frame(CLIENT, SERVER, 1000, 0, SYN, &[]);
+            f.extend(pcapng_epb(0, T0_US, &syn));
+            f.extend(pcapng_epb(7, T0_US + 1, &syn));
+            f.extend(pcapng_epb(u32::MAX, T0_US + 2, &syn));
+            f.extend(pcapng_epb(0, T0_US + 3, &tcp_frame(SERVER, CLIENT, 5000, 1001, SYN | ACK, &[])));
+            std::fs::write(p, f).unwrap();
+        },
+        &["capture.unknown_interface"],
+    );
+    assert_eq!(num(&s, "packets_total"), 4);
+}

@@ -10,6 +10,7 @@ plus what the scenario knows it did (retries, continuations). Every process has 
 is stopped at the end of its scenario.
 """
 
+import copy
 import json
 import os
 import signal
@@ -71,6 +72,7 @@ class Run:
         self.entry_port = port  # where clients connect (a recorder may sit in front of the proxy)
         self.tcpdump = None
         self.recorder = None
+        self.pcap = None  # HAR scenarios: tcpdump of the client-facing leg, recorded at the same time
 
     # --- processes -------------------------------------------------------------------------
     def spawn(self, cmd, logname):
@@ -125,8 +127,15 @@ class Run:
         self.made_by.append("recorded by mitmdump (reverse proxy, hardump)")
 
     # --- capture ---------------------------------------------------------------------------
-    def capture_start(self):
-        cmd = ["tcpdump", "-i", self.iface, "--immediate-mode", "-w", str(self.capture), "-U", *self.tcpdump_extra, f"tcp port {self.port}"]
+    def wire_capture(self):
+        """For a HAR scenario: also record the port the client talks to (entry_port) with tcpdump,
+        so one run yields <name>.har and <name>.pcap of the same traffic."""
+        self.pcap = SAMPLES / f"{self.name}.pcap"
+        self.capture_start(self.pcap, self.entry_port)
+
+    def capture_start(self, path=None, port=None):
+        path, port = path or self.capture, port or self.port
+        cmd = ["tcpdump", "-i", self.iface, "--immediate-mode", "-w", str(path), "-U", *self.tcpdump_extra, f"tcp port {port}"]
         if self.ext == "pcapng":  # tcpdump 4.99 has no --pcapng: dumpcap (from tshark) writes pcapng
             cmd = ["dumpcap", "-q", "-i", self.iface, "-w", str(self.capture), "-f", f"tcp port {self.port}"]
         self.tcpdump = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -210,7 +219,10 @@ class Run:
         return out
 
     # --- truth -----------------------------------------------------------------------------
-    def finish(self, description, annotate=None, extra=None):
+    def finish(self, description, annotate=None, extra=None, har_annotate=None, wire_annotate=None):
+        """Writes the truth file(s). annotate: scenario knowledge true on both legs; for a HAR scenario
+        har_annotate adjusts the HAR's truth to what the recorder kept, and (with wire_capture)
+        wire_annotate adjusts the pcap's truth to what the client-facing leg carried."""
         self.capture_stop()
         self.proxy_proc.send_signal(signal.SIGTERM)
         self.proxy_proc.wait(10)
@@ -241,13 +253,34 @@ class Run:
         client_logs = {w[0]: (read_jsonl(w[3]) if w[3] else []) for w in self.windows}
         if annotate:
             annotate(entries, records, client_logs)
+        wire_entries = copy.deepcopy(entries)
+        if har_annotate:
+            har_annotate(entries, records, client_logs)
         doc = {"capture": self.capture.name, "description": description, "made_by": ", ".join(self.made_by),
                "server_port": self.port, "link": "har" if self.capture.suffix == ".har" else self.iface,
                "entries": entries}
         if extra:
             doc.update(extra)
-        (SAMPLES / f"{self.name}.truth.json").write_text(json.dumps(doc, indent=1) + "\n")
-        print(f"{self.name}: {len(entries)} entries, {self.capture.stat().st_size} bytes", flush=True)
+        if self.pcap is not None:
+            doc["paired_capture"] = self.pcap.name
+        self.write_truth(SAMPLES / f"{self.name}.truth.json", doc)
+        if self.pcap is None:
+            return
+        # the same run seen by tcpdump on the client-facing port: truth from the same relay log,
+        # without the recorder's changes, plus what only the client leg carried
+        if wire_annotate:
+            wire_annotate(wire_entries, records, client_logs)
+        wdoc = {"capture": self.pcap.name,
+                "description": description + " The same run captured by tcpdump on the port the client talks to.",
+                "made_by": ", ".join(self.made_by) + f", captured by tcpdump -i {self.iface} on port {self.entry_port}",
+                "server_port": self.entry_port, "link": self.iface, "entries": wire_entries,
+                "paired_capture": self.capture.name}
+        self.write_truth(SAMPLES / f"{self.pcap.name}.truth.json", wdoc)
+
+    def write_truth(self, path, doc):
+        entries = doc["entries"]
+        path.write_text(json.dumps(doc, indent=1) + "\n")
+        print(f"{doc['capture']}: {len(entries)} entries, {(SAMPLES / doc['capture']).stat().st_size} bytes", flush=True)
         for e in entries:
             print(f"  {e['n']:>2} {e['client']:<10} {e['session']:<22} {e['http_method']:<6} {e['kind']:<12} "
                   f"{str(e['jsonrpc_id']):<4} {str(e['rpc_method']):<26} {str(e['http_status']):<4} {e['outcome']:<18} "
@@ -531,6 +564,7 @@ def har_mitm_ts(port):
     r = Run("har-mitmproxy-ts", port)
     r.server_ts("sse")
     r.mitm_front()
+    r.wire_capture()
     r.client_ts("ts-client", "list,echo:via mitmproxy,fail,slow:2,delete")
     r.finish("HAR from mitmdump in reverse-proxy mode: TS client -> mitmdump -> TS server (SSE responses, "
              "standalone GET stream, progress on SSE, DELETE).", extra={"recorder": "mitmproxy"})
@@ -540,36 +574,62 @@ def har_mitm_raw(port):
     r = Run("har-mitmproxy-raw", port)
     r.server_raw()
     r.mitm_front()
+    r.wire_capture()
     r.client_raw("raw-client", "echo,gzip_json,rpc_error_200,http500_success,malformed,sse_cut,no_response,echo")
 
+    def client_status(logs):
+        return {x["sent"].get("params", {}).get("name"): x.get("status") for x in logs["raw-client"]}
+
     def annotate(entries, records, logs):
-        got = {x["sent"].get("params", {}).get("name"): x.get("status") for x in logs["raw-client"]}
         for e, rec in zip(entries, records):
+            if rec.get("resp_decoded_from") == "gzip":
+                e["reason"] += "; body sent gzip-compressed (Content-Encoding: gzip)"
+
+    def har_annotate(entries, records, logs):
+        got = client_status(logs)
+        for e in entries:
             name = e["tool_name"]
             if name in ("sse_cut", "no_response") and got.get(name) != e["http_status"]:
                 e["reason"] += (f"; the client itself got HTTP {got.get(name)} from mitmproxy, the HAR keeps the "
                                 f"server side (status {e['http_status'] or 0}, empty body)")
-            if rec.get("resp_decoded_from") == "gzip":
-                e["reason"] += "; body sent gzip-compressed (Content-Encoding: gzip)"
+
+    def wire_annotate(entries, records, logs):
+        # the client-facing leg carries what mitmproxy answered, not what the server did
+        got = client_status(logs)
+        for e in entries:
+            status = got.get(e["tool_name"])
+            if e["kind"] == "request" and status != e["http_status"]:
+                if status is None or 200 <= status < 300:
+                    raise RuntimeError(f"har-mitmproxy-raw: unexpected client status {status} for {e['tool_name']}")
+                e["reason"] = (f"HTTP {status} from mitmproxy (Bad Gateway page) to the client; upstream: "
+                               f"{e['reason']} (status {e['http_status'] or 'none'})")
+                e.update(http_status=status, outcome="HTTP_ERROR", final_response=False)
+
     r.finish("HAR from mitmdump in reverse-proxy mode: raw client -> mitmdump -> raw server: a gzip-compressed "
              "response, error shapes, an SSE body cut by the server and a connection closed without a response.",
-             annotate, extra={"recorder": "mitmproxy"})
+             annotate, extra={"recorder": "mitmproxy"}, har_annotate=har_annotate, wire_annotate=wire_annotate)
 
 
 def har_chromium_ts(port):
     r = Run("har-chromium-ts", port)
     r.server_ts("sse")
     r.proxy()
+    r.wire_capture()
     r.client_browser("chromium")
 
     def annotate(entries, records, logs):
+        for e in entries:
+            if e["jsonrpc_id"] == "4" and e["tool_name"] == "slow":
+                e["reason"] += ("; the page aborted this fetch after 250 ms (AbortController) - no "
+                                "notifications/cancelled and revision 2025-11-25, so not CANCELLED")
+            if e["http_method"] == "OPTIONS":
+                e["reason"] += "; CORS preflight sent by Chromium before the first POST with custom headers"
+
+    def har_annotate(entries, records, logs):
         dropped = [f"{e['http_method']} {e['path']} -> {e['http_status']}" for e in entries if e["http_method"] == "OPTIONS"]
         entries[:] = [e for e in entries if e["http_method"] != "OPTIONS"]
         for i, e in enumerate(entries, 1):
             e["n"] = i
-            if e["jsonrpc_id"] == "4" and e["tool_name"] == "slow":
-                e["reason"] += ("; the page aborted this fetch after 250 ms (AbortController) - no "
-                                "notifications/cancelled and revision 2025-11-25, so not CANCELLED")
             if e["http_method"] == "DELETE":
                 e["reason"] += "; the HAR marks it net::ERR_ABORTED (the context closed right after) but keeps status 200"
         doc_extra["omitted_from_recording"] = [d + " (CORS preflight: on the wire, but Chromium's HAR has no entry)"
@@ -577,7 +637,7 @@ def har_chromium_ts(port):
     doc_extra = {"recorder": "chromium"}
     r.finish("HAR from headless Chromium (playwright-core recordHar): a page on another localhost origin calls "
              "the TS server with fetch (CORS): initialize, initialized, echo, fail, slow (SSE progress), a slow "
-             "call aborted by the page after 250 ms, DELETE.", annotate, extra=doc_extra)
+             "call aborted by the page after 250 ms, DELETE.", annotate, extra=doc_extra, har_annotate=har_annotate)
 
 
 SCENARIOS = {

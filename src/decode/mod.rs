@@ -184,19 +184,18 @@ impl Decoder {
         }
     }
 
-    /// Teredo (RFC 4380 §5.1.1): IPv6 in UDP port 3544, optionally behind an
-    /// authentication and/or origin indication header. Anything that does not
-    /// turn out to be TCP inside is plain UDP to us (`not_tcp`).
+    /// Teredo (RFC 4380 §5.1.1): IPv6 in UDP, optionally behind an authentication
+    /// and/or origin indication header. Teredo data flows between clients and
+    /// relays on arbitrary ports, not only 3544, so like Zeek we recognise it by
+    /// content: an IPv6 header whose payload length fills the UDP payload exactly.
+    /// Anything that does not turn out to be TCP inside is plain UDP (`not_tcp`).
     fn teredo(&mut self, frame: &Frame, udp: &[u8], depth: u8) -> Decoded {
         let Ok(udp) = UdpSlice::from_slice_lax(udp) else {
             return Decoded::Skipped(SkipReason::NotTcp);
         };
-        if udp.source_port() != TEREDO_PORT && udp.destination_port() != TEREDO_PORT {
-            return Decoded::Skipped(SkipReason::NotTcp);
-        }
         let mut inner = udp.payload();
         // Authentication indicator: 00 01, id-len, au-len, id, au, nonce(8), confirmation(1).
-        if let (Some([0, 1, id_len, au_len]), true) = (inner.get(..4), true) {
+        if let Some([0, 1, id_len, au_len]) = inner.get(..4) {
             let skip = 4usize + usize::from(*id_len) + usize::from(*au_len) + 9;
             inner = inner.get(skip..).unwrap_or_default();
         }
@@ -204,7 +203,7 @@ impl Decoder {
         if let Some([0, 0]) = inner.get(..2) {
             inner = inner.get(8..).unwrap_or_default();
         }
-        if inner.first().map(|b| b >> 4) != Some(6) {
+        if !looks_like_teredo_ipv6(inner, udp.source_port(), udp.destination_port()) {
             return Decoded::Skipped(SkipReason::NotTcp);
         }
         match self.decode_ip(frame, inner, depth.saturating_add(1)) {
@@ -323,6 +322,19 @@ impl Decoder {
             }
         }
     }
+}
+
+/// An IPv6 packet exactly filling a UDP payload (Zeek's Teredo `IsValid`). On the
+/// Teredo port a snap-length cut is tolerated: the packet may be longer.
+fn looks_like_teredo_ipv6(b: &[u8], sport: u16, dport: u16) -> bool {
+    let Some(&[v, _, _, _, l0, l1]) = b.get(..6) else {
+        return false;
+    };
+    if v >> 4 != 6 {
+        return false;
+    }
+    let want = usize::from(u16::from_be_bytes([l0, l1])).saturating_add(40);
+    want == b.len() || ((sport == TEREDO_PORT || dport == TEREDO_PORT) && want > b.len())
 }
 
 /// A header cut short is `truncated` only when the snap length cut the frame;
@@ -792,6 +804,25 @@ mod tests {
             .unwrap();
         let s = segment(101, t);
         assert_eq!((s.seq, s.payload.as_slice()), (5000, &b"teredo"[..]));
+        // Teredo between client and relay: any port, recognised by the exact IPv6 length.
+        let mut t = Vec::new();
+        PacketBuilder::ipv4([9, 9, 9, 9], [8, 8, 8, 8], 64)
+            .udp(32900, 3797)
+            .write(&mut t, &ipv6_tcp(b"relay"))
+            .unwrap();
+        assert_eq!(segment(101, t).payload, b"relay");
+        // Off the Teredo port, a length mismatch means it is not Teredo.
+        let mut inner = ipv6_tcp(b"relay");
+        inner.push(0);
+        let mut t = Vec::new();
+        PacketBuilder::ipv4([9, 9, 9, 9], [8, 8, 8, 8], 64)
+            .udp(32900, 3797)
+            .write(&mut t, &inner)
+            .unwrap();
+        assert!(matches!(
+            Decoder::new().decode(&frame(101, t)),
+            Decoded::Skipped(SkipReason::NotTcp)
+        ));
         // UDP on 3544 that is not IPv6 inside stays not_tcp
         let mut t = Vec::new();
         PacketBuilder::ipv4([9, 9, 9, 9], [8, 8, 8, 8], 64)

@@ -155,6 +155,16 @@ pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     sorted.get(index).copied()
 }
 
+/// `1 session`, `2 sessions`.
+fn count(n: impl std::fmt::Display, noun: &str) -> String {
+    let n = n.to_string();
+    if n == "1" {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Milliseconds for a person: `412.0 ms`, `3.20 s`.
 fn fmt_ms(ms: f64) -> String {
     if ms.abs() >= 1000.0 {
@@ -250,10 +260,10 @@ fn write_overview(p: Painter, out: &mut String, info: &RunInfo) {
     p.heading(out, "mcp-trace summary");
     let _ = writeln!(
         out,
-        "  {} MCP exchanges in {} sessions; {} HTTP exchanges; {} read in {:.2} s ({:.1} MB/s)",
-        rows.len(),
-        n_sessions,
-        info.stats.http_exchanges,
+        "  {} in {}; {}; {} read in {:.2} s ({:.1} MB/s)",
+        count(rows.len(), "MCP exchange"),
+        count(n_sessions, "session"),
+        count(info.stats.http_exchanges, "HTTP exchange"),
         fmt_bytes(info.bytes_read),
         info.elapsed_s,
         info.throughput_mb_s()
@@ -481,8 +491,8 @@ fn write_retries(p: Painter, out: &mut String, rows: &[Exchange]) {
         .count();
     let _ = writeln!(
         out,
-        "  {} chains: {} retries after failures ({} recovered), {} repeats of calls that had succeeded; retries by origin: {}",
-        chains.len(),
+        "  {}: {} after failures ({} recovered), {} of calls that had succeeded; retries by origin: {}",
+        count(chains.len(), "retry chain"),
         after_failure.len(),
         recovered,
         after_success.len(),
@@ -960,7 +970,10 @@ mod tests {
             words(line_with(by_layer, "application")),
             ["application", "5", "1"]
         );
-        assert!(s.contains("7 MCP exchanges in 1 sessions"));
+        assert!(
+            s.contains("7 MCP exchanges in 1 session; 4 HTTP exchanges"),
+            "{s}"
+        );
     }
 
     #[test]
@@ -1009,7 +1022,9 @@ mod tests {
             .next()
             .unwrap();
         assert!(
-            r.contains("2 chains: 1 retries after failures (1 recovered), 1 repeats of calls that had succeeded"),
+            r.contains(
+                "2 retry chains: 1 after failures (1 recovered), 1 of calls that had succeeded"
+            ),
             "{r}"
         );
         let (fail, success) = r.split_once("Repeats after success").unwrap();
