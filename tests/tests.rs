@@ -1,4 +1,5 @@
 //! One integration test binary; one module per topic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 mod support;
 
 mod capture_corpus;

@@ -129,8 +129,9 @@ class Run:
     # --- capture ---------------------------------------------------------------------------
     def wire_capture(self):
         """For a HAR scenario: also record the port the client talks to (entry_port) with tcpdump,
-        so one run yields <name>.har and <name>.pcap of the same traffic."""
-        self.pcap = SAMPLES / f"{self.name}.pcap"
+        so one run yields <name>.har and <name>.wire.pcap of the same traffic. Not <name>.pcap:
+        its truth would be <name>.truth.json (tests pair X.pcap with X.truth.json), the HAR's."""
+        self.pcap = SAMPLES / f"{self.name}.wire.pcap"
         self.capture_start(self.pcap, self.entry_port)
 
     def capture_start(self, path=None, port=None):
@@ -275,7 +276,7 @@ class Run:
                 "made_by": ", ".join(self.made_by) + f", captured by tcpdump -i {self.iface} on port {self.entry_port}",
                 "server_port": self.entry_port, "link": self.iface, "entries": wire_entries,
                 "paired_capture": self.capture.name}
-        self.write_truth(SAMPLES / f"{self.pcap.name}.truth.json", wdoc)
+        self.write_truth(self.pcap.with_suffix(".truth.json"), wdoc)
 
     def write_truth(self, path, doc):
         entries = doc["entries"]

@@ -10,6 +10,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per run, so the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Find MCP exchanges, classify them and infer retries.

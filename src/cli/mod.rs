@@ -164,7 +164,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     let failed = analysis
         .rows
         .iter()
-        .any(|row| fail_on.iter().any(|o| *o == row.outcome));
+        .any(|row| fail_on.contains(&row.outcome));
     Ok(if failed {
         ExitCode::from(1)
     } else {

@@ -417,13 +417,12 @@ fn run_case(
         .get("flow.overlap_mismatch")
         .copied()
         .unwrap_or(0);
-    // A closed stream (both FINs) no longer compares late copies, and a
-    // buffer-limit gap forgets what it skipped.
+    // Exact only without limit pressure (a buffer-limit gap forgets what it
+    // skipped) and while the stream is open (a closed stream, after both
+    // FINs, no longer compares late copies).
     if limit >= 1 << 20 && !(fins.0 && fins.1) {
         assert!(counted >= mismatches, "{counted} < {mismatches}");
         assert_eq!(counted == 0, mismatches == 0);
-    } else if mismatches == 0 {
-        assert_eq!(counted, 0);
     }
 }
 
