@@ -28,3 +28,4 @@ pub mod mcp;
 pub mod pipeline;
 pub mod report;
 pub mod rpc;
+pub mod timestamp;

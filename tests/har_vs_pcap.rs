@@ -3,7 +3,7 @@
 //!
 //! `samples/generator` records each HAR scenario twice in one run: the
 //! recorder's HAR (`<name>.har`) and tcpdump on the port the client talks to
-//! (`<name>.pcap`, the client <-> mitmproxy leg, or page <-> server for
+//! (`<name>.wire.pcap`, the client <-> mitmproxy leg, or page <-> server for
 //! Chromium). Both go through the real binary; rows are matched on
 //! (http_method, kind, jsonrpc_id, rpc_method) in request order and compared
 //! field by field, and sessions must group the same rows. Where the recorder
@@ -316,9 +316,13 @@ fn pcap_and_har_of_one_run_agree() {
     let mut failures = Vec::new();
     let mut total = 0;
     for pair in PAIRS {
-        let pcap = analyze(&samples_dir().join(format!("{}.pcap", pair.name)));
+        let pcap = analyze(&samples_dir().join(format!("{}.wire.pcap", pair.name)));
         let har = analyze(&samples_dir().join(format!("{}.har", pair.name)));
-        assert!(!pcap.is_empty() && !har.is_empty(), "{}: no rows", pair.name);
+        assert!(
+            !pcap.is_empty() && !har.is_empty(),
+            "{}: no rows",
+            pair.name
+        );
         let (checked, problems) = compare(pair, &ROWS, &pcap, &har);
         println!(
             "{}: pcap {} rows, HAR {} rows, {checked} fields compared, {} unexplained",
@@ -344,7 +348,7 @@ fn pcap_and_har_of_one_run_agree() {
 fn listed_differences_match_the_ground_truth() {
     let mut failures = Vec::new();
     for pair in PAIRS {
-        let pcap = truth_entries(&format!("{}.pcap.truth.json", pair.name));
+        let pcap = truth_entries(&format!("{}.wire.truth.json", pair.name));
         let har = truth_entries(&format!("{}.truth.json", pair.name));
         let (checked, problems) = compare(pair, &TRUTH, &pcap, &har);
         assert!(checked > 20, "{}: only {checked} fields", pair.name);
@@ -375,7 +379,10 @@ fn compare_reports_unlisted_differences() {
     ];
     let (_, ok) = compare(pair, &ROWS, &pcap, &pcap);
     assert!(ok.is_empty(), "{ok:?}");
-    let har = vec![row(1, "1", "TOOL_ERROR", "x"), row(2, "2", "TOOL_SUCCESS", "y")];
+    let har = vec![
+        row(1, "1", "TOOL_ERROR", "x"),
+        row(2, "2", "TOOL_SUCCESS", "y"),
+    ];
     let (_, bad) = compare(pair, &ROWS, &pcap, &har);
     assert_eq!(bad.len(), 2, "{bad:?}");
     assert!(bad[0].contains("outcome pcap Some(\"TOOL_SUCCESS\"), HAR Some(\"TOOL_ERROR\")"));

@@ -50,6 +50,17 @@ def read_jsonl(path):
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
+class CaptureLoss(RuntimeError):
+    """tcpdump missed packets (seen once on a loaded machine): the scenario is recorded again."""
+
+
+def lost_segments(pcap):
+    """Frames where tshark sees a TCP sequence gap (a segment the capture never got)."""
+    out = subprocess.run(["tshark", "-r", str(pcap), "-Y", "tcp.analysis.lost_segment || tcp.analysis.ack_lost_segment",
+                          "-T", "fields", "-e", "frame.number"], capture_output=True, text=True, timeout=60, check=True)
+    return out.stdout.split()
+
+
 class Run:
     """One scenario: processes, capture, proxy, client windows, truth."""
 
@@ -162,6 +173,8 @@ class Run:
         if self.tcpdump is not None:
             self.tcpdump.send_signal(signal.SIGINT)
             self.tcpdump.wait(10)
+            time.sleep(0.2)  # let the stderr reader take tcpdump's closing counts
+            (self.dir / "tcpdump.err").write_text("".join(self.tcpdump_err))
         if self.recorder is not None:  # mitmdump writes the HAR when it exits
             self.recorder.send_signal(signal.SIGINT)
             self.recorder.wait(20)
@@ -267,6 +280,9 @@ class Run:
         self.write_truth(SAMPLES / f"{self.name}.truth.json", doc)
         if self.pcap is None:
             return
+        lost = lost_segments(self.pcap)
+        if lost:  # a pcap with holes would not be the same traffic as the HAR
+            raise CaptureLoss(f"{self.pcap.name}: tcpdump missed segments (tshark flags frames {lost})")
         # the same run seen by tcpdump on the client-facing port: truth from the same relay log,
         # without the recorder's changes, plus what only the client leg carried
         if wire_annotate:
@@ -657,16 +673,23 @@ def main():
     failed = []
     for i, name in enumerate(SCENARIOS):
         if name in names:
-            try:
-                SCENARIOS[name](18400 + 10 * i)
-            except Exception as e:  # noqa: BLE001 - report and go on; leftovers are killed below
-                failed.append(name)
-                print(f"{name}: FAILED {e!r}", flush=True)
-            finally:
-                for p in Run.all_procs:
-                    if p.poll() is None:
-                        os.killpg(p.pid, signal.SIGKILL)
-                Run.all_procs.clear()
+            for attempt in (1, 2, 3):
+                try:
+                    SCENARIOS[name](18400 + 10 * i)
+                    break
+                except CaptureLoss as e:
+                    print(f"{name}: attempt {attempt}: {e}", flush=True)
+                    if attempt == 3:
+                        failed.append(name)
+                except Exception as e:  # noqa: BLE001 - report and go on; leftovers are killed below
+                    failed.append(name)
+                    print(f"{name}: FAILED {e!r}", flush=True)
+                    break
+                finally:
+                    for p in Run.all_procs:
+                        if p.poll() is None:
+                            os.killpg(p.pid, signal.SIGKILL)
+                    Run.all_procs.clear()
     if failed:
         sys.exit(f"failed scenarios: {failed}")
 

@@ -113,13 +113,13 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         since_us: args
             .since
             .as_deref()
-            .map(values::parse_rfc3339_us)
+            .map(crate::timestamp::parse_rfc3339_us)
             .transpose()
             .map_err(|e| anyhow::anyhow!("--since: {e}"))?,
         until_us: args
             .until
             .as_deref()
-            .map(values::parse_rfc3339_us)
+            .map(crate::timestamp::parse_rfc3339_us)
             .transpose()
             .map_err(|e| anyhow::anyhow!("--until: {e}"))?,
         only_failures: args.only_failures,

@@ -2,6 +2,7 @@
 //! from [`HttpEvent`]s, and its writers (table, CSV, JSONL).
 
 use super::{BodyEnd, HttpEvent};
+use crate::timestamp::format_rfc3339_us;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::io::Write;
@@ -232,7 +233,7 @@ const COLUMNS: [&str; 16] = [
 fn cells(r: &HttpRow) -> [String; 16] {
     let opt = |o: &Option<String>| o.clone().unwrap_or_default();
     [
-        rfc3339_us(r.ts),
+        format_rfc3339_us(r.ts),
         r.tcp_stream.map(|s| s.to_string()).unwrap_or_default(),
         r.client_addr.clone(),
         r.server_addr.clone(),
@@ -269,7 +270,10 @@ pub fn write_http_rows(
             for r in rows {
                 let mut v = serde_json::to_value(r).map_err(std::io::Error::other)?;
                 if let Some(obj) = v.as_object_mut() {
-                    obj.insert("ts".into(), serde_json::Value::String(rfc3339_us(r.ts)));
+                    obj.insert(
+                        "ts".into(),
+                        serde_json::Value::String(format_rfc3339_us(r.ts)),
+                    );
                 }
                 serde_json::to_writer(&mut *out, &v).map_err(std::io::Error::other)?;
                 writeln!(out)?;
@@ -331,36 +335,6 @@ fn table_cell(s: &str, max: usize) -> String {
     out
 }
 
-/// `YYYY-MM-DDTHH:MM:SS.ffffffZ` for microseconds since the Unix epoch.
-pub fn rfc3339_us(ts_us: i64) -> String {
-    let secs = ts_us.div_euclid(1_000_000);
-    let micros = ts_us.rem_euclid(1_000_000);
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}Z",
-        sod / 3600,
-        (sod % 3600) / 60,
-        sod % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
-/// (H. Hinnant's `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z.saturating_add(719_468);
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe.saturating_add(era.saturating_mul(400));
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y.saturating_add(1) } else { y }, m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,16 +362,16 @@ mod tests {
 
     #[test]
     fn rfc3339() {
-        assert_eq!(rfc3339_us(0), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(format_rfc3339_us(0), "1970-01-01T00:00:00.000000Z");
         assert_eq!(
-            rfc3339_us(1_700_000_000_123_456),
+            format_rfc3339_us(1_700_000_000_123_456),
             "2023-11-14T22:13:20.123456Z"
         );
         assert_eq!(
-            rfc3339_us(951_782_400_000_001),
+            format_rfc3339_us(951_782_400_000_001),
             "2000-02-29T00:00:00.000001Z"
         );
-        assert_eq!(rfc3339_us(-1), "1969-12-31T23:59:59.999999Z");
+        assert_eq!(format_rfc3339_us(-1), "1969-12-31T23:59:59.999999Z");
     }
 
     #[test]

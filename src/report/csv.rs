@@ -9,7 +9,7 @@
 
 use super::jsonl::write_json_cell;
 use super::row::{Cell, Table};
-use super::time::format_rfc3339_us;
+use crate::timestamp::format_rfc3339_us;
 use std::io::{self, Write};
 
 /// Writes `field` with RFC 4180 quoting.

@@ -5,7 +5,7 @@
 //! sorts its keys and the contract fixes their order.
 
 use super::row::{Cell, Table};
-use super::time::format_rfc3339_us;
+use crate::timestamp::format_rfc3339_us;
 use std::io::{self, Write};
 
 /// Writes one cell as a JSON value.

@@ -18,14 +18,13 @@ mod summary;
 mod terminal;
 #[cfg(test)]
 mod test_rows;
-pub mod time;
 
+pub use crate::timestamp::{TimestampError, format_rfc3339_us, parse_rfc3339_us};
 pub use filter::{RowFilter, filter_rows};
 pub use row::{Cell, ColType, ColumnSpec, Table};
 pub use sessions::{SessionAggregator, SessionRow, sessions, sessions_with_idle_gap};
 pub use summary::{RunInfo, run_summary};
 pub use terminal::{session_timeline, sessions_table_text, terminal_summary};
-pub use time::{TimestampError, format_rfc3339_us, parse_rfc3339_us};
 
 use crate::mcp::Exchange;
 use output::PartialFile;

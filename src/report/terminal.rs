@@ -7,8 +7,8 @@
 use super::row::{OUTCOMES, is_failure, outcome_index};
 use super::sessions::sessions;
 use super::summary::{RunInfo, layer_counts, outcome_counts};
-use super::time::format_rfc3339_us;
 use crate::mcp::Exchange;
+use crate::timestamp::format_rfc3339_us;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 

@@ -292,9 +292,8 @@ pub fn http_events(data: &[u8]) -> Vec<HttpEvent> {
     let mut ts_us: i64 = 1_700_000_000_000_000;
     while !input.is_empty() {
         let op = input.u8();
-        let conn = pick(&conns, input.u8())
-            .cloned()
-            .unwrap_or_else(|| Arc::clone(&conns[0]));
+        let sel = usize::from(input.u8()) % conns.len();
+        let conn = Arc::clone(&conns[sel]);
         let depth = u32::from(input.u8() % 8) + 1;
         let step = input.u16() as i16;
         ts_us = ts_us.saturating_add(i64::from(step).saturating_mul(1000));
