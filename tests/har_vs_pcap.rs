@@ -15,7 +15,6 @@
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// (http_method, kind, jsonrpc_id, rpc_method) as the rows print them.
 type Identity = (
@@ -121,26 +120,7 @@ fn samples_dir() -> PathBuf {
 
 fn analyze(input: &Path) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("rows.jsonl");
-    let run = Command::new(env!("CARGO_BIN_EXE_mcp-trace"))
-        .arg("analyze")
-        .arg(input)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "analyze {} failed: {}",
-        input.display(),
-        String::from_utf8_lossy(&run.stderr)
-    );
-    std::fs::read_to_string(&out)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    crate::support::run_analyze_into(input, dir.path())
 }
 
 fn truth_entries(file: &str) -> Vec<Value> {

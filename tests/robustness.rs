@@ -108,8 +108,6 @@ fn analyze(input: &Path, timeout: Duration) -> Run {
     } else {
         Command::new(bin)
     };
-    // Its own process group, so a hang is killed with GNU time's child too.
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     cmd.arg("analyze")
         .arg(input)
         .arg("-o")
@@ -140,10 +138,14 @@ fn analyze(input: &Path, timeout: Duration) -> Run {
         }
         if started.elapsed() > timeout {
             timed_out = true;
-            let _ = Command::new("kill")
-                .arg("-KILL")
-                .arg(format!("-{}", child.id()))
-                .status();
+            // Under GNU time the analyzer is the child's child: kill it by pid.
+            let pid = child.id();
+            let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"));
+            for kid in kids.unwrap_or_default().split_whitespace() {
+                if kid.parse::<u32>().is_ok_and(|k| k > 1) {
+                    let _ = Command::new("kill").args(["-s", "KILL", "--", kid]).status();
+                }
+            }
             let _ = child.kill();
             break child.wait().unwrap();
         }

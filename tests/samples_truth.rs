@@ -7,7 +7,6 @@
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn samples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("samples")
@@ -23,27 +22,9 @@ fn truth_files() -> Vec<PathBuf> {
     files
 }
 
-fn analyze(capture: &Path) -> Vec<Value> {
+fn analyze(input: &Path) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("rows.jsonl");
-    let run = Command::new(env!("CARGO_BIN_EXE_mcp-trace"))
-        .arg("analyze")
-        .arg(capture)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "analyze {} failed: {}",
-        capture.display(),
-        String::from_utf8_lossy(&run.stderr)
-    );
-    std::fs::read_to_string(&out)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    crate::support::run_analyze_into(input, dir.path())
 }
 
 fn text(v: &Value) -> Option<String> {

@@ -8,14 +8,13 @@ use super::row::{OUTCOMES, is_failure, outcome_index};
 use super::sessions::sessions;
 use super::summary::{RunInfo, layer_counts, outcome_counts};
 use crate::mcp::Exchange;
+use crate::mcp::retry::{RetryChain, retry_chains};
 use crate::timestamp::format_rfc3339_us;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 /// Retry chains shown per category before the rest is only counted.
 const MAX_CHAINS_SHOWN: usize = 20;
-/// Longest `retry_of` path followed; guards against a cycle in bad input.
-const MAX_CHAIN_DEPTH: usize = 1000;
 /// Rows of other long lists (tools, methods, anomalies) shown before "... N more".
 const MAX_LIST_ROWS: usize = 40;
 /// Longest text shown in one table cell; longer capture-derived text is cut with `…`.
@@ -181,56 +180,6 @@ fn fmt_bytes(n: u64) -> String {
         n if n >= 1_000 => format!("{:.1} kB", n as f64 / 1e3),
         n => format!("{n} B"),
     }
-}
-
-/// A retry chain rebuilt from the rows' `retry_of` links.
-#[derive(Debug, Clone)]
-pub struct Chain<'a> {
-    /// Attempts in exchange order; the first has no `retry_of` inside the chain.
-    pub attempts: Vec<&'a Exchange>,
-}
-
-impl Chain<'_> {
-    /// Outcome of the last attempt.
-    pub fn final_outcome(&self) -> &str {
-        self.attempts.last().map_or("", |e| e.outcome.as_str())
-    }
-
-    /// The first attempt failed: these are retries after a failure, not repeats of a
-    /// call that had succeeded (section 4: the summary keeps them apart).
-    pub fn after_failure(&self) -> bool {
-        self.attempts
-            .first()
-            .is_some_and(|e| is_failure(&e.outcome))
-    }
-}
-
-/// Groups rows linked by `retry_of` into chains, ordered by their first exchange.
-pub fn retry_chains(rows: &[Exchange]) -> Vec<Chain<'_>> {
-    let by_id: HashMap<u64, &Exchange> = rows.iter().map(|r| (r.exchange_id, r)).collect();
-    let mut groups: BTreeMap<u64, Vec<&Exchange>> = BTreeMap::new();
-    for r in rows.iter().filter(|r| r.retry_of.is_some()) {
-        let mut root = r;
-        for _ in 0..MAX_CHAIN_DEPTH {
-            match root.retry_of.and_then(|p| by_id.get(&p)) {
-                Some(prev) if prev.exchange_id != root.exchange_id => root = prev,
-                _ => break,
-            }
-        }
-        let group = groups.entry(root.exchange_id).or_default();
-        if group.is_empty() && root.exchange_id != r.exchange_id {
-            group.push(root);
-        }
-        group.push(r);
-    }
-    groups
-        .into_values()
-        .map(|mut attempts| {
-            attempts.sort_by_key(|e| e.exchange_id);
-            attempts.dedup_by_key(|e| e.exchange_id);
-            Chain { attempts }
-        })
-        .collect()
 }
 
 /// What a row asked for: `tools/call id=1 search`, `GET stream`, `DELETE`.
@@ -425,10 +374,16 @@ fn write_failing_tools(p: Painter, out: &mut String, rows: &[Exchange]) {
     }
 }
 
-fn chain_table(p: Painter, out: &mut String, chains: &[&Chain<'_>]) {
+fn chain_table(
+    p: Painter,
+    out: &mut String,
+    chains: &[&RetryChain],
+    by_id: &HashMap<u64, &Exchange>,
+) {
     let mut table = Vec::new();
     for chain in chains.iter().take(MAX_CHAINS_SHOWN) {
-        for (i, e) in chain.attempts.iter().enumerate() {
+        let attempts = chain.attempts.iter().filter_map(|(id, _, _)| by_id.get(id));
+        for (i, e) in attempts.enumerate() {
             let origin = if i == 0 {
                 "first".to_string()
             } else {
@@ -443,7 +398,7 @@ fn chain_table(p: Painter, out: &mut String, chains: &[&Chain<'_>]) {
                 plain(e.retry_evidence.clone().unwrap_or_default()),
             ]);
         }
-        let fin = chain.final_outcome();
+        let fin = chain.final_outcome.as_str();
         table.push(vec![
             plain(""),
             plain(""),
@@ -477,17 +432,18 @@ fn write_retries(p: Painter, out: &mut String, rows: &[Exchange]) {
         out.push_str("  none\n");
         return;
     }
+    let by_id: HashMap<u64, &Exchange> = rows.iter().map(|r| (r.exchange_id, r)).collect();
     let mut by_origin: BTreeMap<&str, u64> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.retry_of.is_some()) {
         let n = by_origin.entry(r.retry_origin.as_str()).or_default();
         *n = n.saturating_add(1);
     }
     let origins: Vec<String> = by_origin.iter().map(|(o, n)| format!("{o} {n}")).collect();
-    let (after_failure, after_success): (Vec<&Chain>, Vec<&Chain>) =
-        chains.iter().partition(|c| c.after_failure());
+    let (after_failure, after_success): (Vec<&RetryChain>, Vec<&RetryChain>) =
+        chains.iter().partition(|c| c.after_failure);
     let recovered = after_failure
         .iter()
-        .filter(|c| !is_failure(c.final_outcome()))
+        .filter(|c| !is_failure(&c.final_outcome))
         .count();
     let _ = writeln!(
         out,
@@ -500,11 +456,11 @@ fn write_retries(p: Painter, out: &mut String, rows: &[Exchange]) {
     );
     if !after_failure.is_empty() {
         out.push_str("\n  Retries after failures\n");
-        chain_table(p, out, &after_failure);
+        chain_table(p, out, &after_failure, &by_id);
     }
     if !after_success.is_empty() {
         out.push_str("\n  Repeats after success\n");
-        chain_table(p, out, &after_success);
+        chain_table(p, out, &after_success, &by_id);
     }
 }
 
@@ -1165,27 +1121,6 @@ mod tests {
         );
         assert!(s.contains("no MCP exchanges found"));
         assert!(s.contains("nothing: every packet was used"));
-    }
-
-    #[test]
-    fn chains_follow_links_and_survive_cycles() {
-        let rows = story();
-        let chains = retry_chains(&rows);
-        let ids: Vec<Vec<u64>> = chains
-            .iter()
-            .map(|c| c.attempts.iter().map(|e| e.exchange_id).collect())
-            .collect();
-        assert_eq!(ids, vec![vec![1, 2, 3], vec![4, 5]]);
-        assert!(chains[0].after_failure());
-        assert!(!chains[1].after_failure());
-        assert_eq!(chains[0].final_outcome(), "TOOL_SUCCESS");
-        let mut a = ex(1, 0);
-        a.retry_of = Some(2);
-        let mut b = ex(2, 1);
-        b.retry_of = Some(1);
-        let cyc = [a, b];
-        let chains = retry_chains(&cyc);
-        assert_eq!(chains.iter().map(|c| c.attempts.len()).sum::<usize>(), 2);
     }
 
     #[test]
