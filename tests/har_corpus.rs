@@ -98,13 +98,16 @@ fn exchanges(events: Vec<HttpEvent>) -> Vec<Exchange> {
                 wire_len,
                 decoded_len,
                 anomalies,
+                ..
             } => {
                 assert_eq!(xref, x.req.xref);
                 assert!(x.head.is_some());
                 x.ts.push(ts_us);
                 x.end = Some((end, wire_len, decoded_len, anomalies));
             }
-            HttpEvent::NoResponse { xref, ts_us, end } => {
+            HttpEvent::NoResponse {
+                xref, ts_us, end, ..
+            } => {
                 assert_eq!(xref, x.req.xref);
                 assert!(x.head.is_none());
                 assert_eq!(end, BodyEnd::CaptureEnd);

@@ -203,6 +203,10 @@ fn packet_identity(s: &Value) -> Result<(), String> {
 /// The contract of every run: exit 0 or 2, no panic, no hang, bounded memory,
 /// and on exit 0 a summary whose packet identity holds. `Err` describes the breach.
 fn check_run(what: &str, run: &Run) -> Result<(), String> {
+    check_run_bounded(what, run, PEAK_RSS_LIMIT_KB)
+}
+
+fn check_run_bounded(what: &str, run: &Run, rss_limit_kb: u64) -> Result<(), String> {
     let fail = |why: String| Err(format!("{what}: {why}\nstderr: {}", run.stderr));
     if run.timed_out {
         return fail(format!("hang: killed after {:?}", run.elapsed));
@@ -219,8 +223,8 @@ fn check_run(what: &str, run: &Run) -> Result<(), String> {
         }
         other => return fail(format!("exit status {other:?}")),
     }
-    if run.peak_rss_kb > PEAK_RSS_LIMIT_KB {
-        return fail(format!("peak RSS {} kB over {PEAK_RSS_LIMIT_KB} kB", run.peak_rss_kb));
+    if run.peak_rss_kb > rss_limit_kb {
+        return fail(format!("peak RSS {} kB over {rss_limit_kb} kB", run.peak_rss_kb));
     }
     if run.code == Some(0) {
         let Some(s) = &run.summary else {
@@ -479,6 +483,11 @@ const TOOLS_CALL: &[u8] =
 /// Build a hostile capture with `build`, run the binary on it, require the
 /// run contract, every `expected` anomaly in the summary, and return the summary.
 fn hostile(name: &str, build: impl FnOnce(&Path), expected: &[&str]) -> Value {
+    hostile_bounded(name, build, expected, PEAK_RSS_LIMIT_KB)
+}
+
+/// [`hostile`] with its own peak RSS bound.
+fn hostile_bounded(name: &str, build: impl FnOnce(&Path), expected: &[&str], rss_limit_kb: u64) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(format!("{name}.pcap"));
     build(&path);
@@ -494,7 +503,7 @@ fn hostile(name: &str, build: impl FnOnce(&Path), expected: &[&str]) -> Value {
         "hostile {name}: {size} bytes in, exit {:?}, {:?}, peak RSS {} kB",
         run.code, run.elapsed, run.peak_rss_kb
     );
-    if let Err(why) = check_run(name, &run) {
+    if let Err(why) = check_run_bounded(name, &run, rss_limit_kb) {
         panic!("{why}");
     }
     assert_eq!(run.code, Some(0), "{name}: {}", run.stderr);
@@ -509,12 +518,16 @@ fn scaled(small: usize, full: usize) -> usize {
     if full_size() { full } else { small }
 }
 
+/// Peak RSS allowed for the SYN flood: the flow table holds up to
+/// `max_open_flows` (100k) open flows plus as many tombstones, about 1.9 kB
+/// each in a debug build. Measured: 50k flows 134 MB, 100k 246 MB, 200k and
+/// 400k both 378 MB (the plateau).
+const SYN_FLOOD_RSS_LIMIT_KB: u64 = 450 * 1024;
+
 #[test]
-#[ignore = "memory: 200k SYN-only flows peak at ~378 MB RSS (debug) > 300 MB; about 3.7 kB per \
-            open flow under the default 100k-flow limit (src/flow)"]
 fn hostile_syn_flood_of_distinct_flows() {
     let n = scaled(200_000, 1_000_000);
-    let s = hostile(
+    let s = hostile_bounded(
         "syn-flood",
         |p| {
             let mut w = PcapWriter::create(p);
@@ -527,6 +540,7 @@ fn hostile_syn_flood_of_distinct_flows() {
             w.finish();
         },
         &["flow.evicted"],
+        SYN_FLOOD_RSS_LIMIT_KB,
     );
     assert_eq!(num(&s, "packets_total"), n as u64);
     assert_eq!(num(&s, "tcp_streams"), n as u64);
@@ -609,8 +623,9 @@ fn hostile_gzip_bomb() {
 }
 
 #[test]
-#[ignore = "hang: a 4 MiB request header line takes > 20 s (quadratic head scan in src/http); \
-            repro: tests/fixtures/robustness/huge-header.pcap.gz"]
+#[ignore = "hang: infinite loop in http::conn drain() once a head passes HEAD_LIMIT (64 KiB): \
+            head_too_large -> Resync -> find_message_start accepts offset 0 -> Head again; \
+            repro: tests/fixtures/robustness/head-too-large-loop.pcap (70 kB header)"]
 fn hostile_header_of_many_megabytes() {
     let mib = scaled(4, 16);
     hostile(
@@ -695,7 +710,10 @@ fn hostile_sequence_numbers_around_the_wrap() {
             big.extend(std::iter::repeat_n(b'p', 8000));
             big.extend_from_slice(br#""}}"#);
             c.send(&mut w, true, &mcp_post(&big));
-            let result = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"pad":"{}"}}}}"#, "r".repeat(8000));
+            let result = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
+                "r".repeat(8000)
+            );
             let head = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
                 result.len()
@@ -719,8 +737,9 @@ fn hostile_sequence_numbers_around_the_wrap() {
         &["flow.seq_out_of_window"],
     );
     assert!(num(&s, "http_exchanges") >= 1);
-    let ok = s["mcp_exchanges"]["ok"].as_u64().unwrap_or(0);
-    assert!(ok >= 1, "the wrapped exchange was not paired: {s}");
+    // The exchange across the wrap is whole and paired; the jumping one never completes.
+    assert_eq!(s["mcp_exchanges"]["TOOL_SUCCESS"].as_u64(), Some(1), "{s}");
+    assert_eq!(num(&s, "gap_bytes"), 0, "{s}");
 }
 
 #[test]

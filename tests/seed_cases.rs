@@ -314,3 +314,213 @@ fn seed_legacy_http_sse() {
                "http_status":202,"outcome":"TOOL_SUCCESS","final_response":true,"sse_events":1}),
     );
 }
+
+// ---- the client closes the response stream (report-schema.md section 3) ----
+
+/// A 2026-07-28 tools/call: the `MCP-Protocol-Version` header and the `_meta` the revision requires.
+const R5_CALL: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"steps":4},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"seed-client","version":"1.0.0"},"progressToken":1}}}"#;
+
+const PROGRESS: &str = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1,"total":4}}"#;
+
+/// `headers`+`body` POSTed, an SSE 200 with one progress event, then the
+/// client ends the connection with `client_end` before the final response.
+fn client_cuts_stream(
+    headers: &[(&str, &str)],
+    body: &str,
+    client_end: impl FnOnce(&mut Conn, &mut Capture),
+) -> Value {
+    let rows = analyze(|cap| {
+        let mut c = cap.connect(8080);
+        c.post(cap, headers, body);
+        c.sse_head(cap);
+        c.sse_event(cap, PROGRESS);
+        cap.wait_ms(250);
+        client_end(&mut c, cap);
+    });
+    assert_eq!(rows.len(), 1, "rows: {rows:#?}");
+    rows.into_iter().next().unwrap()
+}
+
+/// The row's anomaly names.
+fn anomalies(row: &Value) -> Vec<&str> {
+    row["anomalies"]
+        .as_str()
+        .map(|a| a.split(';').collect())
+        .unwrap_or_default()
+}
+
+const R5_HEADERS: [(&str, &str); 3] = [
+    ("MCP-Protocol-Version", "2026-07-28"),
+    ("Mcp-Method", "tools/call"),
+    ("Mcp-Name", "slow"),
+];
+
+#[test]
+fn seed_r5_client_fin_cancels() {
+    // Client FIN first, then the server's.
+    let row = client_cuts_stream(&R5_HEADERS, R5_CALL, |c, cap| cap.close(c, false));
+    check(
+        &row,
+        json!({"outcome":"CANCELLED","layer":"protocol","stream_end":"fin","final_response":false,
+               "http_status":200,"sse_events":1,"protocol_version":"2026-07-28","jsonrpc_id":"1",
+               "tool_name":"slow","client_name":"seed-client"}),
+    );
+    assert!(row["error_message"].as_str().unwrap().contains("closed"));
+    // The cut chunked body is named by the HTTP stage; no close anomaly on a cancellation.
+    assert_eq!(anomalies(&row), ["http.truncated_body"]);
+}
+
+#[test]
+fn seed_r5_client_rst_cancels() {
+    let row = client_cuts_stream(&R5_HEADERS, R5_CALL, |c, cap| cap.reset(c, false));
+    check(
+        &row,
+        json!({"outcome":"CANCELLED","layer":"protocol","stream_end":"rst","final_response":false}),
+    );
+}
+
+#[test]
+fn seed_r5_server_close_is_not_cancelled() {
+    // The server ends the stream first: a broken stream, not a cancellation.
+    let row = client_cuts_stream(&R5_HEADERS, R5_CALL, |c, cap| cap.close(c, true));
+    check(
+        &row,
+        json!({"outcome":"STREAM_INCOMPLETE","stream_end":"fin"}),
+    );
+    assert_eq!(anomalies(&row), ["http.truncated_body"]);
+    let row = client_cuts_stream(&R5_HEADERS, R5_CALL, |c, cap| cap.reset(c, true));
+    check(
+        &row,
+        json!({"outcome":"STREAM_INCOMPLETE","stream_end":"rst"}),
+    );
+    assert!(!anomalies(&row).contains(&"mcp.client_closed_stream"));
+}
+
+#[test]
+fn seed_2025_11_25_client_close_is_stream_incomplete() {
+    // Before 2026-07-28 a disconnect is no cancellation (a client cancels
+    // with notifications/cancelled); the row says who closed.
+    let headers = [
+        ("MCP-Protocol-Version", "2025-11-25"),
+        ("Mcp-Session-Id", "4b1d"),
+    ];
+    for rst in [false, true] {
+        let row = client_cuts_stream(&headers, CALL, |c, cap| {
+            if rst {
+                cap.reset(c, false)
+            } else {
+                cap.close(c, false)
+            }
+        });
+        check(
+            &row,
+            json!({"outcome":"STREAM_INCOMPLETE","layer":"protocol","final_response":false,
+                   "stream_end": if rst { "rst" } else { "fin" },
+                   "protocol_version":"2025-11-25"}),
+        );
+        assert_eq!(
+            anomalies(&row),
+            ["http.truncated_body", "mcp.client_closed_stream"]
+        );
+    }
+}
+
+#[test]
+fn seed_r5_client_close_before_response_head() {
+    let rows = analyze(|cap| {
+        let mut c = cap.connect(8080);
+        c.post(cap, &R5_HEADERS, R5_CALL);
+        cap.wait_ms(100);
+        cap.reset(&mut c, false);
+    });
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    check(
+        &rows[0],
+        json!({"outcome":"CANCELLED","http_status":null,"final_response":false}),
+    );
+}
+
+/// Rows of a HAR document written to a temp dir.
+fn analyze_har(har: &Value) -> Vec<Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seed.har");
+    std::fs::write(&path, serde_json::to_vec(har).unwrap()).unwrap();
+    support::run_analyze(&path)
+}
+
+/// A Chromium-style HAR entry: a POST answered 200 `text/event-stream`,
+/// aborted by the page (`net::ERR_ABORTED`) with no body recorded.
+fn aborted_har(headers: Value, body: &str) -> Value {
+    json!({"log":{"version":"1.2","creator":{"name":"Playwright","version":"1.65.1"},"entries":[{
+        "startedDateTime":"2026-11-29T20:38:54.872Z","time":260.5,
+        "request":{"method":"POST","url":"http://127.0.0.1:18620/mcp","httpVersion":"HTTP/1.1",
+            "cookies":[],"headers":headers,"queryString":[],"headersSize":-1,"bodySize":body.len(),
+            "postData":{"mimeType":"application/json","text":body}},
+        "response":{"status":200,"statusText":"OK","httpVersion":"HTTP/1.1","cookies":[],
+            "headers":[{"name":"content-type","value":"text/event-stream"}],
+            "content":{"size":-1,"mimeType":"text/event-stream"},"headersSize":-1,"bodySize":-1,
+            "redirectURL":"","_failureText":"net::ERR_ABORTED"},
+        "cache":{},"timings":{"send":0,"wait":13.6,"receive":-1}}]}})
+}
+
+#[test]
+fn seed_har_aborted_fetch_per_revision() {
+    let h = |pairs: &[(&str, &str)]| {
+        let mut v: Vec<Value> = pairs
+            .iter()
+            .map(|(n, v)| json!({"name":n,"value":v}))
+            .collect();
+        v.push(json!({"name":"content-type","value":"application/json"}));
+        v.push(json!({"name":"accept","value":"application/json, text/event-stream"}));
+        Value::Array(v)
+    };
+    let rows = analyze_har(&aborted_har(h(&R5_HEADERS), R5_CALL));
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    check(
+        &rows[0],
+        json!({"outcome":"CANCELLED","http_status":200,"final_response":false}),
+    );
+    let rows = analyze_har(&aborted_har(
+        h(&[("mcp-protocol-version", "2025-11-25")]),
+        CALL,
+    ));
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    check(&rows[0], json!({"outcome":"STREAM_INCOMPLETE"}));
+    assert!(
+        anomalies(&rows[0]).contains(&"mcp.client_closed_stream"),
+        "{:#}",
+        rows[0]
+    );
+}
+
+#[test]
+fn sample_chromium_abort_is_named_not_cancelled() {
+    // samples/har-chromium-ts: the page aborts a 2025-11-25 fetch (id 4);
+    // its truth says STREAM_INCOMPLETE. The HAR and the wire agree on who closed.
+    let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    for name in ["har-chromium-ts.har", "har-chromium-ts.wire.pcap"] {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = support::run_analyze_into(&samples.join(name), dir.path());
+        let aborted: Vec<&Value> = rows
+            .iter()
+            .filter(|r| r["jsonrpc_id"] == "4" && r["rpc_method"] == "tools/call")
+            .collect();
+        assert_eq!(aborted.len(), 1, "{name}: {rows:#?}");
+        let row = aborted[0];
+        assert_eq!(row["outcome"], "STREAM_INCOMPLETE", "{name}: {row:#}");
+        assert!(
+            anomalies(row).contains(&"mcp.client_closed_stream"),
+            "{name}: {row:#}"
+        );
+        // Nothing else in the run was closed early by the client.
+        let others = rows
+            .iter()
+            .filter(|r| {
+                r["anomalies"]
+                    .as_str()
+                    .is_some_and(|a| a.contains("client_closed"))
+            })
+            .count();
+        assert_eq!(others, 1, "{name}: {rows:#?}");
+    }
+}

@@ -17,6 +17,9 @@ Faults (each fires once):
                        carries an `id:` line and non-empty `data:` (the TS server's
                        priming event has empty data and is relayed as is).
 
+When the upstream server is not listening (a scenario restarts it), a new client connection
+waits up to 10 s for it instead of being closed.
+
 The proxy stops by itself after --lifetime seconds, or on SIGTERM/SIGINT, and writes
 its log (a JSON list) to --log then.
 """
@@ -142,11 +145,18 @@ async def handle_client(creader, cwriter, args):
     STATE["conn"] += 1
     conn_id = STATE["conn"]
     peer = cwriter.get_extra_info("peername")
-    try:
-        ureader, uwriter = await asyncio.open_connection(args.upstream_host, args.upstream_port)
-    except OSError:
-        cwriter.close()
-        return
+    # If the server is down (restarted by a scenario), wait for it like a load balancer would, so
+    # no request reaches the wire without being relayed and logged.
+    deadline = time.time() + 10
+    while True:
+        try:
+            ureader, uwriter = await asyncio.open_connection(args.upstream_host, args.upstream_port)
+            break
+        except OSError:
+            if time.time() > deadline:
+                cwriter.close()
+                return
+            await asyncio.sleep(0.05)
     pending = asyncio.Queue()
     closed = asyncio.Event()
 

@@ -93,15 +93,35 @@ class Run:
         Run.all_procs.append(p)
         return p
 
-    def server_ts(self, mode="sse", cors=False):
+    def server_ts(self, mode="sse", cors=False, auth=False, logname="server.log"):
         cmd = [NODE, "ts/server.mjs", "--port", str(self.upstream), "--mode", mode, "--lifetime", "90"]
         if mode != "legacy" and self.name.startswith("har-chromium"):
             cors = True
         if cors:
             cmd.append("--cors")
-        self.spawn(cmd, "server.log")
+        if auth:  # OAuth-protected /mcp + a minimal authorization server on auth_port (not captured)
+            cmd += ["--auth-port", str(self.auth_port), "--resource", self.url]
+        self.server_proc = self.spawn(cmd, logname)
         wait_port("127.0.0.1", self.upstream)
-        self.made_by.append(f"TS SDK server ({mode})")
+        what = f"TS SDK server ({mode}{', OAuth-protected' if auth else ''})"
+        if what not in self.made_by:
+            self.made_by.append(what)
+
+    @property
+    def auth_port(self):
+        return self.port + 5
+
+    @property
+    def auth_issuer(self):
+        return f"http://127.0.0.1:{self.auth_port}"
+
+    def restart_server_ts(self, mode="sse"):
+        """Stops the TS server process and starts a new one on the same port: every session is gone."""
+        os.killpg(self.server_proc.pid, signal.SIGTERM)
+        self.server_proc.wait(10)
+        self.t_restart = time.time()
+        self.server_ts(mode, logname="server-2.log")
+        self.t_restarted = time.time()
 
     def server_py(self):
         self.spawn([PY, "py/server.py", "--port", str(self.upstream), "--lifetime", "90"], "server.log")
@@ -180,13 +200,16 @@ class Run:
             self.recorder.wait(20)
 
     # --- clients ---------------------------------------------------------------------------
-    def client_ts(self, label, steps, legacy=False, wait=True, url=None):
+    def client_ts(self, label, steps, legacy=False, wait=True, url=None, auth=False):
         logf = self.dir / f"{label}.jsonl"
         cmd = [NODE, "ts/client.mjs", "--url", (url or self.url).replace("/mcp", "/sse") if legacy else (url or self.url),
                "--steps", steps, "--log", str(logf), "--lifetime", "40"]
         if legacy:
             cmd.append("--legacy")
-        return self._client(label, cmd, logf, wait, "TS SDK client")
+        if auth:
+            cmd += ["--auth-issuer", self.auth_issuer]
+        what = "TS SDK client" + (" with the SDK's ClientCredentialsProvider" if auth else "")
+        return self._client(label, cmd, logf, wait, what)
 
     def client_py(self, label, steps, mode="auto", wait=True):
         logf = self.dir / f"{label}.jsonl"
@@ -657,6 +680,77 @@ def har_chromium_ts(port):
              "call aborted by the page after 250 ms, DELETE.", annotate, extra=doc_extra, har_annotate=har_annotate)
 
 
+def auth_401(port):
+    r = Run("auth-401-sdk-retry", port)
+    r.server_ts("sse", auth=True)
+    r.proxy()
+    r.capture_start()
+    r.client_ts("ts-client", "echo:fresh token,sleep:2000,echo:after expiry,delete", auth=True)
+
+    def annotate(entries, records, logs):
+        posts = [(e, rec) for e, rec in zip(entries, records) if e["kind"] == "request"]
+        for (a, ra), (b, rb) in zip(posts, posts[1:]):
+            if a["http_status"] != 401:
+                continue
+            # the SDK re-sent the very same message after auth(): same id, same bytes, new Authorization
+            assert (a["jsonrpc_id"], ra["req_body"]) == (b["jsonrpc_id"], rb["req_body"]), (a, b)
+            assert truth.hget(ra["req_headers"], "authorization") != truth.hget(rb["req_headers"], "authorization")
+            www = truth.hget(ra["resp_headers"], "www-authenticate")
+            a["reason"] += f" (WWW-Authenticate: {www.split(',')[0]}, {www.split(',')[1].strip()})"
+            if b["rpc_method"] == "initialize":
+                # report-schema section 4: lifecycle requests are never linked as repeats
+                b["reason"] += ("; the SDK re-sent this initialize (same id 0, same body) after the 401 and a "
+                                "client_credentials token, but initialize is never linked as a repeat (report-schema 4)")
+            else:
+                b["retry_of"] = a["n"]
+                b["retry_origin"] = "sdk"
+                b["reason"] += ("; the SDK re-sent the same message (same id, same body, new Bearer token) right "
+                                "after the 401 and a new client_credentials token: auth retry")
+        assert sum(e["retry_origin"] == "sdk" for e in entries) == 1
+    r.finish("TS client with the SDK's own ClientCredentialsProvider -> OAuth-protected TS server. The first "
+             "initialize carries no token: 401 + WWW-Authenticate (resource_metadata on a local authorization "
+             "server, not captured); the SDK discovers it, gets a client_credentials token and re-sends the same "
+             "initialize. Tokens live 1.5 s: after a 2 s pause tools/call echo gets 401 (Token has expired), the "
+             "SDK gets a new token and re-sends the same message (same id and body).", annotate)
+
+
+def session_expired(port):
+    r = Run("session-expired-reinit", port)
+    r.server_ts("sse")
+    r.proxy()
+    r.capture_start()
+    win = r.client_ts("ts-client", "echo:before restart,sleep:3000,reinit_echo:after restart,delete", wait=False)
+    end = time.time() + 15
+    while time.time() < end and not any(x.get("step") == "tools/call" for x in read_jsonl(win[3])):
+        time.sleep(0.05)
+    r.restart_server_ts("sse")
+    r.wait_client(win)
+
+    def annotate(entries, records, logs):
+        log = logs["ts-client"]
+        assert any(x.get("step") == "app_reinit" for x in log), "the client did not re-initialize"
+        calls = find(entries, rpc_method="tools/call")
+        before, expired, again = calls
+        assert expired["http_status"] == 404 and before["session"] == expired["session"] != again["session"]
+        expired["reason"] += ("; the server was restarted ~3 s earlier and no longer knows the session; the TS SDK "
+                              "throws StreamableHTTPError 404 and does not re-initialize by itself")
+        again["retry_of"] = expired["n"]
+        again["retry_origin"] = "application"
+        again["reason"] += ("; after the 404 the application closed the client, connected a new transport "
+                            "(initialize without session id -> new Mcp-Session-Id) and called echo again with a new "
+                            "id: report-schema 4 rule 4")
+        for e in entries:
+            if e["http_method"] == "GET" and e["http_status"] == 404:
+                e["reason"] += ("; the SDK reconnecting its standalone GET stream (no Last-Event-ID) after the "
+                                "restart cut it, with the old session id")
+            elif e["http_method"] == "GET" and e["session"] == before["session"]:
+                e["reason"] += "; cut when the server process was stopped (no terminating chunk)"
+    r.finish("TS client -> TS server (SSE): echo, then the server process is stopped and started again on the "
+             "same port (all sessions forgotten). The SDK retries its standalone GET stream (404 twice); the next "
+             "tools/call gets 404 Session not found; the application re-initializes (new session) and calls echo "
+             "again with a new id.", annotate)
+
+
 SCENARIOS = {
     "ts-streamable-sse": ts_streamable_sse, "ts-streamable-json": ts_streamable_json, "py-default": py_default,
     "py-legacy-handshake": py_legacy_handshake, "ts-client-py-server": ts_client_py_server,
@@ -665,6 +759,7 @@ SCENARIOS = {
     "concurrent": concurrent, "raw-shapes": raw_shapes, "mrtr": mrtr, "mrtr-py": mrtr_py, "ipv6": ipv6,
     "any-iface": any_iface, "pcapng": pcapng, "snaplen-200": snaplen, "stream-open": stream_open,
     "har-mitmproxy-ts": har_mitm_ts, "har-mitmproxy-raw": har_mitm_raw, "har-chromium-ts": har_chromium_ts,
+    "auth-401-sdk-retry": auth_401, "session-expired-reinit": session_expired,
 }
 
 

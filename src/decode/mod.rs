@@ -3,6 +3,13 @@
 //! Never panics on any input; a frame that cannot be used is a [`Decoded::Skipped`]
 //! with a reason that the caller counts. Bad checksums are ignored on purpose:
 //! captures taken on the sending host carry offloaded (unset) checksums.
+//!
+//! Layers: [`link`] strips the link header (Ethernet with VLAN/QinQ/MPLS/SNAP/PPPoE,
+//! Linux SLL/SLL2, raw IP, BSD loopback, NFLOG); etherparse's lax slicers parse
+//! IPv4/IPv6 and extension headers, trimming link padding to the IP length and
+//! keeping what a snap length left of a cut packet; [`fragment`] reassembles IP
+//! fragments within fixed limits; IP-in-IP and Teredo are followed
+//! [`MAX_TUNNEL_DEPTH`] deep.
 
 use crate::capture::Frame;
 use std::net::SocketAddr;

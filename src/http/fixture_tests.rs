@@ -485,6 +485,211 @@ fn sse_pieces_arrive_with_their_times() {
     ));
 }
 
+/// One step of a hand-written stream for the who-closed tests.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// Bytes from the flow's `Client` / `Server` side.
+    C(&'static str),
+    S(&'static str),
+    Fin(Side),
+    Rst(Side),
+    /// `Closed { Finished }` (after FINs or a RST).
+    Closed,
+}
+
+/// Runs `steps` on one stream (sides as the flow guessed them) and returns the HTTP events.
+fn steps(list: &[Step]) -> Vec<HttpEvent> {
+    let client: std::net::SocketAddr = "10.0.0.1:40000".parse().unwrap();
+    let server: std::net::SocketAddr = "10.0.0.2:80".parse().unwrap();
+    let mut evs = vec![StreamEvent {
+        stream: 3,
+        ts_ns: 1_000_000_000,
+        frame: 0,
+        kind: StreamEventKind::Opened {
+            client,
+            server,
+            saw_syn: true,
+            input: 0,
+        },
+    }];
+    for (i, s) in list.iter().enumerate() {
+        let kind = match *s {
+            Step::C(t) => StreamEventKind::Data {
+                side: Side::Client,
+                bytes: t.as_bytes().to_vec(),
+            },
+            Step::S(t) => StreamEventKind::Data {
+                side: Side::Server,
+                bytes: t.as_bytes().to_vec(),
+            },
+            Step::Fin(side) => StreamEventKind::Fin { side },
+            Step::Rst(side) => StreamEventKind::Rst { side },
+            Step::Closed => StreamEventKind::Closed {
+                reason: CloseReason::Finished,
+            },
+        };
+        let n = i as i64 + 1;
+        evs.push(StreamEvent {
+            stream: 3,
+            ts_ns: 1_000_000_000 + n * 1_000_000,
+            frame: n as u64,
+            kind,
+        });
+    }
+    let (out, _) = run(evs);
+    check_event_order(&out);
+    out
+}
+
+/// (end, client_closed) of every ResponseEnd / NoResponse, tagged `resp` / `none`.
+fn ends(evs: &[HttpEvent]) -> Vec<(&'static str, BodyEnd, bool)> {
+    evs.iter()
+        .filter_map(|e| match e {
+            HttpEvent::ResponseEnd {
+                end, client_closed, ..
+            } => Some(("resp", *end, *client_closed)),
+            HttpEvent::NoResponse {
+                end, client_closed, ..
+            } => Some(("none", *end, *client_closed)),
+            _ => None,
+        })
+        .collect()
+}
+
+const POST: &str = "POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}";
+const SSE_HEAD: &str =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+const SSE_EVENT: &str = "9\r\ndata: 1\n\n\r\n";
+
+#[test]
+fn client_fin_before_stream_end_is_client_closed() {
+    use Step::*;
+    let evs = steps(&[
+        C(POST),
+        S(SSE_HEAD),
+        S(SSE_EVENT),
+        Fin(Side::Client),
+        Fin(Side::Server),
+        Closed,
+    ]);
+    assert_eq!(ends(&evs), [("resp", BodyEnd::Fin, true)]);
+}
+
+#[test]
+fn server_fin_first_is_not_client_closed() {
+    use Step::*;
+    let evs = steps(&[
+        C(POST),
+        S(SSE_HEAD),
+        S(SSE_EVENT),
+        Fin(Side::Server),
+        Fin(Side::Client),
+        Closed,
+    ]);
+    assert_eq!(ends(&evs), [("resp", BodyEnd::Fin, false)]);
+}
+
+#[test]
+fn rst_says_which_side_sent_it() {
+    use Step::*;
+    let by_client = steps(&[C(POST), S(SSE_HEAD), S(SSE_EVENT), Rst(Side::Client), Closed]);
+    assert_eq!(ends(&by_client), [("resp", BodyEnd::Rst, true)]);
+    let by_server = steps(&[C(POST), S(SSE_HEAD), S(SSE_EVENT), Rst(Side::Server), Closed]);
+    assert_eq!(ends(&by_server), [("resp", BodyEnd::Rst, false)]);
+}
+
+#[test]
+fn client_fin_still_waiting_stream_open_at_capture_end() {
+    use Step::*;
+    // The server never closes: the capture ends with the stream open.
+    let evs = steps(&[C(POST), S(SSE_HEAD), S(SSE_EVENT), Fin(Side::Client)]);
+    assert_eq!(ends(&evs), [("resp", BodyEnd::CaptureEnd, true)]);
+    let untouched = steps(&[C(POST), S(SSE_HEAD), S(SSE_EVENT)]);
+    assert_eq!(ends(&untouched), [("resp", BodyEnd::CaptureEnd, false)]);
+}
+
+#[test]
+fn complete_response_then_client_close_is_not_client_closed() {
+    use Step::*;
+    let evs = steps(&[
+        C(POST),
+        S(SSE_HEAD),
+        S(SSE_EVENT),
+        S("0\r\n\r\n"),
+        Fin(Side::Client),
+        Fin(Side::Server),
+        Closed,
+    ]);
+    assert_eq!(ends(&evs), [("resp", BodyEnd::Complete, false)]);
+}
+
+#[test]
+fn no_response_after_client_close() {
+    use Step::*;
+    let evs = steps(&[C(POST), Fin(Side::Client), Fin(Side::Server), Closed]);
+    assert_eq!(ends(&evs), [("none", BodyEnd::Fin, true)]);
+    let evs = steps(&[C(POST), Rst(Side::Client), Closed]);
+    assert_eq!(ends(&evs), [("none", BodyEnd::Rst, true)]);
+    let evs = steps(&[C(POST), Fin(Side::Server), Fin(Side::Client), Closed]);
+    assert_eq!(ends(&evs), [("none", BodyEnd::Fin, false)]);
+    let evs = steps(&[C(POST), Rst(Side::Server), Closed]);
+    assert_eq!(ends(&evs), [("none", BodyEnd::Rst, false)]);
+}
+
+#[test]
+fn client_closed_follows_the_http_roles_not_the_flow_guess() {
+    use Step::*;
+    // The flow took the server for the client: the requests arrive as `Server`.
+    let evs = steps(&[
+        S(POST),
+        C(SSE_HEAD),
+        C(SSE_EVENT),
+        Fin(Side::Server),
+        Fin(Side::Client),
+        Closed,
+    ]);
+    assert_eq!(ends(&evs), [("resp", BodyEnd::Fin, true)]);
+    let evs = steps(&[S(POST), C(SSE_HEAD), C(SSE_EVENT), Rst(Side::Client), Closed]);
+    assert_eq!(ends(&evs), [("resp", BodyEnd::Rst, false)]);
+}
+
+#[test]
+fn client_fin_held_before_sides_are_known() {
+    use Step::*;
+    // A request line too short to tell the roles, then the client's FIN: the
+    // FIN waits with the bytes and still marks the client once the server answers.
+    let evs = steps(&[
+        C("GET /"),
+        Fin(Side::Client),
+        S("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"),
+        Fin(Side::Server),
+        Closed,
+    ]);
+    assert_eq!(ends(&evs), [("resp", BodyEnd::Fin, true)]);
+}
+
+#[test]
+fn pipelined_requests_cut_by_client_close() {
+    use Step::*;
+    // The first response completes; the second is cut after the client's FIN.
+    let evs = steps(&[
+        C(POST),
+        C(POST),
+        S("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"),
+        S(SSE_HEAD),
+        Fin(Side::Client),
+        Fin(Side::Server),
+        Closed,
+    ]);
+    assert_eq!(
+        ends(&evs),
+        [
+            ("resp", BodyEnd::Complete, false),
+            ("resp", BodyEnd::Fin, true)
+        ]
+    );
+}
+
 mod proptests {
     use super::*;
     use proptest::prelude::*;

@@ -151,6 +151,7 @@ impl HttpLog {
                 wire_len,
                 decoded_len,
                 anomalies,
+                ..
             } => {
                 let Some(e) = self.entry(xref, *ts_us) else {
                     return;
@@ -164,7 +165,9 @@ impl HttpLog {
                 e.response_ok = matches!(end, BodyEnd::Complete | BodyEnd::Fin) && !cut;
                 add(&mut e.anomalies, anomalies);
             }
-            HttpEvent::NoResponse { xref, ts_us, end } => {
+            HttpEvent::NoResponse {
+                xref, ts_us, end, ..
+            } => {
                 let Some(e) = self.entry(xref, *ts_us) else {
                     return;
                 };

@@ -180,11 +180,19 @@ pub enum HttpEvent {
         wire_len: u64,
         decoded_len: u64,
         anomalies: Vec<String>,
+        /// The client closed its side (FIN or RST) before the body was
+        /// complete: the client, not the server, gave up on the response
+        /// (MCP 2026-07-28 reads that as cancellation). Always false when
+        /// `end` is `Complete`. HAR: the recorder marked the entry aborted.
+        client_closed: bool,
     },
     /// The request never got a response head (connection closed, reset, gap, capture end).
     NoResponse {
         xref: ExchangeRef,
         ts_us: i64,
         end: BodyEnd,
+        /// The client closed its side (FIN or RST) before any response head
+        /// arrived. HAR: the recorder marked the entry aborted.
+        client_closed: bool,
     },
 }

@@ -61,9 +61,9 @@ impl HttpStage {
                     c.on_fin(side, ts_us, stats, out);
                 }
             }
-            StreamEventKind::Rst { .. } => {
+            StreamEventKind::Rst { side } => {
                 if let Some(c) = self.conns.get_mut(&stream) {
-                    c.on_rst(ts_us, stats, out);
+                    c.on_rst(side, ts_us, stats, out);
                 }
             }
             StreamEventKind::Closed { reason } => {

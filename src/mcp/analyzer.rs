@@ -85,6 +85,12 @@ struct Row {
     final_msg: Option<Final>,
     final_ts: Option<i64>,
     cancel_ts: Option<i64>,
+    /// The client closed the connection before this row's HTTP response ended.
+    client_closed: bool,
+    /// Whether the revision this request itself declares (`MCP-Protocol-Version`
+    /// header or `_meta` protocolVersion) reads a client close as cancellation;
+    /// `None` when it declares none (the session's revision decides).
+    close_cancels_declared: Option<bool>,
     malformed: Option<String>,
     stream_broken: Option<BodyEnd>,
     stream_row_end: Option<BodyEnd>,
@@ -211,14 +217,28 @@ impl Analyzer {
                 end,
                 wire_len,
                 anomalies,
+                client_closed,
                 ..
             } => {
                 self.last_ts = self.last_ts.max(ts_us);
-                self.on_end(ctx_key(&xref), ts_us, end, wire_len, anomalies, stats);
+                let key = ctx_key(&xref);
+                if client_closed {
+                    self.mark_client_closed(key);
+                }
+                self.on_end(key, ts_us, end, wire_len, anomalies, stats);
             }
-            HttpEvent::NoResponse { xref, ts_us, end } => {
+            HttpEvent::NoResponse {
+                xref,
+                ts_us,
+                end,
+                client_closed,
+            } => {
                 self.last_ts = self.last_ts.max(ts_us);
-                self.on_no_response(ctx_key(&xref), end);
+                let key = ctx_key(&xref);
+                if client_closed {
+                    self.mark_client_closed(key);
+                }
+                self.on_no_response(key, end);
             }
         }
     }
@@ -305,7 +325,17 @@ impl Analyzer {
             ex.inference.resumes = row
                 .resumes_row
                 .and_then(|r| exchange_id_of.get(&r).copied());
-            let verdict = classify::classify(&facts_of(row, &ex));
+            let info = sessions.get(&ex.session_key);
+            ex.protocol_version = info
+                .and_then(SessionInfo::protocol_version)
+                .or_else(|| row.facts.declared_version.clone());
+            // The request's own declaration first, else the session's revision.
+            let close_cancels = row.close_cancels_declared.unwrap_or_else(|| {
+                ex.protocol_version
+                    .as_deref()
+                    .is_some_and(classify::close_is_cancellation)
+            });
+            let verdict = classify::classify(&facts_of(row, &ex, close_cancels));
             for a in &verdict.anomalies {
                 stats.anomaly(a);
                 row.anomalies.push((*a).to_string());
@@ -324,10 +354,7 @@ impl Analyzer {
             ex.latency_ms = ex
                 .ts_response
                 .map(|t| t.saturating_sub(ex.ts_request) as f64 / 1000.0);
-            if let Some(info) = sessions.get(&ex.session_key) {
-                ex.protocol_version = info
-                    .protocol_version()
-                    .or_else(|| row.facts.declared_version.clone());
+            if let Some(info) = info {
                 if let Some((name, version)) = &info.client_info {
                     ex.client_name.clone_from(name);
                     ex.client_version.clone_from(version);
@@ -570,7 +597,18 @@ impl Analyzer {
             }
             let params = raw.get("params");
             let method = msg.method().map(str::to_string);
+            let meta_version = params
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get(META_PROTOCOL_VERSION))
+                .and_then(Value::as_str);
+            let declared: Vec<&str> = header_version
+                .iter()
+                .map(String::as_str)
+                .chain(meta_version)
+                .collect();
             if let Some(r) = self.rows.get_mut(i) {
+                r.close_cancels_declared = (!declared.is_empty())
+                    .then(|| declared.iter().any(|v| classify::close_is_cancellation(v)));
                 r.rpc_id = msg.id().cloned();
                 r.ex.jsonrpc_id = r.rpc_id.as_ref().map(RpcId::to_json_text);
                 r.ex.rpc_method.clone_from(&method);
@@ -673,6 +711,8 @@ impl Analyzer {
             final_msg: None,
             final_ts: None,
             cancel_ts: None,
+            client_closed: false,
+            close_cancels_declared: None,
             malformed: None,
             stream_broken: None,
             stream_row_end: None,
@@ -1403,6 +1443,19 @@ impl Analyzer {
         }
     }
 
+    /// The client closed the connection before the response of `key` ended
+    /// (classified per revision: mcp-wire.md 2.3, 3.5).
+    fn mark_client_closed(&mut self, key: CtxKey) {
+        let Some(ctx) = self.ctxs.get(&key) else {
+            return;
+        };
+        for &i in &ctx.rows {
+            if let Some(r) = self.rows.get_mut(i) {
+                r.client_closed = true;
+            }
+        }
+    }
+
     fn on_no_response(&mut self, key: CtxKey, end: BodyEnd) {
         if let Some(ctx) = self.ctxs.remove(&key) {
             self.close_ctx(ctx, end);
@@ -1470,7 +1523,7 @@ fn fill_params_facts(r: &mut Row, method: Option<&str>, p: &Value) {
     }
 }
 
-fn facts_of(row: &Row, ex: &Exchange) -> RowFacts {
+fn facts_of(row: &Row, ex: &Exchange, close_cancels: bool) -> RowFacts {
     RowFacts {
         kind: row.kind,
         rpc_method: ex.rpc_method.clone(),
@@ -1483,6 +1536,8 @@ fn facts_of(row: &Row, ex: &Exchange) -> RowFacts {
         final_msg: row.final_msg.clone(),
         final_ts: row.final_ts,
         cancel_ts: row.cancel_ts,
+        client_closed: row.client_closed,
+        close_cancels,
         malformed: row.malformed.clone(),
         stream_broken: row.stream_broken,
         stream_row_end: row.stream_row_end,

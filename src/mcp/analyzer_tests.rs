@@ -121,6 +121,11 @@ impl Run {
     }
 
     fn end(&mut self, c: &C, end: BodyEnd) {
+        self.end_closed(c, end, false);
+    }
+
+    /// The response ended; `client_closed`: the client closed first.
+    fn end_closed(&mut self, c: &C, end: BodyEnd, client_closed: bool) {
         let ts = self.tick();
         self.a.push(
             HttpEvent::ResponseEnd {
@@ -130,18 +135,24 @@ impl Run {
                 wire_len: 42,
                 decoded_len: 42,
                 anomalies: vec![],
+                client_closed,
             },
             &mut self.stats,
         );
     }
 
     fn no_response(&mut self, c: &C, end: BodyEnd) {
+        self.no_response_closed(c, end, false);
+    }
+
+    fn no_response_closed(&mut self, c: &C, end: BodyEnd, client_closed: bool) {
         let ts = self.tick();
         self.a.push(
             HttpEvent::NoResponse {
                 xref: Run::xref(c),
                 ts_us: ts,
                 end,
+                client_closed,
             },
             &mut self.stats,
         );
@@ -675,6 +686,222 @@ fn outcome_stream_incomplete_for_every_end() {
         assert!(!e.final_response);
         assert_eq!(e.sse_events, 1);
     }
+}
+
+/// A 2026-07-28 tools/call (header and `_meta`), as the R5 clients send it.
+fn r5_call(id: u64) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"slow","arguments":{{}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"progressToken":{id}}}}}}}"#
+    )
+}
+
+const R5_HEADERS: [(&str, &str); 3] = [
+    ("mcp-protocol-version", "2026-07-28"),
+    ("mcp-method", "tools/call"),
+    ("mcp-name", "slow"),
+];
+
+const PROGRESS: &str = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#;
+
+/// One POST whose SSE stream carries a progress event and then ends with
+/// `end`, the client closing first when `client_closed`.
+fn cut_sse(headers: &[(&str, &str)], body: &str, end: BodyEnd, client_closed: bool) -> Exchange {
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, headers, body);
+    r.sse_head(&c);
+    r.event(&c, PROGRESS);
+    r.end_closed(&c, end, client_closed);
+    let (rows, _) = r.finish();
+    only(&rows).clone()
+}
+
+#[test]
+fn outcome_cancelled_by_client_close_2026_07_28() {
+    for end in [
+        BodyEnd::Fin,
+        BodyEnd::Rst,
+        BodyEnd::CaptureEnd,
+        BodyEnd::Gap,
+    ] {
+        let e = cut_sse(&R5_HEADERS, &r5_call(1), end, true);
+        assert_eq!(
+            (e.outcome.as_str(), e.layer.as_str()),
+            ("CANCELLED", "protocol"),
+            "{end:?}"
+        );
+        assert_eq!(
+            e.stream_end,
+            end.name(),
+            "stream_end still says how it ended"
+        );
+        assert!(!e.final_response);
+        assert_eq!(e.sse_events, 1);
+        assert_eq!(e.protocol_version.as_deref(), Some("2026-07-28"));
+        assert!(!has_anomaly(&e, "mcp.client_closed_stream"));
+    }
+    // The server closing first is no cancellation.
+    let e = cut_sse(&R5_HEADERS, &r5_call(1), BodyEnd::Fin, false);
+    assert_eq!(e.outcome, "STREAM_INCOMPLETE");
+}
+
+#[test]
+fn client_close_is_not_cancellation_before_2026_07_28() {
+    // 2025-11-25 (and every older revision): "Disconnection SHOULD NOT be
+    // read as cancellation"; the row keeps its outcome and names the close.
+    let sid = [
+        ("mcp-session-id", "S"),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    for end in [BodyEnd::Fin, BodyEnd::Rst] {
+        let e = cut_sse(&sid, &call(1, "slow"), end, true);
+        assert_eq!(e.outcome, "STREAM_INCOMPLETE", "{end:?}");
+        assert_eq!(e.stream_end, end.name());
+        assert!(has_anomaly(&e, "mcp.client_closed_stream"), "{e:#?}");
+    }
+    // No version at all: not assumed to be 2026-07-28.
+    let e = cut_sse(&[], &call(1, "slow"), BodyEnd::Fin, true);
+    assert_eq!(e.outcome, "STREAM_INCOMPLETE");
+    assert!(has_anomaly(&e, "mcp.client_closed_stream"));
+    // A server close is not named.
+    let e = cut_sse(&sid, &call(1, "slow"), BodyEnd::Fin, false);
+    assert!(!has_anomaly(&e, "mcp.client_closed_stream"));
+}
+
+#[test]
+fn client_close_revision_from_session_or_request() {
+    // The negotiated revision of the session decides for a request that declares none.
+    let session = |version: &str| {
+        let mut r = Run::new();
+        let mut c = r.conn();
+        r.post(
+            &mut c,
+            &[],
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{version}","capabilities":{{}},"clientInfo":{{"name":"c","version":"1"}}}}}}"#
+            ),
+        );
+        r.head(
+            &c,
+            200,
+            &[
+                ("content-type", "application/json"),
+                ("mcp-session-id", "S"),
+            ],
+        );
+        r.body(
+            &c,
+            &format!(r#"{{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":"{version}"}}}}"#),
+        );
+        r.end(&c, BodyEnd::Complete);
+        r.post(&mut c, &[("mcp-session-id", "S")], &call(1, "slow"));
+        r.sse_head(&c);
+        r.event(&c, PROGRESS);
+        r.end_closed(&c, BodyEnd::Fin, true);
+        let (rows, _) = r.finish();
+        assert_eq!(rows.len(), 2);
+        rows[1].clone()
+    };
+    assert_eq!(session("2026-07-28").outcome, "CANCELLED");
+    assert_eq!(session("2025-06-18").outcome, "STREAM_INCOMPLETE");
+    // The request's own declaration alone (header, or `_meta`) is enough.
+    let e = cut_sse(
+        &[("mcp-protocol-version", "2026-07-28")],
+        &call(1, "slow"),
+        BodyEnd::Rst,
+        true,
+    );
+    assert_eq!(e.outcome, "CANCELLED");
+    let e = cut_sse(&[], &r5_call(1), BodyEnd::Rst, true);
+    assert_eq!(e.outcome, "CANCELLED");
+}
+
+#[test]
+fn client_close_after_final_response_or_on_http_error_is_not_cancelled() {
+    // The final response arrived before the close: the call succeeded.
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, &R5_HEADERS, &r5_call(1));
+    r.sse_head(&c);
+    r.event(&c, PROGRESS);
+    r.event(&c, &ok_tool(1));
+    r.end_closed(&c, BodyEnd::Fin, true);
+    let (rows, _) = r.finish();
+    let e = only(&rows);
+    assert_eq!(e.outcome, "TOOL_SUCCESS");
+    assert!(!has_anomaly(e, "mcp.client_closed_stream"));
+    // An HTTP error status is the server's final answer.
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, &R5_HEADERS, &r5_call(1));
+    r.head(&c, 503, &[("content-type", "application/json")]);
+    r.body(&c, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-3"#);
+    r.end_closed(&c, BodyEnd::Rst, true);
+    let (rows, _) = r.finish();
+    assert_eq!(only(&rows).outcome, "HTTP_ERROR");
+}
+
+#[test]
+fn client_close_before_any_response() {
+    // 2026-07-28: CANCELLED is evaluated before NO_RESPONSE.
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, &R5_HEADERS, &r5_call(1));
+    r.no_response_closed(&c, BodyEnd::Rst, true);
+    let (rows, _) = r.finish();
+    assert_eq!(only(&rows).outcome, "CANCELLED");
+    // Older revisions: NO_RESPONSE, and the close is named.
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(
+        &mut c,
+        &[("mcp-protocol-version", "2025-11-25")],
+        &call(1, "x"),
+    );
+    r.no_response_closed(&c, BodyEnd::Fin, true);
+    let (rows, stats) = r.finish();
+    let e = only(&rows);
+    assert_eq!(
+        (e.outcome.as_str(), e.layer.as_str()),
+        ("NO_RESPONSE", "transport")
+    );
+    assert!(has_anomaly(e, "mcp.client_closed_before_response"));
+    assert_eq!(
+        stats.anomalies.get("mcp.client_closed_before_response"),
+        Some(&1)
+    );
+    // A JSON answer cut by a 2026-07-28 client's close: cancelled, not malformed.
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(&mut c, &R5_HEADERS, &r5_call(1));
+    r.head(&c, 200, &[("content-type", "application/json")]);
+    r.body(&c, r#"{"jsonrpc":"2.0","id":1,"res"#);
+    r.end_closed(&c, BodyEnd::Fin, true);
+    let (rows, _) = r.finish();
+    assert_eq!(only(&rows).outcome, "CANCELLED");
+}
+
+#[test]
+fn client_close_only_cancels_requests() {
+    // A notification POST and a GET stream the client closes keep their outcomes.
+    let mut r = Run::new();
+    let mut c = r.conn();
+    r.post(
+        &mut c,
+        &R5_HEADERS,
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+    );
+    r.no_response_closed(&c, BodyEnd::Fin, true);
+    let mut g = r.conn();
+    let sid = [("mcp-session-id", "S"), ("accept", "text/event-stream")];
+    r.request(&mut g, "GET", "/mcp", &sid, "");
+    r.sse_head(&g);
+    r.end_closed(&g, BodyEnd::Fin, true);
+    let (rows, _) = r.finish();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].outcome, "NO_RESPONSE");
+    assert_eq!(rows[1].outcome, "ACCEPTED");
+    assert!(rows.iter().all(|e| e.anomalies.is_none()), "{rows:#?}");
 }
 
 #[test]

@@ -61,6 +61,10 @@ pub(crate) struct RowFacts {
     pub final_msg: Option<Final>,
     pub final_ts: Option<i64>,
     pub cancel_ts: Option<i64>,
+    /// The client closed the connection (FIN/RST) before the HTTP response ended.
+    pub client_closed: bool,
+    /// The row's revision reads a client close as cancellation ([`close_is_cancellation`]).
+    pub close_cancels: bool,
     pub malformed: Option<String>,
     /// The SSE stream that should carry the response ended without it.
     pub stream_broken: Option<BodyEnd>,
@@ -108,6 +112,26 @@ fn with_msg(mut v: Verdict, msg: impl Into<String>) -> Verdict {
     v
 }
 
+/// First revision whose clients cancel by closing the response stream
+/// (mcp-wire.md 2.3 and 3.5; SPEC 2026-07-28 basic/patterns/cancellation.mdx).
+pub(crate) const CLOSE_CANCELS_FROM: &str = "2026-07-28";
+
+/// Does a client closing the response stream cancel the request in revision
+/// `version`? Yes from 2026-07-28 on (the server MUST treat the disconnect
+/// as cancellation); before it, no: "Disconnection SHOULD NOT be read as
+/// cancellation" (R2-R4 Streamable HTTP, mcp-wire.md 2.2): the client sends
+/// `notifications/cancelled` instead. Revisions are `YYYY-MM-DD` dates, so
+/// later ones compare greater; anything else (drafts, garbage) is not assumed to.
+pub(crate) fn close_is_cancellation(version: &str) -> bool {
+    let v = version.trim();
+    let date_shaped = v.len() == 10
+        && v.bytes().enumerate().all(|(i, b)| match i {
+            4 | 7 => b == b'-',
+            _ => b.is_ascii_digit(),
+        });
+    date_shaped && v >= CLOSE_CANCELS_FROM
+}
+
 /// `application/json` or any `+json` media type.
 pub(crate) fn is_json_media(media: Option<&str>) -> bool {
     media.is_some_and(|m| m == "application/json" || m.ends_with("+json"))
@@ -115,13 +139,41 @@ pub(crate) fn is_json_media(media: Option<&str>) -> bool {
 
 /// Apply report-schema.md section 3 in order.
 pub(crate) fn classify(f: &RowFacts) -> Verdict {
+    // The client closed the connection while this request still waited for
+    // its answer: no final JSON-RPC response, and no HTTP error status (which
+    // is itself the server's final answer, and wins over any body).
+    let client_gave_up = f.kind == Kind::Request
+        && f.client_closed
+        && f.final_msg.is_none()
+        && f.status.is_none_or(|s| (200..300).contains(&s));
+    let mut v = classify_in_order(f, client_gave_up);
+    if client_gave_up && v.outcome != "CANCELLED" {
+        // Before 2026-07-28 a close is no cancellation; the row keeps its
+        // outcome (STREAM_INCOMPLETE, NO_RESPONSE, ...) and says who closed.
+        v.anomalies.push(if f.status.is_some() {
+            "mcp.client_closed_stream"
+        } else {
+            "mcp.client_closed_before_response"
+        });
+    }
+    v
+}
+
+fn classify_in_order(f: &RowFacts, client_gave_up: bool) -> Verdict {
     let final_ts = f.final_ts.unwrap_or(i64::MAX);
-    // 1. CANCELLED: a notifications/cancelled naming the id before the final response.
+    // 1. CANCELLED: a notifications/cancelled naming the id before the final
+    //    response, or (2026-07-28) the client closed the response stream first.
     if f.kind == Kind::Request
         && let Some(c) = f.cancel_ts
         && (f.final_msg.is_none() || c < final_ts)
     {
         return with_msg(verdict("CANCELLED"), "cancelled by the client");
+    }
+    if client_gave_up && f.close_cancels {
+        return with_msg(
+            verdict("CANCELLED"),
+            "the client closed the response stream (cancellation since 2026-07-28)",
+        );
     }
     // 2. NO_RESPONSE.
     if let Some(end) = f.no_response {
@@ -327,6 +379,8 @@ mod tests {
             )),
             final_ts: Some(10),
             cancel_ts: None,
+            client_closed: false,
+            close_cancels: false,
             malformed: None,
             stream_broken: None,
             stream_row_end: None,
@@ -410,6 +464,61 @@ mod tests {
         assert_eq!((v.outcome, v.error_code), ("JSONRPC_ERROR", Some(-32602)));
         f.no_response = Some(BodyEnd::Rst);
         assert_eq!(outcome(&f), "NO_RESPONSE");
+    }
+
+    #[test]
+    fn close_cancels_from_2026_07_28() {
+        for (v, want) in [
+            ("2026-07-28", true),
+            (" 2026-07-28", true),
+            ("2027-03-01", true),
+            ("2025-11-25", false),
+            ("2024-11-05", false),
+            ("DRAFT-2026-v1", false),
+            ("2026-07-2x", false),
+            ("", false),
+        ] {
+            assert_eq!(close_is_cancellation(v), want, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn client_close_rule() {
+        let mut f = facts();
+        f.media = Some("text/event-stream".into());
+        f.final_msg = None;
+        f.final_ts = None;
+        f.stream_broken = Some(BodyEnd::Fin);
+        f.client_closed = true;
+        f.close_cancels = true;
+        let v = classify(&f);
+        assert_eq!((v.outcome, v.layer), ("CANCELLED", "protocol"));
+        assert!(v.anomalies.is_empty());
+        // Before 2026-07-28: the outcome stays, the close is named.
+        f.close_cancels = false;
+        let v = classify(&f);
+        assert_eq!(v.outcome, "STREAM_INCOMPLETE");
+        assert_eq!(v.anomalies, ["mcp.client_closed_stream"]);
+        f.status = None;
+        f.no_response = Some(BodyEnd::Rst);
+        let v = classify(&f);
+        assert_eq!(v.outcome, "NO_RESPONSE");
+        assert_eq!(v.anomalies, ["mcp.client_closed_before_response"]);
+        f.close_cancels = true;
+        assert_eq!(outcome(&f), "CANCELLED", "evaluated before NO_RESPONSE");
+        // An HTTP error status, or the final response, was the answer.
+        f.no_response = None;
+        f.status = Some(500);
+        assert_eq!(outcome(&f), "HTTP_ERROR");
+        f.status = Some(200);
+        f.final_msg = Some(Final::Result(json!({"content":[]})));
+        let v = classify(&f);
+        assert_eq!(v.outcome, "TOOL_SUCCESS");
+        assert!(v.anomalies.is_empty());
+        // Only requests are cancelled.
+        f.final_msg = None;
+        f.kind = Kind::Notification;
+        assert_eq!(outcome(&f), "ACCEPTED");
     }
 
     #[test]

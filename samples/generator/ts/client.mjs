@@ -1,12 +1,17 @@
 // MCP client built with the TypeScript SDK, for the recordings in samples/.
-// usage: node ts/client.mjs --url URL --steps a,b,c [--log FILE] [--legacy] [--lifetime S]
+// usage: node ts/client.mjs --url URL --steps a,b,c [--log FILE] [--legacy] [--lifetime S] [--auth-issuer AS_URL]
 // Steps: list | echo:TEXT | fail | unknown | badargs | boom | prompt_unknown | slow:N |
 //        retry_echo:TEXT (call echo; on error wait 300 ms and call it again: an application retry) |
+//        reinit_echo:TEXT (call echo; on HTTP 404 - session unknown to the server - close the client, open a
+//                          new transport, connect again (new initialize, new session) and call echo again) |
 //        sleep:MS | delete (terminateSession) | hold:MS (stay connected, idle)
+// --auth-issuer: the transport gets the SDK's own ClientCredentialsProvider (client_credentials grant,
+//   client "samples-client"), so the SDK itself handles 401s: auth() then the same message re-sent.
 import fs from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 
 const argv = process.argv.slice(2);
 const opt = (name, dflt) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : dflt; };
@@ -22,9 +27,14 @@ function log(obj) {
   if (LOG) fs.appendFileSync(LOG, line + '\n'); else console.log(line);
 }
 
-const transport = argv.includes('--legacy')
+const ISSUER = opt('--auth-issuer');
+const authProvider = ISSUER
+  ? new ClientCredentialsProvider({ clientId: 'samples-client', clientSecret: 'samples-secret', expectedIssuer: ISSUER })
+  : undefined;
+const newTransport = () => (argv.includes('--legacy')
   ? new SSEClientTransport(new URL(URL_))
-  : new StreamableHTTPClientTransport(new URL(URL_));
+  : new StreamableHTTPClientTransport(new URL(URL_), authProvider ? { authProvider } : undefined));
+let transport = newTransport();
 const client = new Client({ name: 'samples-ts-client', version: '1.0.0' });
 
 async function call(name, args, extra = {}) {
@@ -61,6 +71,20 @@ async function main() {
           log({ step: 'app_retry', after_ms: 300, reason: String(e.message ?? e) });
           await sleep(300);
           await call('echo', { text: arg ?? 'retry me' });
+        }
+      }
+      else if (name === 'reinit_echo') {
+        try { await call('echo', { text: arg ?? 'again' }); }
+        catch (e) {
+          if (e.code !== 404) throw e;
+          // The SDK does not start a new session by itself on 404 (it throws StreamableHTTPError 404):
+          // the application re-establishes it, as the spec asks, and calls the tool again.
+          log({ step: 'app_reinit', old_session: transport.sessionId ?? null, reason: String(e.message ?? e) });
+          await client.close();
+          transport = newTransport();
+          await client.connect(transport);
+          log({ step: 'connected', sessionId: transport.sessionId ?? null, protocolVersion: transport.protocolVersion ?? null });
+          await call('echo', { text: arg ?? 'again' });
         }
       }
       else if (name === 'sleep' || name === 'hold') await sleep(Number(arg ?? 500));

@@ -1,8 +1,14 @@
 // MCP servers built with the TypeScript SDK, for the recordings in samples/.
 // usage: node ts/server.mjs --port N [--mode sse|json|legacy] [--cors] [--lifetime S]
+//                           [--auth-port A --resource URL [--token-ttl MS]]
 //   sse    : Streamable HTTP, stateful (session ids), SSE responses, in-memory event store (resumable)
 //   json   : same, with enableJsonResponse (application/json responses)
 //   legacy : deprecated HTTP+SSE transport (GET /sse + POST /messages?sessionId=...)
+// --auth-port: /mcp becomes an OAuth-protected resource (Bearer tokens checked like the SDK's
+//   requireBearerAuth: 401 + WWW-Authenticate with resource_metadata), and a minimal authorization
+//   server listens on 127.0.0.1:A: protected-resource metadata (RFC 9728), authorization-server
+//   metadata (RFC 8414) and a token endpoint for the client_credentials grant (client_secret_basic,
+//   client "samples-client" / "samples-secret"). Tokens expire after --token-ttl ms (default 1500).
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -18,6 +24,9 @@ const HOST = opt('--host', '127.0.0.1');
 const MODE = opt('--mode', 'sse');
 const CORS = argv.includes('--cors');
 const LIFETIME = Number(opt('--lifetime', '120'));
+const AUTH_PORT = opt('--auth-port') ? Number(opt('--auth-port')) : undefined;
+const RESOURCE = opt('--resource');
+const TOKEN_TTL_MS = Number(opt('--token-ttl', '1500'));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function buildServer() {
@@ -60,11 +69,71 @@ async function readJson(req) {
   try { return JSON.parse(text); } catch { return undefined; }
 }
 
+// --- OAuth (only with --auth-port) ------------------------------------------------------------
+const tokens = new Map(); // access token -> expiry (ms since epoch)
+let tokenCount = 0;
+const AS_URL = AUTH_PORT ? `http://127.0.0.1:${AUTH_PORT}` : undefined;
+
+// Same checks and header shape as the SDK's requireBearerAuth (server/auth/middleware/bearerAuth.js).
+function checkBearer(req, res) {
+  const fail = (code, description) => {
+    res.writeHead(401, {
+      'content-type': 'application/json',
+      'www-authenticate': `Bearer error="${code}", error_description="${description}", resource_metadata="${AS_URL}/.well-known/oauth-protected-resource"`,
+    });
+    res.end(JSON.stringify({ error: code, error_description: description }));
+    console.log(`auth: 401 ${req.method} ${description}`);
+    return false;
+  };
+  const [type, token] = (req.headers.authorization ?? '').split(' ');
+  if (!req.headers.authorization) return fail('invalid_token', 'Missing Authorization header');
+  if (type.toLowerCase() !== 'bearer' || !token) return fail('invalid_token', "Invalid Authorization header format, expected 'Bearer TOKEN'");
+  const exp = tokens.get(token);
+  if (exp === undefined) return fail('invalid_token', 'Invalid token');
+  if (exp < Date.now()) return fail('invalid_token', 'Token has expired');
+  return true;
+}
+
+function startAuthServer() {
+  const as = http.createServer(async (req, res) => {
+    const url = new URL(req.url, 'http://x');
+    const json = (status, obj) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(obj)); };
+    console.log(`as: ${req.method} ${url.pathname}`);
+    if (req.method === 'GET' && url.pathname.startsWith('/.well-known/oauth-protected-resource')) {
+      return json(200, { resource: RESOURCE, authorization_servers: [AS_URL], bearer_methods_supported: ['header'] });
+    }
+    if (req.method === 'GET' && (url.pathname.startsWith('/.well-known/oauth-authorization-server') || url.pathname.startsWith('/.well-known/openid-configuration'))) {
+      return json(200, {
+        issuer: AS_URL, token_endpoint: `${AS_URL}/token`, authorization_endpoint: `${AS_URL}/authorize`,
+        response_types_supported: ['code'], grant_types_supported: ['client_credentials'],
+        token_endpoint_auth_methods_supported: ['client_secret_basic'],
+      });
+    }
+    if (req.method === 'POST' && url.pathname === '/token') {
+      const chunks = [];
+      for await (const c of req) chunks.push(c);
+      const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+      const basic = Buffer.from((req.headers.authorization ?? '').replace(/^Basic /i, ''), 'base64').toString('utf8');
+      const [id, secret] = basic.split(':').map(decodeURIComponent);
+      if (id !== 'samples-client' || secret !== 'samples-secret') return json(401, { error: 'invalid_client' });
+      if (form.get('grant_type') !== 'client_credentials') return json(400, { error: 'unsupported_grant_type' });
+      const token = `tok-${++tokenCount}-${randomUUID().slice(0, 8)}`;
+      tokens.set(token, Date.now() + TOKEN_TTL_MS);
+      console.log(`as: issued ${token} (resource ${form.get('resource')})`);
+      return json(200, { access_token: token, token_type: 'Bearer', expires_in: Math.ceil(TOKEN_TTL_MS / 1000) });
+    }
+    json(404, { error: 'not_found' });
+  });
+  as.listen(AUTH_PORT, '127.0.0.1', () => console.log(`authorization server on 127.0.0.1:${AUTH_PORT}`));
+}
+if (AUTH_PORT) startAuthServer();
+
 const transports = new Map();
 
 async function handleStreamable(req, res) {
   const url = new URL(req.url, 'http://x');
   if (url.pathname !== '/mcp') { res.writeHead(404).end('not found'); return; }
+  if (AUTH_PORT && !checkBearer(req, res)) return;
   const sid = req.headers['mcp-session-id'];
   if (req.method === 'POST') {
     const body = await readJson(req);

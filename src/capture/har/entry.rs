@@ -5,7 +5,8 @@
 //! missing `response`, a number where a string belongs, `[name, value]`
 //! header pairs as Slack writes them, ...) a tolerant walk of the same fields
 //! over the JSON value takes over. `_`-prefixed recorder extensions are never
-//! read, except that `_webSocketMessages` is noticed so the caller can count it.
+//! read, except that `_webSocketMessages` is noticed so the caller can count it
+//! and a Chromium abort mark (`net::ERR_ABORTED`) is read as the client closing.
 
 use super::time::Timings;
 use serde_json::Value;
@@ -66,6 +67,9 @@ pub(super) struct EntryRecord {
     pub response: Option<ResponseRecord>,
     /// The entry carries `_webSocketMessages` (Chrome, mitmproxy), which is not read.
     pub websocket_messages: bool,
+    /// The browser aborted the request itself (`net::ERR_ABORTED`: e.g. a
+    /// page's `AbortController`, or the page closing); see `client_aborted()`.
+    pub client_aborted: bool,
 }
 
 /// How an entry was read.
@@ -98,10 +102,22 @@ pub(super) fn parse_entry(model: Model, v: &Value) -> Option<Parsed> {
     };
     let (Parsed::Strict(rec) | Parsed::Tolerant(rec)) = &mut parsed;
     rec.websocket_messages = v.get("_webSocketMessages").is_some();
+    rec.client_aborted = client_aborted(v);
     if let Some(r) = rec.response.as_mut() {
         r.attached_file = v.pointer("/response/content/_file").is_some();
     }
     Some(parsed)
+}
+
+/// Chromium's mark for a request the client itself cancelled: DevTools
+/// writes `_error` (on the entry or its response), Playwright's recorder
+/// `response._failureText`. Other `net::ERR_*` values (reset, refused,
+/// timeout) are failures on the way, not the client's choice.
+pub(super) fn client_aborted(v: &Value) -> bool {
+    ["/_error", "/response/_error", "/response/_failureText"]
+        .iter()
+        .filter_map(|p| v.pointer(p).and_then(Value::as_str))
+        .any(|e| e.trim() == "net::ERR_ABORTED")
 }
 
 fn timings_from(
@@ -160,6 +176,7 @@ fn from_v1_2(e: ::har::v1_2::Entries) -> EntryRecord {
             attached_file: false,
         }),
         websocket_messages: false,
+        client_aborted: false,
     }
 }
 
@@ -196,6 +213,7 @@ fn from_v1_3(e: ::har::v1_3::Entries) -> EntryRecord {
             attached_file: false,
         }),
         websocket_messages: false,
+        client_aborted: false,
     }
 }
 
@@ -318,6 +336,7 @@ fn tolerant(v: &Value) -> Option<EntryRecord> {
         },
         response,
         websocket_messages: false,
+        client_aborted: false,
     })
 }
 

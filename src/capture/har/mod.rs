@@ -453,26 +453,41 @@ fn entry_events(
         anomalies: req_anomalies,
     }));
 
+    // A browser's own abort (`net::ERR_ABORTED`) is the client closing first,
+    // as a FIN/RST from the client is on the wire.
     let Some((status, r)) = response else {
         out.push(HttpEvent::NoResponse {
             xref,
             ts_us: at.end,
             end: BodyEnd::CaptureEnd,
+            client_closed: rec.client_aborted,
         });
         return;
     };
     let receive_ended = time::valid_ms(rec.timings.receive).is_some_and(|ms| ms > 0.0);
-    response_events(status, r, &method, receive_ended, xref, at, &mut notes, out);
+    response_events(
+        status,
+        r,
+        &method,
+        receive_ended,
+        rec.client_aborted,
+        xref,
+        at,
+        &mut notes,
+        out,
+    );
 }
 
 /// `ResponseHead`, `ResponseBody` (when a body was recorded) and `ResponseEnd`.
-/// `receive_ended`: the recorder timed the response's last byte.
+/// `receive_ended`: the recorder timed the response's last byte;
+/// `client_aborted`: the browser aborted the request (`net::ERR_ABORTED`).
 #[allow(clippy::too_many_arguments)]
 fn response_events(
     status: u16,
     r: ResponseRecord,
     method: &str,
     receive_ended: bool,
+    client_aborted: bool,
     xref: ExchangeRef,
     at: time::Instants,
     notes: &mut Notes<'_>,
@@ -558,6 +573,10 @@ fn response_events(
             data: body,
         });
     }
+    // As on the wire, a response the recorder kept whole was not given up,
+    // even when the page dropped it afterwards (Chromium marks a DELETE
+    // whose page closed right after its 200 as aborted too).
+    let client_closed = client_aborted && end != BodyEnd::Complete;
     out.push(HttpEvent::ResponseEnd {
         xref,
         ts_us: at.end,
@@ -565,6 +584,7 @@ fn response_events(
         wire_len,
         decoded_len,
         anomalies,
+        client_closed,
     });
 }
 

@@ -121,10 +121,7 @@ impl Conn {
                             let ts = self.reader(dir).marks.back().map_or(0, |m| m.1);
                             self.gap(dir, len, ts, stats, out);
                         }
-                        Held::Fin { side, ts_us } => {
-                            let dir = self.dir_of(side);
-                            self.end_dir(dir, BodyEnd::Fin, ts_us, stats, out);
-                        }
+                        Held::Fin { side, ts_us } => self.fin(side, ts_us, stats, out),
                     }
                 }
             }

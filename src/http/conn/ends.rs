@@ -94,10 +94,12 @@ impl Conn {
                     .and_then(parse_status_line);
                 let Some((_, status, _)) = status_line else {
                     if let Some(p) = self.pending.pop_front() {
+                        // A response began: the server answered, whoever closed later.
                         let ev = HttpEvent::NoResponse {
                             xref: p.xref,
                             ts_us,
                             end: BodyEnd::Gap,
+                            client_closed: false,
                         };
                         self.emit(ev, stats, out);
                     }
@@ -159,10 +161,12 @@ impl Conn {
         out: &mut Vec<HttpEvent>,
     ) {
         if let Some(p) = self.pending.pop_front() {
+            // A response began inside the gap: the server answered.
             let ev = HttpEvent::NoResponse {
                 xref: p.xref,
                 ts_us,
                 end: BodyEnd::Gap,
+                client_closed: false,
             };
             self.emit(ev, stats, out);
         }
@@ -324,6 +328,7 @@ impl Conn {
                     xref: p.xref,
                     ts_us,
                     end,
+                    client_closed: self.client_closed,
                 },
                 stats,
                 out,

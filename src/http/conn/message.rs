@@ -311,6 +311,7 @@ impl Conn {
                     xref: old.xref,
                     ts_us,
                     end: BodyEnd::CaptureEnd,
+                    client_closed: false,
                 },
                 stats,
                 out,
@@ -579,6 +580,10 @@ impl Conn {
         for a in &msg.anomalies {
             stats.anomaly(a);
         }
+        // Ended short of its framing after the client's FIN/RST: the client
+        // gave up first. (A close-delimited body the server then ended with
+        // FIN says so too; the MCP stage decides by the final response.)
+        let client_closed = self.client_closed && end != BodyEnd::Complete;
         self.emit(
             HttpEvent::ResponseEnd {
                 xref: msg.xref,
@@ -587,6 +592,7 @@ impl Conn {
                 wire_len: msg.wire_len,
                 decoded_len: msg.decoder.decoded_len(),
                 anomalies: msg.anomalies,
+                client_closed,
             },
             stats,
             out,

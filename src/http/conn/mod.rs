@@ -224,6 +224,9 @@ pub struct Conn {
     deferred: Vec<HttpEvent>,
     deferred_bytes: usize,
     last_ts_us: i64,
+    /// The client (the request side, after side detection) sent FIN or RST.
+    /// Every response cut after that says the client closed first.
+    client_closed: bool,
 }
 
 fn side_index(side: Side) -> usize {
@@ -254,6 +257,7 @@ impl Conn {
             deferred: Vec::new(),
             deferred_bytes: 0,
             last_ts_us: 0,
+            client_closed: false,
         }
     }
 
@@ -336,19 +340,28 @@ impl Conn {
         match self.role {
             Role::NotHttp => {}
             Role::Undecided => self.held.push(Held::Fin { side, ts_us }),
-            Role::Http { .. } => {
-                let dir = self.dir_of(side);
-                self.end_dir(dir, BodyEnd::Fin, ts_us, stats, out);
-            }
+            Role::Http { .. } => self.fin(side, ts_us, stats, out),
         }
     }
 
-    /// A RST aborts both directions.
-    pub fn on_rst(&mut self, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    /// A FIN from `side` (roles known): its direction ends.
+    fn fin(&mut self, side: Side, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        let dir = self.dir_of(side);
+        if dir == Dir::Req {
+            self.client_closed = true;
+        }
+        self.end_dir(dir, BodyEnd::Fin, ts_us, stats, out);
+    }
+
+    /// A RST from `side` aborts both directions.
+    pub fn on_rst(&mut self, side: Side, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
         if self.role == Role::Undecided {
             self.decide(true, stats, out);
         }
         if matches!(self.role, Role::Http { .. }) {
+            if self.dir_of(side) == Dir::Req {
+                self.client_closed = true;
+            }
             self.end_dir(Dir::Req, BodyEnd::Rst, ts_us, stats, out);
             self.end_dir(Dir::Resp, BodyEnd::Rst, ts_us, stats, out);
         }

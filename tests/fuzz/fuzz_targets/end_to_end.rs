@@ -15,7 +15,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = std::fs::remove_file(&path);
     let Ok(a) = res else { return };
     let s = &a.stats;
-    assert_eq!(s.packets_total, s.packets_decoded + s.packets_skipped_total());
+    assert_eq!(
+        s.packets_total,
+        s.packets_decoded + s.packets_skipped_total()
+    );
     let summary = run_summary(&RunInfo {
         inputs: &a.inputs,
         stats: s,

@@ -29,13 +29,27 @@ fuzz_target!(|data: &[u8]| {
     for ev in &events {
         match &ev.kind {
             StreamEventKind::Opened { .. } => {
-                assert!(open.insert(ev.stream, true).is_none(), "stream {} opened twice", ev.stream)
+                assert!(
+                    open.insert(ev.stream, true).is_none(),
+                    "stream {} opened twice",
+                    ev.stream
+                )
             }
             StreamEventKind::Closed { .. } => {
-                assert_eq!(open.insert(ev.stream, false), Some(true), "close of stream {}", ev.stream)
+                assert_eq!(
+                    open.insert(ev.stream, false),
+                    Some(true),
+                    "close of stream {}",
+                    ev.stream
+                )
             }
             other => {
-                assert_eq!(open.get(&ev.stream), Some(&true), "{other:?} outside stream {}", ev.stream);
+                assert_eq!(
+                    open.get(&ev.stream),
+                    Some(&true),
+                    "{other:?} outside stream {}",
+                    ev.stream
+                );
                 match other {
                     StreamEventKind::Data { bytes, .. } => delivered += bytes.len() as u64,
                     StreamEventKind::Gap { len, .. } => gaps += len,

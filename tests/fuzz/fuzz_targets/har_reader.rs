@@ -7,7 +7,10 @@ use mcp_trace::http::HttpEvent;
 fuzz_target!(|data: &[u8]| {
     let mut stats = Stats::default();
     if let Ok(events) = mcp_trace::capture::har::read_har("fuzz.har", data, 1 << 48, &mut stats) {
-        let requests = events.iter().filter(|e| matches!(e, HttpEvent::Request(_))).count();
+        let requests = events
+            .iter()
+            .filter(|e| matches!(e, HttpEvent::Request(_)))
+            .count();
         assert_eq!(requests as u64, stats.http_exchanges);
     }
 });

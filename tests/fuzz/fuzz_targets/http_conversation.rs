@@ -20,7 +20,10 @@ fuzz_target!(|data: &[u8]| {
     for ev in &out {
         match ev {
             HttpEvent::Request(r) => {
-                assert!(ends.insert((r.xref.conn.conn, r.xref.depth), 0).is_none(), "request repeated")
+                assert!(
+                    ends.insert((r.xref.conn.conn, r.xref.depth), 0).is_none(),
+                    "request repeated"
+                )
             }
             HttpEvent::ResponseEnd { xref, .. } | HttpEvent::NoResponse { xref, .. } => {
                 *ends.entry((xref.conn.conn, xref.depth)).or_insert(0) += 1

@@ -30,6 +30,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let rows = analyzer.finish(&mut stats);
     for row in &rows {
-        assert_eq!(row.cells().len(), <mcp_trace::mcp::Exchange as Table>::COLUMNS.len());
+        assert_eq!(
+            row.cells().len(),
+            <mcp_trace::mcp::Exchange as Table>::COLUMNS.len()
+        );
     }
 });

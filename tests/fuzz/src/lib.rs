@@ -197,7 +197,11 @@ pub fn stream_events(data: &[u8]) -> Vec<StreamEvent> {
         };
         let kind = match op & 7 {
             0 | 1 => {
-                let side = if op & 7 == 0 { Side::Client } else { Side::Server };
+                let side = if op & 7 == 0 {
+                    Side::Client
+                } else {
+                    Side::Server
+                };
                 let bytes = input.bytes16().to_vec();
                 if !side_open(side) || bytes.is_empty() {
                     continue;
@@ -205,7 +209,11 @@ pub fn stream_events(data: &[u8]) -> Vec<StreamEvent> {
                 StreamEventKind::Data { side, bytes }
             }
             2 | 3 => {
-                let side = if op & 7 == 2 { Side::Client } else { Side::Server };
+                let side = if op & 7 == 2 {
+                    Side::Client
+                } else {
+                    Side::Server
+                };
                 let len = u64::from(input.u32());
                 if !side_open(side) || len == 0 {
                     continue;
@@ -213,7 +221,11 @@ pub fn stream_events(data: &[u8]) -> Vec<StreamEvent> {
                 StreamEventKind::Gap { side, len }
             }
             4 | 5 => {
-                let side = if op & 7 == 4 { Side::Client } else { Side::Server };
+                let side = if op & 7 == 4 {
+                    Side::Client
+                } else {
+                    Side::Server
+                };
                 if !side_open(side) {
                     continue;
                 }
@@ -223,7 +235,11 @@ pub fn stream_events(data: &[u8]) -> Vec<StreamEvent> {
                 StreamEventKind::Fin { side }
             }
             _ => {
-                let side = if op & 0x20 != 0 { Side::Server } else { Side::Client };
+                let side = if op & 0x20 != 0 {
+                    Side::Server
+                } else {
+                    Side::Client
+                };
                 if st[2] {
                     continue;
                 }
@@ -368,18 +384,24 @@ pub fn http_events(data: &[u8]) -> Vec<HttpEvent> {
                 ts_us,
                 data: input.bytes16().to_vec(),
             },
-            3 => HttpEvent::ResponseEnd {
-                xref,
-                ts_us,
-                end: pick(&ENDS, input.u8()).unwrap_or(BodyEnd::Complete),
-                wire_len: 0,
-                decoded_len: 0,
-                anomalies: Vec::new(),
-            },
+            3 => {
+                let end = pick(&ENDS, input.u8()).unwrap_or(BodyEnd::Complete);
+                HttpEvent::ResponseEnd {
+                    xref,
+                    ts_us,
+                    end,
+                    wire_len: 0,
+                    decoded_len: 0,
+                    anomalies: Vec::new(),
+                    // http/mod.rs: always false when the body completed.
+                    client_closed: op & 0x80 != 0 && end != BodyEnd::Complete,
+                }
+            }
             _ => HttpEvent::NoResponse {
                 xref,
                 ts_us,
                 end: pick(&ENDS, input.u8()).unwrap_or(BodyEnd::Complete),
+                client_closed: op & 0x80 != 0,
             },
         };
         out.push(ev);
