@@ -129,13 +129,16 @@ for label, path in [("file", run_json), ("stdin", stdin_json)]:
     diff = {k: (w.get(k, 0), g.get(k, 0)) for k in sorted(set(w) | set(g)) if w.get(k, 0) != g.get(k, 0)}
     print(f"mcp-trace ({label}): {sum(g.values())} rows, {got.get('packets_total')} packets, "
           f"http_exchanges {got.get('http_exchanges')}, gap_bytes {got.get('gap_bytes')}")
+    for key in ("sessions", "retries"):
+        if key in want and want[key] != got.get(key):
+            diff[key] = (want[key], got.get(key))
     if diff:
         mismatch = True
-        print("  OUTCOME MISMATCH (outcome: truth vs mcp-trace):")
+        print("  MISMATCH (name: truth vs mcp-trace):")
         for k, (a, b) in diff.items():
             print(f"    {k}: {a} vs {b}")
     else:
-        print("  outcomes: all match the ground truth")
+        print("  outcomes, sessions and retries: all match the ground truth")
     if got.get("anomalies"):
         print("  anomalies:", json.dumps(got["anomalies"]))
 print("baseline:", open(baseline_out).read().strip())

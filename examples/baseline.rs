@@ -367,3 +367,56 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONVERSATION: &[u8] =
+        b"POST /mcp HTTP/1.1\r\ncontent-length: 5\r\n\r\nhelloHTTP/1.1 200 OK\r\n\
+transfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\nHTTP/1.1 202 Accepted\r\n\
+content-length: 0\r\n\r\nPOST /mcp HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}";
+
+    fn feed(pieces: &[&[u8]]) -> Counts {
+        let mut d = Dir::default();
+        let mut c = Counts::default();
+        for p in pieces {
+            d.buf.extend_from_slice(p);
+            parse(&mut d, &mut c);
+        }
+        c
+    }
+
+    #[test]
+    fn whole_conversation() {
+        let c = feed(&[CONVERSATION]);
+        assert_eq!((c.requests, c.responses, c.bad), (2, 2, 0));
+    }
+
+    #[test]
+    fn every_split_point() {
+        for i in 0..=CONVERSATION.len() {
+            let (a, b) = CONVERSATION.split_at(i);
+            let c = feed(&[a, b]);
+            assert_eq!((c.requests, c.responses, c.bad), (2, 2, 0), "split at {i}");
+        }
+        let bytes: Vec<&[u8]> = CONVERSATION.chunks(1).collect();
+        let c = feed(&bytes);
+        assert_eq!((c.requests, c.responses), (2, 2));
+    }
+
+    #[test]
+    fn out_of_order_and_duplicate_segments() {
+        let mut flows = HashMap::new();
+        let mut c = Counts::default();
+        let key = ([127, 0, 0, 2], 40000, [127, 0, 0, 1], 3000);
+        let msg = b"POST /mcp HTTP/1.1\r\ncontent-length: 4\r\n\r\nabcd";
+        let (a, b) = msg.split_at(20);
+        segment(&mut flows, key, 99, 0x02, &[], &mut c); // SYN: data starts at 100
+        segment(&mut flows, key, 120, 0x10, b, &mut c); // second half first
+        assert_eq!(c.requests, 0);
+        segment(&mut flows, key, 100, 0x10, a, &mut c);
+        segment(&mut flows, key, 100, 0x10, a, &mut c); // retransmission
+        assert_eq!((c.requests, c.bad), (1, 0));
+    }
+}

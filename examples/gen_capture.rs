@@ -139,6 +139,9 @@ struct Truth {
     http_exchanges: u64,
     connections: u64,
     sessions: u64,
+    /// Resends with the same id and body right after a 503 (`retry_origin = sdk`),
+    /// other than of `ping` and `tools/list`.
+    sdk_retries: u64,
 }
 
 impl Truth {
@@ -551,6 +554,13 @@ impl Gen {
         let rng = &mut self.rng;
         let next = std::mem::replace(&mut c.next, Next::Work);
         let is_retry = matches!(next, Next::Retry { .. });
+        if let Next::Retry { body, .. } = &next {
+            // `ping` and `*/list` are never linked as repeats (report-schema.md 4).
+            let discovery = body.contains(r#""method":"ping""#) || body.contains("/list\"");
+            if !discovery {
+                self.truth.sdk_retries += 1;
+            }
+        }
         let (id, body, mut planned) = match next {
             Next::Initialize => {
                 let id = c.next_id;
@@ -887,6 +897,11 @@ fn run(path: &str, size_mb: u64, seed: u64, conns: usize) -> std::io::Result<()>
     let _ = writeln!(json, "  \"tcp_connections\": {},", g.truth.connections);
     let _ = writeln!(json, "  \"sessions\": {},", g.truth.sessions);
     let _ = writeln!(json, "  \"http_exchanges\": {},", g.truth.http_exchanges);
+    let _ = writeln!(
+        json,
+        "  \"retries\": {{\"sdk\": {}, \"application\": 0, \"manual\": 0}},",
+        g.truth.sdk_retries
+    );
     let total: u64 = g.truth.outcomes.values().sum();
     let _ = writeln!(json, "  \"requests\": {total},");
     json.push_str("  \"mcp_exchanges\": {");
@@ -928,5 +943,54 @@ fn main() -> ExitCode {
             eprintln!("gen_capture: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksums_verify() {
+        let a = Dir {
+            ip: [127, 0, 0, 2],
+            port: 40000,
+            seq: 7,
+        };
+        let b = Dir {
+            ip: SERVER_IP,
+            port: SERVER_PORT,
+            seq: 9,
+        };
+        let f = frame(&a, &b, 7, 9, ACK | PSH, b"hello");
+        // A header with its checksum in place sums to 0xffff (RFC 1071).
+        assert_eq!(checksum_fold(checksum_add(0, &f[14..34])), 0);
+        let mut pseudo = Vec::from([127, 0, 0, 2, 127, 0, 0, 1, 0, 6, 0, 25]);
+        pseudo.extend_from_slice(&f[34..]);
+        assert_eq!(checksum_fold(checksum_add(0, &pseudo)), 0);
+        assert_eq!(f.len(), 14 + 20 + 20 + 5);
+    }
+
+    #[test]
+    fn same_seed_same_bytes_and_truth() {
+        let dir = tempfile::tempdir().unwrap();
+        let p1 = dir.path().join("a.pcap");
+        let p2 = dir.path().join("b.pcap");
+        run(p1.to_str().unwrap(), 1, 7, 20).unwrap();
+        run(p2.to_str().unwrap(), 1, 7, 20).unwrap();
+        assert_eq!(std::fs::read(&p1).unwrap(), std::fs::read(&p2).unwrap());
+        let t: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("a.truth.json")).unwrap())
+                .unwrap();
+        let outcomes = t["mcp_exchanges"].as_object().unwrap();
+        let sum: u64 = outcomes.values().map(|v| v.as_u64().unwrap()).sum();
+        assert_eq!(sum, t["requests"].as_u64().unwrap());
+        assert!(t["bytes"].as_u64().unwrap() >= 1_000_000);
+        // One `notifications/initialized` per session at most (the run may stop
+        // between a client's initialize and its notification); one resend per error at most.
+        let sessions = t["sessions"].as_u64().unwrap();
+        assert!(sessions >= 10, "{t}");
+        assert!(outcomes["ACCEPTED"].as_u64().unwrap() <= sessions);
+        assert!(t["retries"]["sdk"].as_u64().unwrap() <= outcomes["HTTP_ERROR"].as_u64().unwrap());
     }
 }
