@@ -4,6 +4,7 @@ mod support;
 
 mod capture_corpus;
 mod cli;
+mod golden;
 mod har_corpus;
 mod har_vs_pcap;
 mod robustness;
