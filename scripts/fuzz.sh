@@ -31,13 +31,18 @@ mkdir -p "$logs" tests/fixtures/robustness
 run_one() {
     local t=$1 max_len=65536
     [ "$t" = har_reader ] && max_len=262144
+    # Fork mode keeps fuzzing after a crash, OOM or timeout (each is saved as
+    # an artifact); a single allocation over 1 GiB counts as an OOM.
     cargo fuzz run --fuzz-dir tests/fuzz "$t" "$corpus/$t" -- \
-        -max_total_time="$secs" -max_len="$max_len" -rss_limit_mb=2048 -timeout=20 \
-        -print_final_stats=1 >"$logs/$t.log" 2>&1 || echo "$t: FAILED (see $logs/$t.log)"
-    local cov execs
-    cov=$(grep -E '#[0-9]+.*cov:' "$logs/$t.log" | tail -1 | grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9/]+[a-zA-Z]*' || true)
-    execs=$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$logs/$t.log" | grep -oE '[0-9]+$' || echo "?")
-    echo "$t: ${secs}s, $execs executions, $cov"
+        -max_total_time="$secs" -max_len="$max_len" -timeout=20 \
+        -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
+        -rss_limit_mb=2048 -malloc_limit_mb=1024 >"$logs/$t.log" 2>&1 ||
+        echo "$t: libFuzzer exited non-zero (see $logs/$t.log)"
+    local last execs cov
+    last=$(grep -E '^#[0-9]+' "$logs/$t.log" | tail -1 || true)
+    execs=$(echo "$last" | grep -oE '^#[0-9]+' | tr -d '#' || true)
+    cov=$(echo "$last" | grep -oE 'cov: [0-9]+ ft: [0-9]+' || true)
+    echo "$t: ${secs}s, ${execs:-?} executions, ${cov:-no coverage line}"
     for a in tests/fuzz/artifacts/"$t"/*; do
         [ -f "$a" ] && cp "$a" "tests/fixtures/robustness/fuzz-$t-$(basename "$a")"
     done

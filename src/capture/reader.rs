@@ -455,6 +455,16 @@ impl Iterator for PacketReader {
                 }
                 Step::Incomplete(needed) => {
                     let left = self.end.saturating_sub(self.pos);
+                    // The parser asks for what a length field inside the record claims
+                    // (e.g. an EPB captured length larger than its block): never grow
+                    // the buffer past the record limit for a damaged field.
+                    if left.saturating_add(needed) > MAX_RECORD_BYTES {
+                        let at = self.offset;
+                        return Some(Err(self.fail(format!(
+                            "record at byte offset {at} needs {} bytes (limit {MAX_RECORD_BYTES}): a length field is damaged; the rest of the file is skipped",
+                            left.saturating_add(needed)
+                        ))));
+                    }
                     if self.eof {
                         self.done = true;
                         self.info.bytes = self.bytes_read();

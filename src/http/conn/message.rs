@@ -186,6 +186,13 @@ impl Conn {
             None => {
                 if reader.buf.len() > HEAD_LIMIT {
                     stats.anomaly("http.head_too_large");
+                    // Drop the oversized head: resync would otherwise find the same
+                    // message start at offset 0 and read the head again, forever.
+                    let skipped = reader.buf.len();
+                    stats.http_bytes_skipped =
+                        stats.http_bytes_skipped.saturating_add(skipped as u64);
+                    reader.consume(skipped);
+                    reader.scanned = 0;
                     reader.state = ReadState::Resync { line_start: false };
                     return true;
                 }
