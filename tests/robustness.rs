@@ -1,5 +1,6 @@
 //! Robustness (issue 10): mutated samples, hostile captures and the run
-//! summary's accounting identities, all through the real binary.
+//! summary's accounting identities, through the real binary (the TCP byte
+//! identity, which the summary cannot show, through the library).
 //!
 //! Every run must exit 0 (analysis finished) or 2 (input refused, one clear
 //! line), never panic, never hang ([`HANG_TIMEOUT`]), and stay under
@@ -10,6 +11,8 @@
 //! `MCP_TRACE_MUTATIONS` sets the variants per file (default
 //! [`DEFAULT_MUTATIONS`]); `MCP_TRACE_ROBUST_FULL=1` scales the hostile
 //! captures to the sizes of the issue (scripts/fuzz.sh sets both).
+// Test code: a panic is a test failure with a message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use serde_json::Value;
 use std::io::{BufWriter, Read, Write};
@@ -24,7 +27,7 @@ const HANG_TIMEOUT_FULL: Duration = Duration::from_secs(300);
 /// Peak resident memory allowed for one run of the debug binary.
 const PEAK_RSS_LIMIT_KB: u64 = 300 * 1024;
 /// Mutated variants per input file in `cargo test`.
-const DEFAULT_MUTATIONS: usize = 6;
+const DEFAULT_MUTATIONS: usize = 10;
 /// Fixed seed of the mutation test.
 const MUTATION_SEED: u64 = 0x6d63_702d_7472_6163;
 
@@ -143,7 +146,9 @@ fn analyze(input: &Path, timeout: Duration) -> Run {
             let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"));
             for kid in kids.unwrap_or_default().split_whitespace() {
                 if kid.parse::<u32>().is_ok_and(|k| k > 1) {
-                    let _ = Command::new("kill").args(["-s", "KILL", "--", kid]).status();
+                    let _ = Command::new("kill")
+                        .args(["-s", "KILL", "--", kid])
+                        .status();
                 }
             }
             let _ = child.kill();
@@ -178,11 +183,16 @@ fn analyze(input: &Path, timeout: Duration) -> Run {
 }
 
 fn num(v: &Value, key: &str) -> u64 {
-    v.get(key).and_then(Value::as_u64).unwrap_or_else(|| panic!("summary lacks {key}: {v}"))
+    v.get(key)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("summary lacks {key}: {v}"))
 }
 
 fn anomaly(v: &Value, name: &str) -> u64 {
-    v.get("anomalies").and_then(|a| a.get(name)).and_then(Value::as_u64).unwrap_or(0)
+    v.get("anomalies")
+        .and_then(|a| a.get(name))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
 }
 
 /// `packets_total == packets_decoded + sum(packets_skipped)`; `Err` says how it fails.
@@ -196,7 +206,9 @@ fn packet_identity(s: &Value) -> Result<(), String> {
     if total == decoded + skipped && skipped == num(s, "packets_skipped_total") {
         Ok(())
     } else {
-        Err(format!("packets_total {total} != decoded {decoded} + skipped {skipped}"))
+        Err(format!(
+            "packets_total {total} != decoded {decoded} + skipped {skipped}"
+        ))
     }
 }
 
@@ -224,7 +236,10 @@ fn check_run_bounded(what: &str, run: &Run, rss_limit_kb: u64) -> Result<(), Str
         other => return fail(format!("exit status {other:?}")),
     }
     if run.peak_rss_kb > rss_limit_kb {
-        return fail(format!("peak RSS {} kB over {rss_limit_kb} kB", run.peak_rss_kb));
+        return fail(format!(
+            "peak RSS {} kB over {rss_limit_kb} kB",
+            run.peak_rss_kb
+        ));
     }
     if run.code == Some(0) {
         let Some(s) = &run.summary else {
@@ -247,7 +262,11 @@ impl Rng {
     }
 
     fn below(&mut self, n: usize) -> usize {
-        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
     }
 }
 
@@ -259,9 +278,13 @@ fn mutate(data: &[u8], rng: &mut Rng, k: usize) -> Vec<u8> {
         let cut = rng.below(v.len());
         v.truncate(cut.max(1));
     }
-    if k % 3 != 0 && !v.is_empty() {
+    if !k.is_multiple_of(3) && !v.is_empty() {
         for _ in 0..1 + rng.below(8) {
-            let span = if rng.next() & 1 == 0 { v.len().min(64) } else { v.len() };
+            let span = if rng.next() & 1 == 0 {
+                v.len().min(64)
+            } else {
+                v.len()
+            };
             let at = rng.below(span);
             v[at] ^= 1 << rng.below(8);
         }
@@ -284,6 +307,11 @@ fn keep_failure(name: &str, data: &[u8]) -> PathBuf {
     std::fs::write(&path, data).unwrap();
     path
 }
+
+/// Variants that break the contract because of a bug already reported (file
+/// name, variant index, reason). They are listed, not failed, so the test keeps
+/// guarding every other variant; a listed variant that passes is reported.
+const KNOWN_FAILURES: &[(&str, usize, &str)] = &[];
 
 #[test]
 fn mutated_inputs_exit_cleanly() {
@@ -309,15 +337,31 @@ fn mutated_inputs_exit_cleanly() {
                 let dir = tempfile::tempdir().unwrap();
                 loop {
                     let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((path, k, data)) = jobs.get(j) else { break };
+                    let Some((path, k, data)) = jobs.get(j) else {
+                        break;
+                    };
                     let name = path.file_name().unwrap().to_string_lossy().to_string();
                     let input = dir.path().join(format!("v{k}-{name}"));
                     std::fs::write(&input, data).unwrap();
                     let run = analyze(&input, HANG_TIMEOUT);
-                    peak.fetch_max(run.peak_rss_kb, std::sync::atomic::Ordering::Relaxed);
-                    if let Err(why) = check_run(&format!("{name} variant {k}"), &run) {
-                        let kept = keep_failure(&format!("v{k}-{name}"), data);
-                        failures.lock().unwrap().push(format!("{why}\nkept: {}", kept.display()));
+                    let known = KNOWN_FAILURES.iter().find(|(f, v, _)| *f == name && v == k);
+                    match (check_run(&format!("{name} variant {k}"), &run), known) {
+                        (Err(why), None) => {
+                            let kept = keep_failure(&format!("v{k}-{name}"), data);
+                            failures
+                                .lock()
+                                .unwrap()
+                                .push(format!("{why}\nkept: {}", kept.display()));
+                        }
+                        (Err(_), Some((_, _, reason))) => {
+                            eprintln!("known failure {name} variant {k}: {reason}");
+                        }
+                        (Ok(()), Some(_)) => {
+                            eprintln!("known failure {name} variant {k} now passes: remove it");
+                        }
+                        (Ok(()), None) => {
+                            peak.fetch_max(run.peak_rss_kb, std::sync::atomic::Ordering::Relaxed);
+                        }
                     }
                     let mut c = codes.lock().unwrap();
                     c[usize::from(run.code == Some(2))] += 1;
@@ -327,14 +371,19 @@ fn mutated_inputs_exit_cleanly() {
     });
     let codes = codes.into_inner().unwrap();
     eprintln!(
-        "mutation: {} files, {total} variants: {} exit 0, {} exit 2; peak RSS {} kB",
+        "mutation: {} files, {total} variants: {} exit 0, {} exit 2; peak RSS of passing runs {} kB",
         files.len(),
         codes[0],
         codes[1],
         peak.into_inner()
     );
     let failures = failures.into_inner().unwrap();
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }
 
 #[test]
@@ -371,7 +420,14 @@ const MSS: usize = 1460;
 type Endpoint = ([u8; 4], u16);
 
 /// Ethernet + IPv4 + TCP frame.
-fn tcp_frame(src: Endpoint, dst: Endpoint, seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+fn tcp_frame(
+    src: Endpoint,
+    dst: Endpoint,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    payload: &[u8],
+) -> Vec<u8> {
     let mut f = Vec::with_capacity(54 + payload.len());
     f.extend_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00]);
     let total = u16::try_from(40 + payload.len()).unwrap();
@@ -404,7 +460,11 @@ impl PcapWriter {
         w.write_all(&[2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
         w.write_all(&262_144u32.to_le_bytes()).unwrap();
         w.write_all(&1u32.to_le_bytes()).unwrap();
-        PcapWriter { w, now_us: T0_US, step_us: 10 }
+        PcapWriter {
+            w,
+            now_us: T0_US,
+            step_us: 10,
+        }
     }
 
     fn record(&mut self, frame: &[u8]) {
@@ -435,9 +495,28 @@ impl Conn {
     /// Three-way handshake with the given initial sequence numbers.
     fn open(w: &mut PcapWriter, client: Endpoint, server: Endpoint, cisn: u32, sisn: u32) -> Conn {
         w.record(&tcp_frame(client, server, cisn, 0, SYN, &[]));
-        w.record(&tcp_frame(server, client, sisn, cisn.wrapping_add(1), SYN | ACK, &[]));
-        w.record(&tcp_frame(client, server, cisn.wrapping_add(1), sisn.wrapping_add(1), ACK, &[]));
-        Conn { client, server, cseq: cisn.wrapping_add(1), sseq: sisn.wrapping_add(1) }
+        w.record(&tcp_frame(
+            server,
+            client,
+            sisn,
+            cisn.wrapping_add(1),
+            SYN | ACK,
+            &[],
+        ));
+        w.record(&tcp_frame(
+            client,
+            server,
+            cisn.wrapping_add(1),
+            sisn.wrapping_add(1),
+            ACK,
+            &[],
+        ));
+        Conn {
+            client,
+            server,
+            cseq: cisn.wrapping_add(1),
+            sseq: sisn.wrapping_add(1),
+        }
     }
 
     /// `data` from one side, in MSS-sized segments.
@@ -455,11 +534,32 @@ impl Conn {
 
     /// FIN from both sides, each acknowledged.
     fn close(&mut self, w: &mut PcapWriter) {
-        w.record(&tcp_frame(self.client, self.server, self.cseq, self.sseq, FIN | ACK, &[]));
+        w.record(&tcp_frame(
+            self.client,
+            self.server,
+            self.cseq,
+            self.sseq,
+            FIN | ACK,
+            &[],
+        ));
         self.cseq = self.cseq.wrapping_add(1);
-        w.record(&tcp_frame(self.server, self.client, self.sseq, self.cseq, FIN | ACK, &[]));
+        w.record(&tcp_frame(
+            self.server,
+            self.client,
+            self.sseq,
+            self.cseq,
+            FIN | ACK,
+            &[],
+        ));
         self.sseq = self.sseq.wrapping_add(1);
-        w.record(&tcp_frame(self.client, self.server, self.cseq, self.sseq, ACK, &[]));
+        w.record(&tcp_frame(
+            self.client,
+            self.server,
+            self.cseq,
+            self.sseq,
+            ACK,
+            &[],
+        ));
     }
 }
 
@@ -487,7 +587,12 @@ fn hostile(name: &str, build: impl FnOnce(&Path), expected: &[&str]) -> Value {
 }
 
 /// [`hostile`] with its own peak RSS bound.
-fn hostile_bounded(name: &str, build: impl FnOnce(&Path), expected: &[&str], rss_limit_kb: u64) -> Value {
+fn hostile_bounded(
+    name: &str,
+    build: impl FnOnce(&Path),
+    expected: &[&str],
+    rss_limit_kb: u64,
+) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(format!("{name}.pcap"));
     build(&path);
@@ -497,7 +602,11 @@ fn hostile_bounded(name: &str, build: impl FnOnce(&Path), expected: &[&str], rss
         std::fs::copy(&path, Path::new(&keep).join(format!("{name}.pcap"))).unwrap();
     }
     let size = std::fs::metadata(&path).unwrap().len();
-    let timeout = if full_size() { HANG_TIMEOUT_FULL } else { HANG_TIMEOUT };
+    let timeout = if full_size() {
+        HANG_TIMEOUT_FULL
+    } else {
+        HANG_TIMEOUT
+    };
     let run = analyze(&path, timeout);
     eprintln!(
         "hostile {name}: {size} bytes in, exit {:?}, {:?}, peak RSS {} kB",
@@ -509,7 +618,11 @@ fn hostile_bounded(name: &str, build: impl FnOnce(&Path), expected: &[&str], rss
     assert_eq!(run.code, Some(0), "{name}: {}", run.stderr);
     let s = run.summary.unwrap();
     for a in expected {
-        assert!(anomaly(&s, a) > 0, "{name}: anomaly {a} not in {}", s["anomalies"]);
+        assert!(
+            anomaly(&s, a) > 0,
+            "{name}: anomaly {a} not in {}",
+            s["anomalies"]
+        );
     }
     s
 }
@@ -581,14 +694,16 @@ fn deflate_bomb(blocks: usize) -> Vec<u8> {
     let zeros = vec![0u8; 1 << 20];
     let mut c = Compress::new(Compression::best(), false);
     let mut block = Vec::with_capacity(4096);
-    c.compress_vec(&zeros, &mut block, FlushCompress::Full).unwrap();
+    c.compress_vec(&zeros, &mut block, FlushCompress::Full)
+        .unwrap();
     let mut out = Vec::with_capacity(block.len() * blocks + 16);
     for _ in 0..blocks {
         out.extend_from_slice(&block);
     }
     let mut fin = Compress::new(Compression::best(), false);
     let mut tail = Vec::with_capacity(64);
-    fin.compress_vec(&[], &mut tail, FlushCompress::Finish).unwrap();
+    fin.compress_vec(&[], &mut tail, FlushCompress::Finish)
+        .unwrap();
     out.extend_from_slice(&tail);
     out
 }
@@ -623,9 +738,6 @@ fn hostile_gzip_bomb() {
 }
 
 #[test]
-#[ignore = "hang: infinite loop in http::conn drain() once a head passes HEAD_LIMIT (64 KiB): \
-            head_too_large -> Resync -> find_message_start accepts offset 0 -> Head again; \
-            repro: tests/fixtures/robustness/head-too-large-loop.pcap (70 kB header)"]
 fn hostile_header_of_many_megabytes() {
     let mib = scaled(4, 16);
     hostile(
@@ -637,7 +749,11 @@ fn hostile_header_of_many_megabytes() {
             req.extend(std::iter::repeat_n(b'a', mib << 20));
             req.extend_from_slice(b"\r\nContent-Length: 2\r\n\r\n{}");
             c.send(&mut w, true, &req);
-            c.send(&mut w, false, b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+            c.send(
+                &mut w,
+                false,
+                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+            );
             c.close(&mut w);
             w.finish();
         },
@@ -654,7 +770,11 @@ fn hostile_sse_stream_of_tiny_events() {
             let mut w = PcapWriter::create(p);
             let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
             c.send(&mut w, true, &mcp_post(TOOLS_CALL));
-            c.send(&mut w, false, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n");
+            c.send(
+                &mut w,
+                false,
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n",
+            );
             let events = b"data: x\n\n".repeat(n);
             c.send(&mut w, false, &events);
             c.close(&mut w);
@@ -665,36 +785,47 @@ fn hostile_sse_stream_of_tiny_events() {
     assert_eq!(num(&s, "http_exchanges"), 1);
 }
 
-#[test]
-fn hostile_json_nested_ten_thousand_levels() {
+/// A tools/call whose params nest 10 000 arrays deep, answered by a result as deep.
+fn build_deep_json(p: &Path) {
     let depth = 10_000;
     let mut body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":"#.to_vec();
     body.extend(std::iter::repeat_n(b'[', depth));
     body.extend(std::iter::repeat_n(b']', depth));
     body.extend_from_slice(b"}}");
-    let mut result = br#"{"jsonrpc":"2.0","id":1,"result":"#.to_vec();
-    result.extend(std::iter::repeat_n(b'{', 1).chain(std::iter::repeat_n(b'[', depth)));
+    let mut result = br#"{"jsonrpc":"2.0","id":1,"result":{"a":"#.to_vec();
+    result.extend(std::iter::repeat_n(b'[', depth));
     result.extend(std::iter::repeat_n(b']', depth));
-    result.extend_from_slice(b"}");
-    let s = hostile(
-        "deep-json",
-        |p| {
-            let mut w = PcapWriter::create(p);
-            let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
-            c.send(&mut w, true, &mcp_post(&body));
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-                result.len()
-            );
-            c.send(&mut w, false, head.as_bytes());
-            c.send(&mut w, false, &result);
-            c.close(&mut w);
-            w.finish();
-        },
-        &[],
+    result.extend_from_slice(b"}}");
+    let mut w = PcapWriter::create(p);
+    let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
+    c.send(&mut w, true, &mcp_post(&body));
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        result.len()
     );
+    c.send(&mut w, false, head.as_bytes());
+    c.send(&mut w, false, &result);
+    c.close(&mut w);
+    w.finish();
+}
+
+#[test]
+fn hostile_json_nested_ten_thousand_levels() {
+    // No stack overflow (that would be a SIGSEGV, not a panic): exit 0.
+    let s = hostile("deep-json", build_deep_json, &[]);
     assert_eq!(num(&s, "http_exchanges"), 1);
-    eprintln!("deep-json anomalies: {}", s["anomalies"]);
+}
+
+#[test]
+#[ignore = "silent loss: the 10 000-deep request gives no MCP row and no anomaly \
+            (serde_json's recursion limit fails the parse; src/mcp drops the exchange unreported)"]
+fn deep_json_is_reported() {
+    let s = hostile("deep-json", build_deep_json, &[]);
+    let named = s["anomalies"].as_object().is_some_and(|a| !a.is_empty());
+    assert!(
+        num(&s, "mcp_exchanges_total") == 1 || named,
+        "nothing reported: {s}"
+    );
 }
 
 #[test]
@@ -742,33 +873,40 @@ fn hostile_sequence_numbers_around_the_wrap() {
     assert_eq!(num(&s, "gap_bytes"), 0, "{s}");
 }
 
+/// One MCP exchange whose packets go back 1 ms each, with a jump back by a
+/// day inside the response.
+fn build_ts_backwards(p: &Path) {
+    let mut w = PcapWriter::create(p);
+    w.now_us = T0_US + 86_400_000_000;
+    w.step_us = -1000;
+    let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
+    c.send(&mut w, true, &mcp_post(TOOLS_CALL));
+    let result = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        result.len()
+    );
+    c.send(&mut w, false, head.as_bytes());
+    w.now_us -= 86_400_000_000;
+    c.send(&mut w, false, result);
+    c.close(&mut w);
+    w.finish();
+}
+
 #[test]
 fn hostile_timestamps_going_backwards() {
-    let s = hostile(
-        "ts-backwards",
-        |p| {
-            let mut w = PcapWriter::create(p);
-            w.now_us = T0_US + 86_400_000_000;
-            w.step_us = -1000;
-            let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
-            c.send(&mut w, true, &mcp_post(TOOLS_CALL));
-            let result = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-                result.len()
-            );
-            // One jump back by a day in the middle of the response.
-            c.send(&mut w, false, head.as_bytes());
-            w.now_us -= 86_400_000_000;
-            c.send(&mut w, false, result);
-            c.close(&mut w);
-            w.finish();
-        },
-        &[],
-    );
+    let s = hostile("ts-backwards", build_ts_backwards, &[]);
     assert_eq!(num(&s, "http_exchanges"), 1);
     assert_eq!(num(&s, "mcp_exchanges_total"), 1);
-    eprintln!("ts-backwards anomalies: {}", s["anomalies"]);
+}
+
+#[test]
+#[ignore = "unreported: time going backwards gives latency_ms = -86400002 and no anomaly \
+            (no stage records a backwards timestamp; capture/merge or mcp should)"]
+fn backwards_time_is_reported() {
+    let s = hostile("ts-backwards", build_ts_backwards, &[]);
+    let named = s["anomalies"].as_object().is_some_and(|a| !a.is_empty());
+    assert!(named, "no anomaly names the backwards time: {s}");
 }
 
 /// pcapng block: type, total length, body (padded to 4), total length.
@@ -812,10 +950,120 @@ fn hostile_pcapng_with_unknown_interface_id() {
             f.extend(pcapng_epb(0, T0_US, &syn));
             f.extend(pcapng_epb(7, T0_US + 1, &syn));
             f.extend(pcapng_epb(u32::MAX, T0_US + 2, &syn));
-            f.extend(pcapng_epb(0, T0_US + 3, &tcp_frame(SERVER, CLIENT, 5000, 1001, SYN | ACK, &[])));
+            f.extend(pcapng_epb(
+                0,
+                T0_US + 3,
+                &tcp_frame(SERVER, CLIENT, 5000, 1001, SYN | ACK, &[]),
+            ));
             std::fs::write(p, f).unwrap();
         },
         &["capture.unknown_interface"],
     );
     assert_eq!(num(&s, "packets_total"), 4);
+}
+
+// ---------------------------------------------------------------------------
+// Regressions: inputs found by the mutation test and the fuzzers, kept in
+// tests/fixtures/robustness/ (see its README).
+
+fn fixture(name: &str) -> PathBuf {
+    repo().join("tests/fixtures/robustness").join(name)
+}
+
+/// Runs a saved fixture and requires the run contract.
+fn regression(name: &str) -> Run {
+    let run = analyze(&fixture(name), HANG_TIMEOUT);
+    eprintln!(
+        "{name}: exit {:?}, {:?}, peak RSS {} kB",
+        run.code, run.elapsed, run.peak_rss_kb
+    );
+    if let Err(why) = check_run(name, &run) {
+        panic!("{why}");
+    }
+    run
+}
+
+#[test]
+fn epb_caplen_beyond_block_is_bounded() {
+    regression("epb-caplen-huge.pcapng");
+}
+
+#[test]
+fn fuzz_capture_pcap_oom_is_bounded() {
+    regression("fuzz-capture_pcap-oom-pcapng-3gb.pcapng");
+}
+
+#[test]
+fn head_too_large_does_not_loop() {
+    let run = regression("head-too-large-loop.pcap");
+    assert_eq!(run.code, Some(0));
+    assert!(anomaly(run.summary.as_ref().unwrap(), "http.head_too_large") >= 1);
+}
+
+/// Byte accounting of the packet stages, through the library on every sample
+/// and corpus capture: TCP payload bytes captured in decoded segments against
+/// `tcp_payload_bytes + duplicate_bytes` (+ what the flow stage dropped).
+/// Returns `(name, seen, delivered, duplicate, gap)` per capture.
+fn byte_accounting() -> Vec<(String, u64, u64, u64, u64)> {
+    use mcp_trace::anomaly::Stats;
+    use mcp_trace::capture::{Merger, Source, open};
+    use mcp_trace::decode::{Decoded, Decoder};
+    use mcp_trace::flow::{FlowLimits, FlowTable};
+    let mut rows = Vec::new();
+    for path in input_files() {
+        let p = path.to_string_lossy().to_string();
+        let Ok(Source::Packets(reader)) = open(&p, 0) else {
+            continue;
+        };
+        let mut stats = Stats::default();
+        let mut merger = Merger::new(vec![reader]);
+        let mut decoder = Decoder::new();
+        let mut flows = FlowTable::new(FlowLimits::default());
+        let mut events = Vec::new();
+        let mut seen = 0u64;
+        while let Some(frame) = merger.next_frame(&mut stats) {
+            if let Decoded::Segment(seg) = decoder.decode(&frame) {
+                seen += seg.payload.len() as u64;
+                flows.push(seg, &mut stats, &mut events);
+                events.clear();
+            }
+        }
+        flows.finish(&mut stats, &mut events);
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        rows.push((
+            name,
+            seen,
+            stats.tcp_payload_bytes,
+            stats.duplicate_bytes,
+            stats.gap_bytes,
+        ));
+    }
+    rows
+}
+
+#[test]
+fn tcp_byte_accounting() {
+    let rows = byte_accounting();
+    let mut unexplained = Vec::new();
+    for (name, seen, delivered, dup, gap) in &rows {
+        let accounted = delivered + dup;
+        if accounted != *seen {
+            unexplained.push(format!(
+                "{name}: seen {seen}, delivered {delivered} + duplicate {dup} = {accounted} (gap {gap})"
+            ));
+        }
+    }
+    let seen: u64 = rows.iter().map(|r| r.1).sum();
+    let gaps: u64 = rows.iter().map(|r| r.4).sum();
+    eprintln!(
+        "tcp bytes: {} captures, {seen} payload bytes seen, {gaps} gap bytes",
+        rows.len()
+    );
+    assert!(
+        rows.len() >= 20 && seen > 1_000_000,
+        "too little checked: {} captures",
+        rows.len()
+    );
+    // Every captured payload byte is delivered once or counted as a duplicate.
+    assert!(unexplained.is_empty(), "{}", unexplained.join("\n"));
 }

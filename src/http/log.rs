@@ -11,7 +11,8 @@ use std::io::Write;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HttpRow {
     /// Time of the request's first byte (the response's when there is no
-    /// request), microseconds since the Unix epoch.
+    /// request), microseconds since the Unix epoch; serialized as RFC 3339 UTC.
+    #[serde(serialize_with = "serialize_ts")]
     pub ts: i64,
     /// TCP stream index (`None` for HAR input).
     pub tcp_stream: Option<u64>,
@@ -255,6 +256,10 @@ fn cells(r: &HttpRow) -> [String; 16] {
     ]
 }
 
+fn serialize_ts<S: serde::Serializer>(ts_us: &i64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format_rfc3339_us(*ts_us))
+}
+
 /// Writes rows in `format`.
 pub fn write_http_rows(
     rows: &[HttpRow],
@@ -271,14 +276,8 @@ pub fn write_http_rows(
         }
         HttpFormat::Jsonl => {
             for r in rows {
-                let mut v = serde_json::to_value(r).map_err(std::io::Error::other)?;
-                if let Some(obj) = v.as_object_mut() {
-                    obj.insert(
-                        "ts".into(),
-                        serde_json::Value::String(format_rfc3339_us(r.ts)),
-                    );
-                }
-                serde_json::to_writer(&mut *out, &v).map_err(std::io::Error::other)?;
+                // Serialized from the struct, so keys keep the column order.
+                serde_json::to_writer(&mut *out, r).map_err(std::io::Error::other)?;
                 writeln!(out)?;
             }
         }

@@ -43,18 +43,14 @@ pub enum ReportError {
     UnknownExtension { path: String },
     #[error("{path}: not a file path")]
     NotAFile { path: String },
-    #[error("cannot create {path}: {source}")]
-    Create {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot write {path}: {source}")]
-    Write {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    // The OS error is part of the message, not a `source`: the CLI prints the whole
+    // chain, and the reason would appear twice.
+    #[error("cannot create {path}: {error}")]
+    Create { path: String, error: std::io::Error },
+    // The OS error is part of the message, not a `source`: the CLI prints the whole
+    // chain, and the reason would appear twice.
+    #[error("cannot write {path}: {error}")]
+    Write { path: String, error: std::io::Error },
     #[error("cannot write {path}: output already closed")]
     Closed { path: String },
     #[error("cannot write {path} as Parquet: {message}")]

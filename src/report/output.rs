@@ -28,9 +28,9 @@ impl PartialFile {
         let mut partial_name = name.to_os_string();
         partial_name.push(".partial");
         let partial = path.with_file_name(partial_name);
-        let file = File::create(&partial).map_err(|source| ReportError::Create {
+        let file = File::create(&partial).map_err(|error| ReportError::Create {
             path: path.display().to_string(),
-            source,
+            error,
         })?;
         Ok(PartialFile {
             path: path.to_path_buf(),
@@ -45,10 +45,10 @@ impl PartialFile {
     }
 
     /// Wraps an I/O error with the final path.
-    pub fn io_error(&self, source: std::io::Error) -> ReportError {
+    pub fn io_error(&self, error: std::io::Error) -> ReportError {
         ReportError::Write {
             path: self.path().display().to_string(),
-            source,
+            error,
         }
     }
 
@@ -63,9 +63,9 @@ impl PartialFile {
             .map_err(|e| e.into_error())
             .and_then(|file| file.sync_all())
             .and_then(|()| std::fs::rename(&self.partial, &self.path));
-        if let Err(source) = result {
+        if let Err(error) = result {
             let _ = std::fs::remove_file(&self.partial);
-            return Err(ReportError::Write { path, source });
+            return Err(ReportError::Write { path, error });
         }
         Ok(())
     }
