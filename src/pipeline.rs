@@ -4,6 +4,12 @@
 //!
 //! HAR inputs skip the packet stages and join at the sink. Nothing here
 //! interprets data; it only moves it and counts it.
+//!
+//! [`analyze_streaming`] hands each exchange to the caller as the analyzer
+//! releases it (every [`DRAIN_EVERY_EVENTS`] HTTP events), so memory follows
+//! live state rather than the capture. With a HAR input the analyzer is drained
+//! only at the end: HAR entries are read after the packet inputs and may
+//! precede them in time, and ids follow time.
 
 use crate::anomaly::Stats;
 use crate::capture::{self, CaptureError, InputInfo, Merger, Source, har};
@@ -11,11 +17,36 @@ use crate::decode::{Decoded, Decoder};
 use crate::flow::{FlowLimits, FlowTable, StreamEvent};
 use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
 use crate::mcp::{Analyzer, Exchange, InferenceConfig};
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
 /// Connection ids for HAR entries start above any TCP stream index.
 const HAR_CONN_BASE: u64 = 1 << 48;
+
+/// HTTP events between two [`Analyzer::drain_ready`] calls: often enough that few final rows
+/// wait, rarely enough that the check costs nothing.
+pub const DRAIN_EVERY_EVENTS: u32 = 256;
+
+/// Why a streaming run stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError<E: std::error::Error + 'static> {
+    /// An input could not be read.
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    /// The caller's row sink failed (e.g. the output file could not be written).
+    #[error(transparent)]
+    Sink(E),
+}
+
+/// What a streaming run counted (its rows went to the caller).
+#[derive(Debug)]
+pub struct RunTotals {
+    pub stats: Stats,
+    pub inputs: Vec<InputInfo>,
+    pub elapsed_s: f64,
+    pub bytes_read: u64,
+}
 
 /// Settings of one run.
 #[derive(Debug, Clone, Default)]
@@ -43,14 +74,56 @@ struct Totals {
     bytes_read: u64,
 }
 
-/// `mcp-trace analyze`: every stage, MCP exchanges out.
+/// `mcp-trace analyze`: every stage, MCP exchanges out, all kept in memory and sorted by
+/// `exchange_id`. [`analyze_streaming`] is the bounded-memory form.
 pub fn analyze(paths: &[String], cfg: &Config) -> Result<Analysis, CaptureError> {
-    let started = Instant::now();
-    let mut analyzer = Analyzer::new(cfg.inference);
-    let mut totals = run_http(paths, cfg, &mut |ev, stats| analyzer.push(ev, stats))?;
-    let rows = analyzer.finish(&mut totals.stats);
+    let mut rows = Vec::new();
+    let totals = analyze_streaming(paths, cfg, &mut |ex| {
+        rows.push(ex);
+        Ok::<(), Infallible>(())
+    })
+    .map_err(|e| match e {
+        RunError::Capture(c) => c,
+        RunError::Sink(never) => match never {},
+    })?;
+    // Rows set aside while open come when they end (see `mcp::Analyzer`).
+    rows.sort_by_key(|r| r.exchange_id);
     Ok(Analysis {
         rows,
+        stats: totals.stats,
+        inputs: totals.inputs,
+        elapsed_s: totals.elapsed_s,
+        bytes_read: totals.bytes_read,
+    })
+}
+
+/// `mcp-trace analyze`, streaming: each exchange goes to `on_row` as soon as it is final, in
+/// `exchange_id` order except rows that stayed open long (written when they end; see
+/// `mcp::Analyzer`). The first `on_row` error stops the run.
+pub fn analyze_streaming<E: std::error::Error + 'static>(
+    paths: &[String],
+    cfg: &Config,
+    on_row: &mut dyn FnMut(Exchange) -> Result<(), E>,
+) -> Result<RunTotals, RunError<E>> {
+    let started = Instant::now();
+    let mut analyzer = Analyzer::new(cfg.inference);
+    let mut ready: Vec<Exchange> = Vec::new();
+    let mut events = 0u32;
+    let mut totals = run_http(paths, cfg, &mut |ev, stats, streaming| {
+        analyzer.push(ev, stats);
+        events = events.wrapping_add(1);
+        if streaming && events.is_multiple_of(DRAIN_EVERY_EVENTS) {
+            analyzer.drain_ready(analyzer.last_event_us(), stats, &mut ready);
+            for ex in ready.drain(..) {
+                on_row(ex).map_err(RunError::Sink)?;
+            }
+        }
+        Ok(())
+    })?;
+    for ex in analyzer.finish(&mut totals.stats) {
+        on_row(ex).map_err(RunError::Sink)?;
+    }
+    Ok(RunTotals {
         stats: totals.stats,
         inputs: totals.inputs,
         elapsed_s: started.elapsed().as_secs_f64(),
@@ -61,7 +134,14 @@ pub fn analyze(paths: &[String], cfg: &Config) -> Result<Analysis, CaptureError>
 /// `mcp-trace http`: every HTTP exchange, MCP or not.
 pub fn http_rows(paths: &[String]) -> Result<(Vec<HttpRow>, Stats), CaptureError> {
     let mut log = HttpLog::new();
-    let totals = run_http(paths, &Config::default(), &mut |ev, _| log.push(&ev))?;
+    let totals = run_http(paths, &Config::default(), &mut |ev, _, _| {
+        log.push(&ev);
+        Ok::<(), RunError<Infallible>>(())
+    })
+    .map_err(|e| match e {
+        RunError::Capture(c) => c,
+        RunError::Sink(never) => match never {},
+    })?;
     Ok((log.finish(), totals.stats))
 }
 
@@ -77,11 +157,17 @@ fn display_name(path: &str) -> Arc<str> {
     Arc::from(name)
 }
 
-fn run_http(
+/// Receives each HTTP event with the stats and whether events are in capture-time order.
+type HttpSink<'a, E> = dyn FnMut(HttpEvent, &mut Stats, bool) -> Result<(), RunError<E>> + 'a;
+
+/// Runs the packet and HTTP stages, handing each HTTP event to `sink` with the stats and
+/// whether the events come in capture-time order across all inputs (false when a HAR input
+/// will follow the packet inputs).
+fn run_http<E: std::error::Error + 'static>(
     paths: &[String],
     cfg: &Config,
-    sink: &mut dyn FnMut(HttpEvent, &mut Stats),
-) -> Result<Totals, CaptureError> {
+    sink: &mut HttpSink<'_, E>,
+) -> Result<Totals, RunError<E>> {
     let mut stats = Stats::default();
     let mut readers = Vec::new();
     let mut hars = Vec::new();
@@ -104,6 +190,7 @@ fn run_http(
         .map(|m| m.len())
         .sum();
     let progress = progress_bar(cfg.progress, total_bytes);
+    let in_order = hars.is_empty();
 
     let mut merger = Merger::new(readers);
     let mut decoder = Decoder::new();
@@ -129,7 +216,7 @@ fn run_http(
             http.push(ev, &mut stats, &mut http_events);
         }
         for ev in http_events.drain(..) {
-            sink(ev, &mut stats);
+            sink(ev, &mut stats, in_order)?;
         }
         frames_since_tick += 1;
         if frames_since_tick >= 4096 {
@@ -148,7 +235,7 @@ fn run_http(
     }
     http.finish(&mut stats, &mut http_events);
     for ev in http_events.drain(..) {
-        sink(ev, &mut stats);
+        sink(ev, &mut stats, in_order)?;
     }
 
     let mut inputs = merger.infos();
@@ -163,7 +250,7 @@ fn run_http(
         let events = har::read_har(&name, &data, conn_base, &mut stats)?;
         conn_base += events.len() as u64 + 1;
         for ev in events {
-            sink(ev, &mut stats);
+            sink(ev, &mut stats, false)?;
         }
         inputs.push(info);
     }

@@ -9,10 +9,11 @@ mod values;
 use crate::http::{HttpFormat, write_http_rows};
 use crate::mcp::{Exchange, InferenceConfig};
 use crate::pipeline::{self, Analysis, Config};
-use crate::report::{self, Format, RowFilter, RunInfo};
+use crate::report::{self, Format, RowFilter, RunInfo, SessionAggregator, SessionRow, TableWriter};
 use anyhow::{Context, Result, bail};
 use args::{AnalyzeArgs, ColorChoice, Command, HttpArgs, InputArgs, ShowArgs};
 use clap::Parser;
+use std::collections::{BTreeMap, HashSet};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -134,42 +135,150 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         None => None,
     };
 
-    let analysis = run_analysis(&args.input, &cfg)?;
-    let selected: Vec<Exchange> = report::filter_rows(&analysis.rows, &filter)
-        .into_iter()
-        .cloned()
-        .collect();
-    let info = RunInfo {
-        inputs: &analysis.inputs,
-        stats: &analysis.stats,
-        rows: &analysis.rows,
-        elapsed_s: analysis.elapsed_s,
-        bytes_read: analysis.bytes_read,
+    // The output file is created before any input is read and written as rows are released;
+    // a failed run drops the writer, which removes the partial file.
+    let mut writer = match (&args.output, output_format) {
+        (Some(path), Some(format)) => Some(TableWriter::<Exchange>::create(path, format)?),
+        _ => None,
     };
-    if let (Some(path), Some(format)) = (&args.output, output_format) {
-        report::write_exchanges(&selected, path, format)?;
-    } else {
-        let filtered_info = RunInfo {
-            rows: &selected,
-            ..info
-        };
-        print_stdout(&report::terminal_summary(&filtered_info, color))?;
+    let mut tally = Tally::new(args.sessions.is_some());
+    // Without -o the terminal summary needs the selected rows themselves.
+    let mut selected: Vec<Exchange> = Vec::new();
+    let mut failed = false;
+    let totals = pipeline::analyze_streaming(&args.input.inputs, &cfg, &mut |row| {
+        tally.push(&row);
+        failed |= fail_on.contains(&row.outcome);
+        if !filter.matches(&row) {
+            return Ok(());
+        }
+        match writer.as_mut() {
+            Some(w) => w.push(&row),
+            None => {
+                selected.push(row);
+                Ok(())
+            }
+        }
+    })?;
+    let info = RunInfo {
+        inputs: &totals.inputs,
+        stats: &totals.stats,
+        rows: &[],
+        elapsed_s: totals.elapsed_s,
+        bytes_read: totals.bytes_read,
+    };
+    match writer {
+        Some(w) => {
+            w.finish()?;
+        }
+        None => {
+            // Rows set aside while open arrive when they end: put them back in id order.
+            selected.sort_by_key(|r| r.exchange_id);
+            let filtered_info = RunInfo {
+                rows: &selected,
+                ..info
+            };
+            print_stdout(&report::terminal_summary(&filtered_info, color))?;
+        }
     }
-    if let (Some(path), Some(format)) = (&args.sessions, sessions_format) {
-        report::write_sessions(&analysis.rows, path, format)?;
+    if let (Some(path), Some(format), Some(agg)) = (&args.sessions, sessions_format, tally.sessions)
+    {
+        let mut w = TableWriter::<SessionRow>::create(path, format)?;
+        for s in agg.finish() {
+            w.push(&s)?;
+        }
+        w.finish()?;
     }
     if let Some(path) = &args.summary {
-        write_json(path, &report::run_summary(&info))?;
+        let mut summary = report::run_summary(&info);
+        tally.counts.fill(&mut summary);
+        write_json(path, &summary)?;
     }
-    let failed = analysis
-        .rows
-        .iter()
-        .any(|row| fail_on.contains(&row.outcome));
     Ok(if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// What the run summary and the sessions table need of every row, gathered as rows pass so
+/// no row is kept.
+struct Tally {
+    counts: Counts,
+    sessions: Option<SessionAggregator>,
+}
+
+impl Tally {
+    fn new(sessions_table: bool) -> Self {
+        Tally {
+            counts: Counts::default(),
+            sessions: sessions_table.then(SessionAggregator::default),
+        }
+    }
+
+    fn push(&mut self, row: &Exchange) {
+        self.counts.push(row);
+        if let Some(agg) = self.sessions.as_mut() {
+            agg.push(row);
+        }
+    }
+}
+
+/// The run summary's per-row counts (report-schema.md section 5): `report::run_summary`
+/// counts them from rows; here they are counted as rows pass and written over its output.
+#[derive(Default)]
+struct Counts {
+    total: u64,
+    outcomes: BTreeMap<String, u64>,
+    layers: BTreeMap<String, u64>,
+    retries: BTreeMap<String, u64>,
+    /// Distinct session keys (one entry per session, not per row).
+    sessions: HashSet<String>,
+}
+
+impl Counts {
+    fn push(&mut self, row: &Exchange) {
+        self.total = self.total.saturating_add(1);
+        for (map, key) in [
+            (&mut self.outcomes, &row.outcome),
+            (&mut self.layers, &row.layer),
+            (&mut self.retries, &row.retry_origin),
+        ] {
+            match map.get_mut(key.as_str()) {
+                Some(n) => *n = n.saturating_add(1),
+                None => {
+                    map.insert(key.clone(), 1);
+                }
+            }
+        }
+        if !self.sessions.contains(&row.session_key) {
+            self.sessions.insert(row.session_key.clone());
+        }
+    }
+
+    /// Writes the counts into a summary made from no rows (whose count maps list every key at 0).
+    fn fill(&self, summary: &mut serde_json::Value) {
+        let Some(m) = summary.as_object_mut() else {
+            return;
+        };
+        let add = |m: &mut serde_json::Map<String, serde_json::Value>,
+                   key: &str,
+                   counts: &BTreeMap<String, u64>,
+                   any_key: bool| {
+            if let Some(obj) = m.get_mut(key).and_then(|v| v.as_object_mut()) {
+                for (k, n) in counts {
+                    // `retries` lists the three origins only (not `none`).
+                    if any_key || obj.contains_key(k) {
+                        obj.insert(k.clone(), serde_json::json!(n));
+                    }
+                }
+            }
+        };
+        add(m, "mcp_exchanges", &self.outcomes, true);
+        add(m, "layers", &self.layers, true);
+        add(m, "retries", &self.retries, false);
+        m.insert("mcp_exchanges_total".into(), serde_json::json!(self.total));
+        m.insert("sessions".into(), serde_json::json!(self.sessions.len()));
+    }
 }
 
 fn http(args: HttpArgs) -> Result<ExitCode> {

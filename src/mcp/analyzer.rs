@@ -12,8 +12,37 @@
 //!
 //! Pending state is bounded per session by the `MAX_*` limits below; hitting
 //! one records an anomaly. Never panics on any input.
+//!
+//! # Release
+//!
+//! Rows leave as soon as they are final, so memory follows live state (open
+//! exchanges, pending requests), not the capture ([`Analyzer::drain_ready`]).
+//! Rows wait in a buffer ordered by (`ts_request`, arrival); `exchange_id` is
+//! assigned as the head leaves, so ids follow the request's first byte:
+//!
+//! 1. The head waits [`REORDER_SLACK_US`] after its first byte (a request is
+//!    seen at its last byte; a slower upload that started earlier comes first).
+//! 2. It leaves once its HTTP exchange is over and no later message can change
+//!    it: a request without its response stays while it may still be answered
+//!    elsewhere: [`STREAM_RESUME_HOLD_US`] after its stream broke (a GET with
+//!    `Last-Event-ID` may complete it, report-schema.md rule 5), or until the
+//!    legacy session's GET stream ends.
+//! 3. A head still open [`HOLD_LIMIT_US`] after its first byte (a GET stream
+//!    open for the whole capture, a request never answered), or with more than
+//!    [`MAX_BUFFERED_ROWS`] behind it, is set aside: its id is reserved, retry
+//!    inference sees it as it is then (as if the capture ended there), and it is
+//!    written when it ends, out of id order. Rows behind it go on.
+//! 4. A tentative row (preflight, GET probe) leaves once its endpoint is known as
+//!    MCP, or is dropped when it cannot be any more or after [`TENTATIVE_HOLD_US`].
+//!
+//! Session facts (protocol version, clientInfo, User-Agent) are gathered as rows
+//! arrive, so a row gets what its session showed up to its release; retry
+//! inference runs on each row as it is released, in id order
+//! ([`super::retry::RetryInference`]). Without [`Analyzer::drain_ready`],
+//! [`Analyzer::finish`] releases everything at the end, as one batch.
 
 use super::classify::{self, Final, Kind, RowFacts};
+use super::retry::RetryInference;
 use super::session::{
     ContextKey, DerivedSessions, SessionFacts, SessionInfo, fnv1a, host_of, legacy_session_param,
     path_of,
@@ -23,7 +52,7 @@ use crate::anomaly::Stats;
 use crate::http::{BodyEnd, ExchangeRef, HttpEvent, HttpRequest, ResponseHead};
 use crate::rpc::{self, RpcId, RpcMessage, SseEvent, SseParser, canonical_json};
 use serde_json::Value;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 /// Open (unanswered) client requests kept per session; beyond it the oldest
 /// stops waiting for a cross-stream response (`mcp.pending_limit`).
@@ -50,6 +79,32 @@ pub const MAX_LEGACY_SESSIONS: usize = 65_536;
 /// `OPTIONS` requests to endpoints not yet known as MCP, held until the end
 /// of input decides (`mcp.preflight_limit`; the oldest is dropped).
 pub const MAX_PENDING_PREFLIGHTS: usize = 4096;
+
+/// A row waits at least this long (capture time, µs) after its request's first byte before it
+/// is released: the HTTP stage emits a request at its last byte, so a slower upload that
+/// started earlier still gets the earlier `exchange_id`.
+pub const REORDER_SLACK_US: i64 = 1_000_000;
+/// A request whose stream ended without its response (`STREAM_INCOMPLETE`) stays open this
+/// long (capture time, µs, from the end of its HTTP response) for a resumed GET with
+/// `Last-Event-ID` or the standalone stream to complete it (report-schema.md rule 5).
+pub const STREAM_RESUME_HOLD_US: i64 = 60_000_000;
+/// A row still open this long (capture time, µs) after its request's first byte stops holding
+/// back the rows behind it: its `exchange_id` is reserved, retry inference sees it as it is
+/// then, and it is written when it ends (out of `exchange_id` order).
+pub const HOLD_LIMIT_US: i64 = 60_000_000;
+/// Rows waiting for release at most; beyond it the oldest open row is set aside as at
+/// [`HOLD_LIMIT_US`].
+pub const MAX_BUFFERED_ROWS: usize = 65_536;
+/// A preflight or GET probe to an endpoint not (yet) known as MCP is dropped when its endpoint
+/// is still unknown this long (capture time, µs) after its first byte.
+pub const TENTATIVE_HOLD_US: i64 = 10_000_000;
+/// Released rows whose `exchange_id` a later resumed GET may name, remembered at most.
+pub const MAX_RELEASED_IDS: usize = 65_536;
+/// Sessions whose facts (protocol version, clientInfo, User-Agent) are kept; beyond it the
+/// least recently active half is forgotten (`mcp.session_info_limit`).
+pub const MAX_SESSION_INFOS: usize = 262_144;
+/// Rows set aside are checked for their end at most once per this much capture time (µs).
+const ASIDE_SCAN_INTERVAL_US: i64 = 1_000_000;
 
 const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
@@ -99,6 +154,56 @@ struct Row {
     resp_end_ts: Option<i64>,
     resumes_row: Option<usize>,
     anomalies: Vec<String>,
+    /// Set aside while open: its `exchange_id` and the retry columns inferred then.
+    reserved: Option<Reserved>,
+}
+
+/// What a row set aside keeps until it is written.
+#[derive(Debug)]
+struct Reserved {
+    exchange_id: u64,
+    attempt: u32,
+    retry_of: Option<u64>,
+    retry_origin: String,
+    retry_evidence: Option<String>,
+    continuation_of: Option<u64>,
+}
+
+/// Rows under construction by arrival index (`InferenceInputs::seq`); released rows leave.
+#[derive(Debug, Default)]
+struct RowStore {
+    map: HashMap<usize, Row>,
+    next: usize,
+}
+
+impl RowStore {
+    fn get(&self, i: usize) -> Option<&Row> {
+        self.map.get(&i)
+    }
+
+    fn get_mut(&mut self, i: usize) -> Option<&mut Row> {
+        self.map.get_mut(&i)
+    }
+
+    fn push(&mut self, row: Row) -> usize {
+        let i = self.next;
+        self.next = self.next.wrapping_add(1);
+        self.map.insert(i, row);
+        i
+    }
+
+    fn remove(&mut self, i: usize) -> Option<Row> {
+        self.map.remove(&i)
+    }
+}
+
+/// Whether the row at the head of the buffer can go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Readiness {
+    Ready,
+    Wait,
+    /// A tentative row decided not MCP.
+    Drop,
 }
 
 #[derive(Debug)]
@@ -163,11 +268,29 @@ struct LegacySession {
     end: Option<BodyEnd>,
 }
 
-/// The MCP stage. Feed every [`HttpEvent`] with [`Analyzer::push`], then call [`Analyzer::finish`].
+/// The MCP stage. Feed every [`HttpEvent`] with [`Analyzer::push`], take the rows that are
+/// final with [`Analyzer::drain_ready`] as often as convenient, then call [`Analyzer::finish`].
+///
+/// Invariants: every row in `rows` is either in `pending` (no id yet) or in `aside` (id
+/// reserved); `next_id` is the id the next released or reserved row gets.
 #[derive(Debug)]
 pub struct Analyzer {
     cfg: InferenceConfig,
-    rows: Vec<Row>,
+    rows: RowStore,
+    /// Rows without an id, by (`ts_request`, arrival): the release order.
+    pending: BTreeSet<(i64, usize)>,
+    /// Rows whose id is reserved, written when they end.
+    aside: BTreeSet<usize>,
+    next_id: u64,
+    retry: RetryInference,
+    /// Session facts gathered as rows arrive, with the session's latest activity (µs).
+    infos: HashMap<String, (SessionInfo, i64)>,
+    /// `exchange_id` of released rows a resumed GET may name, oldest first.
+    released_ids: HashMap<usize, u64>,
+    released_order: VecDeque<usize>,
+    last_aside_scan: i64,
+    /// Times half the session facts were forgotten (`mcp.session_info_limit`).
+    evicted_infos: u64,
     ctxs: HashMap<CtxKey, Ctx>,
     scopes: HashMap<String, Scope>,
     derived: DerivedSessions,
@@ -183,7 +306,16 @@ impl Analyzer {
     pub fn new(cfg: InferenceConfig) -> Analyzer {
         Analyzer {
             cfg,
-            rows: Vec::new(),
+            rows: RowStore::default(),
+            pending: BTreeSet::new(),
+            aside: BTreeSet::new(),
+            next_id: 1,
+            retry: RetryInference::new(&cfg),
+            infos: HashMap::new(),
+            released_ids: HashMap::new(),
+            released_order: VecDeque::new(),
+            last_aside_scan: i64::MIN,
+            evicted_infos: 0,
             ctxs: HashMap::new(),
             scopes: HashMap::new(),
             derived: DerivedSessions::default(),
@@ -243,8 +375,41 @@ impl Analyzer {
         }
     }
 
-    /// End of input: unanswered requests become rows, rows are sorted by
-    /// (`ts_request`, arrival), `exchange_id` is assigned 1.., retries are inferred.
+    /// Capture time of the latest event pushed (µs).
+    pub fn last_event_us(&self) -> i64 {
+        self.last_ts
+    }
+
+    /// Moves the rows that are final, as of capture time `now_us`, to `out` in `exchange_id`
+    /// order (see the module doc, "Release"), then any row set aside that has ended.
+    pub fn drain_ready(&mut self, now_us: i64, stats: &mut Stats, out: &mut Vec<Exchange>) {
+        let now = now_us.max(self.last_ts);
+        self.release(now, false, stats, out);
+        if now.saturating_sub(self.last_aside_scan) >= ASIDE_SCAN_INTERVAL_US {
+            self.last_aside_scan = now;
+            let done: Vec<usize> = self
+                .aside
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    self.rows
+                        .get(i)
+                        .is_some_and(|r| self.readiness(r, now, false) == Readiness::Ready)
+                })
+                .collect();
+            for i in done {
+                self.aside.remove(&i);
+                if let Some(ex) = self.finalize(i, stats) {
+                    out.push(ex);
+                }
+            }
+        }
+    }
+
+    /// End of input: unanswered requests become rows; every row left is released, in
+    /// `exchange_id` order (rows set aside included), and retry inference's counts go to
+    /// `stats`. Without earlier [`Analyzer::drain_ready`] calls this is every row, with ids
+    /// 1.. in order of (`ts_request`, arrival).
     pub fn finish(mut self, stats: &mut Stats) -> Vec<Exchange> {
         // The HTTP stage ends every exchange; anything left is cut by the end of input.
         let mut left: Vec<CtxKey> = self.ctxs.keys().copied().collect();
@@ -262,119 +427,332 @@ impl Analyzer {
                 stats.anomaly("mcp.response_without_request");
             }
         }
-        // Legacy requests still waiting: their answer would have come on the GET stream.
-        for row in &mut self.rows {
-            if row.legacy && row.kind == Kind::Request && row.final_msg.is_none() {
-                let sid = row.ex.session_id.clone().unwrap_or_default();
-                let end = self
-                    .legacy
-                    .get(&(row.ex.server_addr.clone(), sid))
-                    .and_then(|l| l.end)
-                    .unwrap_or(BodyEnd::CaptureEnd);
-                row.stream_broken = Some(end);
-                row.ex.stream_end = end.name().to_string();
+        let preflights = std::mem::take(&mut self.preflights);
+        for i in preflights {
+            self.confirm_preflight(i);
+        }
+        let mut out = Vec::new();
+        self.release(self.last_ts, true, stats, &mut out);
+        let aside = std::mem::take(&mut self.aside);
+        for i in aside {
+            if let Some(ex) = self.finalize(i, stats) {
+                out.push(ex);
             }
         }
-
-        for &i in &self.preflights {
-            if let Some(r) = self.rows.get_mut(i)
-                && r.await_endpoint
-                && self.endpoints.contains(&r.ex.inference.endpoint)
-            {
-                r.tentative = false;
-            }
+        out.sort_by_key(|e| e.exchange_id);
+        self.retry.anomalies().record(stats);
+        for _ in 0..self.evicted_infos {
+            stats.anomaly("mcp.session_info_limit");
         }
-        let mut order: Vec<usize> = (0..self.rows.len())
-            .filter(|&i| self.rows.get(i).is_some_and(|r| !r.tentative))
-            .collect();
-        order.sort_by_key(|&i| {
-            self.rows
-                .get(i)
-                .map(|r| (r.ex.ts_request, r.ex.inference.seq))
-        });
-
-        let mut sessions: HashMap<String, SessionInfo> = HashMap::new();
-        for &i in &order {
-            if let Some(r) = self.rows.get_mut(i) {
-                if r.ex.rpc_method.as_deref() == Some("initialize")
-                    && let Some(Final::Result(res)) = &r.final_msg
-                {
-                    r.facts.negotiated_version = res
-                        .get("protocolVersion")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                }
-                sessions
-                    .entry(r.ex.session_key.clone())
-                    .or_default()
-                    .absorb(&r.facts);
-            }
-        }
-
-        let mut exchange_id_of: HashMap<usize, u64> = HashMap::new();
-        for (n, &i) in order.iter().enumerate() {
-            exchange_id_of.insert(i, (n as u64).saturating_add(1));
-        }
-        let mut out = Vec::with_capacity(order.len());
-        for &i in &order {
-            let Some(row) = self.rows.get_mut(i) else {
-                continue;
-            };
-            let mut ex = std::mem::take(&mut row.ex);
-            ex.exchange_id = exchange_id_of.get(&i).copied().unwrap_or(0);
-            ex.inference.resumes = row
-                .resumes_row
-                .and_then(|r| exchange_id_of.get(&r).copied());
-            let info = sessions.get(&ex.session_key);
-            ex.protocol_version = info
-                .and_then(SessionInfo::protocol_version)
-                .or_else(|| row.facts.declared_version.clone());
-            // The request's own declaration first, else the session's revision.
-            let close_cancels = row.close_cancels_declared.unwrap_or_else(|| {
-                ex.protocol_version
-                    .as_deref()
-                    .is_some_and(classify::close_is_cancellation)
-            });
-            let verdict = classify::classify(&facts_of(row, &ex, close_cancels));
-            for a in &verdict.anomalies {
-                stats.anomaly(a);
-                row.anomalies.push((*a).to_string());
-            }
-            ex.outcome = verdict.outcome.to_string();
-            ex.layer = verdict.layer.to_string();
-            ex.error_code = verdict.error_code;
-            ex.error_message = verdict.error_message;
-            ex.result_type = verdict.result_type;
-            ex.is_error = verdict.is_error;
-            ex.final_response = row.final_msg.is_some();
-            ex.ts_response = match row.final_ts {
-                Some(t) => Some(t),
-                None => row.resp_end_ts,
-            };
-            ex.latency_ms = ex
-                .ts_response
-                .map(|t| t.saturating_sub(ex.ts_request) as f64 / 1000.0);
-            if let Some(info) = info {
-                if let Some((name, version)) = &info.client_info {
-                    ex.client_name.clone_from(name);
-                    ex.client_version.clone_from(version);
-                }
-                ex.user_agent = row
-                    .facts
-                    .user_agent
-                    .clone()
-                    .or_else(|| info.user_agent.clone());
-            }
-            let mut seen = HashSet::new();
-            row.anomalies.retain(|a| seen.insert(a.clone()));
-            ex.anomalies = (!row.anomalies.is_empty()).then(|| row.anomalies.join(";"));
-            if ex.attempt == 0 {
-                ex.attempt = 1;
-            }
-            out.push(ex);
-        }
-        super::retry::infer_retries(&mut out, &self.cfg).record(stats);
         out
+    }
+
+    /// Releases rows from the head of the buffer while they are final (`at_end`: all are),
+    /// setting aside open rows that held the head too long.
+    fn release(&mut self, now: i64, at_end: bool, stats: &mut Stats, out: &mut Vec<Exchange>) {
+        while let Some(&(ts, i)) = self.pending.first() {
+            if !at_end && now.saturating_sub(ts) < REORDER_SLACK_US {
+                return;
+            }
+            self.confirm_preflight(i);
+            let readiness = match self.rows.get(i) {
+                Some(r) => self.readiness(r, now, at_end),
+                None => Readiness::Drop,
+            };
+            match readiness {
+                Readiness::Drop => {
+                    self.pending.remove(&(ts, i));
+                    self.drop_row(i);
+                }
+                Readiness::Ready => {
+                    self.pending.remove(&(ts, i));
+                    let id = self.take_id();
+                    if let Some(r) = self.rows.get_mut(i) {
+                        r.ex.exchange_id = id;
+                    }
+                    if let Some(mut ex) = self.finalize(i, stats) {
+                        self.retry.push(&mut ex);
+                        out.push(ex);
+                    }
+                }
+                Readiness::Wait => {
+                    let too_old = now.saturating_sub(ts) > HOLD_LIMIT_US;
+                    if !too_old && self.pending.len() <= MAX_BUFFERED_ROWS {
+                        return;
+                    }
+                    self.pending.remove(&(ts, i));
+                    self.set_aside(i);
+                }
+            }
+        }
+    }
+
+    fn take_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id = self.next_id.saturating_add(1);
+        id
+    }
+
+    /// A row may leave when its HTTP exchange is over and no later message can change it.
+    fn readiness(&self, r: &Row, now: i64, at_end: bool) -> Readiness {
+        if r.tentative {
+            let confirmable = r.await_endpoint && self.endpoints.contains(&r.ex.inference.endpoint);
+            if !confirmable {
+                // A probe that ended without MCP content, or a preflight evicted from the
+                // queue, can never be confirmed; others get `TENTATIVE_HOLD_US`.
+                let hopeless = !r.await_endpoint && r.http_done;
+                let expired = now.saturating_sub(r.ex.ts_request) > TENTATIVE_HOLD_US;
+                return if at_end || hopeless || expired {
+                    Readiness::Drop
+                } else {
+                    Readiness::Wait
+                };
+            }
+        }
+        if at_end {
+            return Readiness::Ready;
+        }
+        if !r.http_done {
+            return Readiness::Wait;
+        }
+        if r.kind == Kind::Request && r.final_msg.is_none() && r.open {
+            if r.legacy {
+                // Its answer comes on the session's GET stream, until that ends.
+                return if self.legacy_end(r).is_some() {
+                    Readiness::Ready
+                } else {
+                    Readiness::Wait
+                };
+            }
+            // Rule 5: a resumed stream may still complete it.
+            let since = r.resp_end_ts.unwrap_or(r.ex.ts_request);
+            if now.saturating_sub(since) < STREAM_RESUME_HOLD_US {
+                return Readiness::Wait;
+            }
+        }
+        Readiness::Ready
+    }
+
+    fn legacy_end(&self, r: &Row) -> Option<BodyEnd> {
+        let sid = r.ex.session_id.clone().unwrap_or_default();
+        self.legacy
+            .get(&(r.ex.server_addr.clone(), sid))
+            .and_then(|l| l.end)
+    }
+
+    fn drop_row(&mut self, i: usize) {
+        self.close_open(i);
+        self.rows.remove(i);
+    }
+
+    /// A preflight whose endpoint turned out to be MCP is kept.
+    fn confirm_preflight(&mut self, i: usize) {
+        let known = self.rows.get(i).is_some_and(|r| {
+            r.tentative && r.await_endpoint && self.endpoints.contains(&r.ex.inference.endpoint)
+        });
+        if known && let Some(r) = self.rows.get_mut(i) {
+            r.tentative = false;
+            self.absorb_row(i);
+        }
+    }
+
+    /// Reserves the id of an open row that held the head too long and runs retry inference on
+    /// it as it is now (as if the capture ended now); it is written when it ends.
+    fn set_aside(&mut self, i: usize) {
+        let id = self.take_id();
+        let Some(row) = self.rows.get(i) else {
+            return;
+        };
+        let mut ex = self.build_exchange(row, id, true).0;
+        self.retry.push(&mut ex);
+        if let Some(r) = self.rows.get_mut(i) {
+            r.ex.exchange_id = id;
+            r.reserved = Some(Reserved {
+                exchange_id: id,
+                attempt: ex.attempt,
+                retry_of: ex.retry_of,
+                retry_origin: ex.retry_origin,
+                retry_evidence: ex.retry_evidence,
+                continuation_of: ex.continuation_of,
+            });
+        }
+        self.aside.insert(i);
+    }
+
+    /// Takes row `i` out as a final exchange (its id already in `ex.exchange_id`, or
+    /// reserved), classified with what its session is known to be.
+    fn finalize(&mut self, i: usize, stats: &mut Stats) -> Option<Exchange> {
+        self.close_open(i);
+        let mut row = self.rows.remove(i)?;
+        if row.legacy && row.kind == Kind::Request && row.final_msg.is_none() {
+            // Legacy requests still waiting: their answer would have come on the GET stream.
+            let end = self.legacy_end(&row).unwrap_or(BodyEnd::CaptureEnd);
+            row.stream_broken = Some(end);
+            row.ex.stream_end = end.name().to_string();
+        }
+        let id = row
+            .reserved
+            .as_ref()
+            .map_or(row.ex.exchange_id, |r| r.exchange_id);
+        let (mut ex, anomalies) = self.build_exchange(&row, id, false);
+        for a in anomalies {
+            stats.anomaly(a);
+        }
+        if let Some(r) = row.reserved.take() {
+            ex.attempt = r.attempt;
+            ex.retry_of = r.retry_of;
+            ex.retry_origin = r.retry_origin;
+            ex.retry_evidence = r.retry_evidence;
+            ex.continuation_of = r.continuation_of;
+        }
+        if row.kind == Kind::Request && ex.sse_events > 0 {
+            // A later GET with Last-Event-ID may name this exchange.
+            self.released_ids.insert(i, id);
+            self.released_order.push_back(i);
+            while self.released_order.len() > MAX_RELEASED_IDS {
+                if let Some(old) = self.released_order.pop_front() {
+                    self.released_ids.remove(&old);
+                }
+            }
+        }
+        Some(ex)
+    }
+
+    /// The `exchange_id` row `i` has (reserved or released), if known.
+    fn id_of(&self, i: usize) -> Option<u64> {
+        match self.rows.get(i) {
+            Some(r) => r.reserved.as_ref().map(|x| x.exchange_id),
+            None => self.released_ids.get(&i).copied(),
+        }
+    }
+
+    /// The row's columns, classified (report-schema.md section 3). `provisional`: the row is
+    /// still open and is judged as if the capture ended now. Returns the classification's
+    /// anomalies, to be counted once the row is final.
+    fn build_exchange(
+        &self,
+        row: &Row,
+        id: u64,
+        provisional: bool,
+    ) -> (Exchange, Vec<&'static str>) {
+        let mut ex = row.ex.clone();
+        ex.exchange_id = id;
+        ex.inference.resumes = row.resumes_row.and_then(|r| self.id_of(r));
+        let info = self.infos.get(&ex.session_key).map(|(i, _)| i);
+        ex.protocol_version = info
+            .and_then(SessionInfo::protocol_version)
+            .or_else(|| row.facts.declared_version.clone());
+        // The request's own declaration first, else the session's revision.
+        let close_cancels = row.close_cancels_declared.unwrap_or_else(|| {
+            ex.protocol_version
+                .as_deref()
+                .is_some_and(classify::close_is_cancellation)
+        });
+        let mut facts = facts_of(row, &ex, close_cancels);
+        if provisional {
+            let end = BodyEnd::CaptureEnd;
+            if !row.http_done && row.ex.http_status.is_none() {
+                facts.no_response = Some(end);
+            } else if row.kind == Kind::Stream {
+                facts.stream_row_end = facts.stream_row_end.or(Some(end));
+            } else if row.kind == Kind::Request && row.final_msg.is_none() {
+                facts.stream_broken = facts.stream_broken.or(self.legacy_end(row)).or(Some(end));
+            }
+        }
+        let verdict = classify::classify(&facts);
+        let mut anomalies = row.anomalies.clone();
+        for a in &verdict.anomalies {
+            anomalies.push((*a).to_string());
+        }
+        ex.outcome = verdict.outcome.to_string();
+        ex.layer = verdict.layer.to_string();
+        ex.error_code = verdict.error_code;
+        ex.error_message = verdict.error_message;
+        ex.result_type = verdict.result_type;
+        ex.is_error = verdict.is_error;
+        ex.final_response = row.final_msg.is_some();
+        ex.ts_response = match row.final_ts {
+            Some(t) => Some(t),
+            None if provisional && !row.http_done => None,
+            None => row.resp_end_ts,
+        };
+        ex.latency_ms = ex
+            .ts_response
+            .map(|t| t.saturating_sub(ex.ts_request) as f64 / 1000.0);
+        if let Some(info) = info {
+            if let Some((name, version)) = &info.client_info {
+                ex.client_name.clone_from(name);
+                ex.client_version.clone_from(version);
+            }
+            ex.user_agent = row
+                .facts
+                .user_agent
+                .clone()
+                .or_else(|| info.user_agent.clone());
+        }
+        let mut seen = HashSet::new();
+        anomalies.retain(|a| seen.insert(a.clone()));
+        ex.anomalies = (!anomalies.is_empty()).then(|| anomalies.join(";"));
+        if ex.attempt == 0 {
+            ex.attempt = 1;
+        }
+        (ex, verdict.anomalies)
+    }
+
+    /// Adds row `i`'s facts to its session's.
+    fn absorb_row(&mut self, i: usize) {
+        let Some(r) = self.rows.get(i) else {
+            return;
+        };
+        if r.tentative {
+            return;
+        }
+        let (scope, facts) = (r.scope.clone(), r.facts.clone());
+        self.absorb(&scope, &facts, self.last_ts);
+    }
+
+    /// An answered `initialize` tells its session's negotiated revision.
+    fn learn_negotiated(&mut self, i: usize) {
+        let Some(r) = self.rows.get_mut(i) else {
+            return;
+        };
+        if r.ex.rpc_method.as_deref() != Some("initialize") {
+            return;
+        }
+        if let Some(Final::Result(res)) = &r.final_msg {
+            r.facts.negotiated_version = res
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            self.absorb_row(i);
+        }
+    }
+
+    /// Adds a row's facts to its session's (the first of each wins; report-schema.md section 4).
+    fn absorb(&mut self, scope: &str, facts: &SessionFacts, ts: i64) {
+        if !self.infos.contains_key(scope) {
+            if self.infos.len() >= MAX_SESSION_INFOS {
+                self.evict_infos();
+            }
+            self.infos
+                .insert(scope.to_string(), (SessionInfo::default(), ts));
+        }
+        if let Some((info, last)) = self.infos.get_mut(scope) {
+            info.absorb(facts);
+            *last = (*last).max(ts);
+        }
+    }
+
+    /// Forgets the least recently active half of the session facts.
+    fn evict_infos(&mut self) {
+        let mut lasts: Vec<i64> = self.infos.values().map(|(_, t)| *t).collect();
+        let mid = lasts.len() / 2;
+        if lasts.is_empty() {
+            return;
+        }
+        let (_, &mut cut, _) = lasts.select_nth_unstable(mid);
+        self.infos.retain(|_, (_, t)| *t > cut);
+        self.evicted_infos = self.evicted_infos.saturating_add(1);
     }
 
     // ---- requests -------------------------------------------------------
@@ -522,6 +900,9 @@ impl Analyzer {
             }
             _ => return,
         }
+        for &i in &ctx.rows {
+            self.absorb_row(i);
+        }
         if let Some(old) = self.ctxs.insert(key, ctx) {
             // The HTTP stage reuses (conn, depth) only if it lost an exchange's end.
             self.close_ctx(old, BodyEnd::CaptureEnd);
@@ -664,7 +1045,7 @@ impl Analyzer {
         } else {
             "streamable_http"
         };
-        let seq = self.rows.len() as u64;
+        let seq = self.rows.next as u64;
         let ex = Exchange {
             capture: conn.capture.to_string(),
             ts_request: req.ts_first_us,
@@ -691,7 +1072,7 @@ impl Analyzer {
             },
             ..Exchange::default()
         };
-        self.rows.push(Row {
+        let i = self.rows.push(Row {
             ex,
             kind,
             rpc_id: None,
@@ -721,8 +1102,10 @@ impl Analyzer {
             resp_end_ts: None,
             resumes_row: None,
             anomalies: req.anomalies.clone(),
+            reserved: None,
         });
-        self.rows.len().saturating_sub(1)
+        self.pending.insert((req.ts_first_us, i));
+        i
     }
 
     /// Session key at request time (report-schema.md section 4).
@@ -810,6 +1193,7 @@ impl Analyzer {
                 r.final_msg = Some(o.fin);
                 r.final_ts = Some(o.ts);
             }
+            self.learn_negotiated(i);
             self.note(i, "mcp.response_before_request", stats);
             return;
         }
@@ -950,6 +1334,7 @@ impl Analyzer {
             r.scope = new_scope.to_string();
             r.ex.session_key = new_scope.to_string();
         }
+        self.absorb_row(i);
         if was_open {
             let Some(id) = self.rows.get(i).and_then(|r| r.rpc_id.clone()) else {
                 return;
@@ -1018,6 +1403,7 @@ impl Analyzer {
                     r.ex.session_key = scope;
                     r.ex.sse_events = r.ex.sse_events.saturating_add(1);
                 }
+                self.absorb_row(row);
                 match sid {
                     Some(s) => {
                         if self.legacy.len() >= MAX_LEGACY_SESSIONS {
@@ -1043,6 +1429,7 @@ impl Analyzer {
             if let Some(r) = self.rows.get_mut(row) {
                 r.tentative = false;
             }
+            self.absorb_row(row);
         }
         let Some(ctx) = self.ctxs.get(&key) else {
             return;
@@ -1155,7 +1542,7 @@ impl Analyzer {
             return;
         }
         let fin = match &msg {
-            RpcMessage::Result { result, .. } => Final::Result(result.clone()),
+            RpcMessage::Result { result, .. } => Final::Result(slim_result(result)),
             RpcMessage::Error { code, message, .. } => Final::Error {
                 code: *code,
                 message: message.clone(),
@@ -1255,6 +1642,7 @@ impl Analyzer {
             r.final_msg = Some(fin);
             r.final_ts = Some(ts);
         }
+        self.learn_negotiated(i);
         self.close_open(i);
     }
 
@@ -1475,6 +1863,51 @@ impl Analyzer {
             r.anomalies.push(name.to_string());
         }
     }
+}
+
+/// The parts of a result classification and session facts read (`resultType`, `isError`,
+/// `task`, `protocolVersion`, and each content block's `type`), so a row waiting for release
+/// does not hold a whole tool result. Every verdict is the same as on the full result.
+fn slim_result(result: &Value) -> Value {
+    let Some(o) = result.as_object() else {
+        return result.clone();
+    };
+    let mut slim = serde_json::Map::new();
+    for key in ["resultType", "isError", "protocolVersion"] {
+        if let Some(v) = o.get(key) {
+            slim.insert(key.to_string(), v.clone());
+        }
+    }
+    if let Some(task) = o.get("task") {
+        // Only whether it is an object counts.
+        let kept = if task.is_object() {
+            Value::Object(serde_json::Map::new())
+        } else {
+            Value::Null
+        };
+        slim.insert("task".to_string(), kept);
+    }
+    if let Some(content) = o.get("content") {
+        // Only whether it is an array of blocks with a string `type` counts.
+        let kept = match content.as_array() {
+            Some(blocks) => Value::Array(
+                blocks
+                    .iter()
+                    .map(|b| match b.get("type") {
+                        Some(t @ Value::String(_)) => {
+                            let mut m = serde_json::Map::new();
+                            m.insert("type".to_string(), t.clone());
+                            Value::Object(m)
+                        }
+                        _ => Value::Null,
+                    })
+                    .collect(),
+            ),
+            None => Value::Null,
+        };
+        slim.insert("content".to_string(), kept);
+    }
+    Value::Object(slim)
 }
 
 /// MCP by content: a JSON object (or batch of objects) with a `jsonrpc` member.

@@ -3,7 +3,9 @@
 //! Finds MCP traffic by content, groups it into sessions, pairs each JSON-RPC
 //! request with its response by (direction, id) within the session wherever
 //! the response travels, classifies each exchange (report-schema.md section 3)
-//! and infers retries (section 4).
+//! and infers retries (section 4). Rows are released as they become final
+//! (see [`Analyzer`] and the analyzer's "Release" notes), so memory follows
+//! live state, not the capture.
 
 mod analyzer;
 mod classify;
@@ -12,9 +14,10 @@ pub mod retry;
 mod session;
 
 pub use analyzer::{
-    Analyzer, MAX_EVENT_IDS_PER_SESSION, MAX_JSON_BODY_BYTES, MAX_KNOWN_ENDPOINTS,
-    MAX_LEGACY_SESSIONS, MAX_ORPHANS_PER_SESSION, MAX_PENDING_PER_SESSION, MAX_PENDING_PREFLIGHTS,
-    MAX_SERVER_REQUESTS_PER_SESSION, ORPHAN_WINDOW_US,
+    Analyzer, HOLD_LIMIT_US, MAX_BUFFERED_ROWS, MAX_EVENT_IDS_PER_SESSION, MAX_JSON_BODY_BYTES,
+    MAX_KNOWN_ENDPOINTS, MAX_LEGACY_SESSIONS, MAX_ORPHANS_PER_SESSION, MAX_PENDING_PER_SESSION,
+    MAX_PENDING_PREFLIGHTS, MAX_RELEASED_IDS, MAX_SERVER_REQUESTS_PER_SESSION, MAX_SESSION_INFOS,
+    ORPHAN_WINDOW_US, REORDER_SLACK_US, STREAM_RESUME_HOLD_US, TENTATIVE_HOLD_US,
 };
 pub use exchange::{Exchange, InferenceInputs};
 pub use session::MAX_DERIVED_CONTEXTS;

@@ -1,15 +1,18 @@
 //! Retry inference (report-schema.md section 4): `attempt`, `retry_of`, `retry_origin`,
 //! `retry_evidence` and `continuation_of` on every row.
 //!
-//! In: rows sorted by `ts_request` with `exchange_id` assigned 1..n, outcomes classified.
+//! In: rows one at a time ([`RetryInference::push`]) in `exchange_id` order (ids follow
+//! `ts_request`), outcomes classified; [`infer_retries`] does the same over a slice.
 //! Out: the five retry columns filled on every row (earlier values are overwritten).
+//! Incremental: a row is compared with the rows pushed before it only, keeping what later rows
+//! need of it (see [`RetryInference`]); the analyzer pushes each row as it is released.
 //!
 //! A `request` row that is not lifecycle/discovery is compared with the latest earlier
 //! equivalent request (same client host, endpoint, method and canonical params) sent within
 //! the repeat window; rules 1-4 decide, in order. Rule 5 links a `stream` GET carrying
 //! `Last-Event-ID` to the exchange whose stream it resumes. Evidence names the rule and the
-//! facts a person can check in the capture. Never panics; memory is bounded by
-//! [`MAX_INDEXED_REQUESTS`].
+//! facts a person can check in the capture. Never panics; memory follows the requests of one
+//! repeat window, bounded by [`MAX_INDEXED_REQUESTS`].
 //!
 //! "Latest earlier" prefers the candidate's own session: when that session holds an equivalent
 //! request, its latest one is taken even if another session sent one later. Concurrent clients
@@ -40,12 +43,13 @@ pub use chain::{RetryChain, retry_chains};
 
 use crate::anomaly::Stats;
 use crate::mcp::{Exchange, InferenceConfig};
-use index::{RecentRequests, equivalence_hash};
-use std::collections::HashMap;
+use index::{Prior, RecentRequests, session_hash_of};
+use std::collections::{HashMap, VecDeque};
 
 /// Most requests held in the repeat index at once (live ones within the repeat window plus
 /// superseded ones not yet expired). Beyond it a request is not indexed, so a later repeat of
-/// it is not linked, and `mcp.retry_index_full` is counted. 1M entries take about 100 MB.
+/// it is not linked, and `mcp.retry_index_full` is counted. An entry takes about 400 bytes
+/// (bodies are kept as fingerprints), so a full index is about 400 MB.
 pub const MAX_INDEXED_REQUESTS: usize = 1_000_000;
 
 /// Longest User-Agent or `Last-Event-ID` quoted in `retry_evidence` (in chars), so one
@@ -137,9 +141,10 @@ enum Link {
     None,
     /// Rule 1: MRTR follow-up of the exchange with this id.
     Continuation { of: u64, evidence: String },
-    /// Rules 2-5: a repeat of the earlier row at `of_pos`.
+    /// Rules 2-5: a repeat of the earlier exchange `of`, which was attempt `of_attempt`.
     Retry {
-        of_pos: usize,
+        of: u64,
+        of_attempt: u32,
         origin: Origin,
         evidence: String,
     },
@@ -150,13 +155,119 @@ enum Link {
 struct SessionFacts {
     /// First HTTP 404 answered to a request carrying a session id: (ts_request, exchange_id).
     first_404: Option<(i64, u64)>,
-    /// `initialize` / `server/discover` requests of the session: (ts_request, exchange_id).
+    /// `initialize` / `server/discover` requests of the session: (ts_request, exchange_id),
+    /// at most [`MAX_STARTS_PER_SESSION`] (the latest).
     starts: Vec<(i64, u64)>,
+    /// Latest `ts_request` of any row of the session, for forgetting silent sessions.
+    last_us: i64,
 }
 
-fn session_facts(rows: &[Exchange]) -> HashMap<String, SessionFacts> {
-    let mut facts: HashMap<String, SessionFacts> = HashMap::new();
-    for row in rows {
+/// Session starts remembered per session (a session normally has one).
+pub const MAX_STARTS_PER_SESSION: usize = 64;
+
+/// Sessions whose facts are kept before a sweep forgets those silent for longer than the
+/// repeat window (no later row can be compared with theirs: rule 4 looks back one window).
+const SESSION_SWEEP_MIN: usize = 4096;
+
+/// Most `exchange_id`s with an attempt above 1 remembered for rule 5 (a resumed stream's
+/// attempt counts on from its target's). Beyond it the oldest is forgotten: a resumption of
+/// it counts from attempt 1.
+pub const MAX_REMEMBERED_ATTEMPTS: usize = 65_536;
+
+/// Retry inference one row at a time, in `exchange_id` order (report-schema.md section 4).
+///
+/// Keeps only what later rows can be compared with: the latest equivalent request per key
+/// within the repeat window (snapshots of the few fields the rules read), per-session 404 and
+/// start facts of sessions active within the window, the set of ids seen (as ranges) and the
+/// attempts above 1. Memory follows the requests of one window, never the capture.
+///
+/// Rows must come in `exchange_id` order; a row is compared with rows pushed before it, so a
+/// fact that arrives later (a 404 or a start with the same timestamp but a larger id) is not
+/// seen. [`infer_retries`] is the same loop over a slice.
+#[derive(Debug)]
+pub struct RetryInference {
+    cfg: InferenceConfig,
+    window_us: i64,
+    recent: RecentRequests,
+    /// By [`session_hash_of`] the session key.
+    sessions: HashMap<u64, SessionFacts>,
+    sweep_at: usize,
+    /// Ids pushed so far, as ascending inclusive ranges (ids are dense and ascending).
+    known_ids: Vec<(u64, u64)>,
+    /// Attempt of ids above 1 (every other known id is attempt 1), oldest first for eviction.
+    attempts: HashMap<u64, u32>,
+    attempt_order: VecDeque<u64>,
+    /// Latest start seen: expiry never goes back, so rows out of order cannot regrow the index.
+    now_us: i64,
+    anomalies: RetryAnomalies,
+}
+
+impl RetryInference {
+    /// Inference with the thresholds of `cfg` and an index of [`MAX_INDEXED_REQUESTS`].
+    pub fn new(cfg: &InferenceConfig) -> Self {
+        Self::with_limit(cfg, MAX_INDEXED_REQUESTS)
+    }
+
+    fn with_limit(cfg: &InferenceConfig, limit: usize) -> Self {
+        RetryInference {
+            cfg: *cfg,
+            window_us: cfg.repeat_window_ms.saturating_mul(1000),
+            recent: RecentRequests::new(limit),
+            sessions: HashMap::new(),
+            sweep_at: SESSION_SWEEP_MIN,
+            known_ids: Vec::new(),
+            attempts: HashMap::new(),
+            attempt_order: VecDeque::new(),
+            now_us: i64::MIN,
+            anomalies: RetryAnomalies::default(),
+        }
+    }
+
+    /// Fills the five retry columns of `row` (earlier values are overwritten), comparing it
+    /// with the rows pushed before, then remembers what later rows need of it.
+    pub fn push(&mut self, row: &mut Exchange) {
+        self.now_us = self.now_us.max(row.ts_request);
+        self.recent
+            .expire(self.now_us.saturating_sub(self.window_us));
+        self.note_session(row);
+
+        // Rules 1-4 only for candidates, which are then indexed for later ones.
+        let probe = is_candidate(row).then(|| Prior::of(row));
+        let link = if let Some(c) = &probe {
+            self.recent
+                .latest(c)
+                .filter(|e| c.ts_request.saturating_sub(e.ts_request) <= self.window_us)
+                .map_or(Link::None, |e| decide(c, e, &self.cfg, &self.sessions))
+        } else if is_resumption(row) {
+            match row.inference.resumes.filter(|&id| self.is_known(id)) {
+                Some(id) => resumption(row, id, self.attempt_of(id)),
+                None => {
+                    self.anomalies.resume_target_missing =
+                        self.anomalies.resume_target_missing.saturating_add(1);
+                    Link::None
+                }
+            }
+        } else {
+            Link::None
+        };
+        apply(row, link);
+        self.remember_id(row.exchange_id, row.attempt);
+
+        if let Some(mut prior) = probe {
+            prior.attempt = row.attempt;
+            if !self.recent.insert(prior) {
+                self.anomalies.index_full = self.anomalies.index_full.saturating_add(1);
+            }
+        }
+    }
+
+    /// What inference could not do so far.
+    pub fn anomalies(&self) -> &RetryAnomalies {
+        &self.anomalies
+    }
+
+    /// The 404 and start facts rule 4 reads, and the session's last activity.
+    fn note_session(&mut self, row: &Exchange) {
         // A 404 ends a session only where there is a session to expire (mcp-wire.md 8); in
         // 2026-07-28 a 404 means "method not found" and says nothing about the session.
         let is_404 = row.http_status == Some(404) && row.session_id.is_some();
@@ -165,31 +276,82 @@ fn session_facts(rows: &[Exchange]) -> HashMap<String, SessionFacts> {
                 .rpc_method
                 .as_deref()
                 .is_some_and(|m| SESSION_START_METHODS.contains(&m));
+        let key = session_hash_of(&row.session_key);
         if !is_404 && !is_start {
-            continue;
+            if let Some(f) = self.sessions.get_mut(&key) {
+                f.last_us = f.last_us.max(row.ts_request);
+            }
+            return;
         }
-        if !facts.contains_key(&row.session_key) {
-            facts.insert(row.session_key.clone(), SessionFacts::default());
+        if !self.sessions.contains_key(&key) {
+            self.sweep_sessions();
+            self.sessions.insert(key, SessionFacts::default());
         }
-        let Some(f) = facts.get_mut(&row.session_key) else {
-            continue;
+        let Some(f) = self.sessions.get_mut(&key) else {
+            return;
         };
+        f.last_us = f.last_us.max(row.ts_request);
         if is_404 && f.first_404.is_none() {
             f.first_404 = Some((row.ts_request, row.exchange_id));
         }
         if is_start {
-            f.starts.push((row.ts_request, row.exchange_id));
+            // Rule 4 binary-searches them by time; rows come (nearly) in time order.
+            let at = f
+                .starts
+                .partition_point(|s| *s <= (row.ts_request, row.exchange_id));
+            f.starts.insert(at, (row.ts_request, row.exchange_id));
+            if f.starts.len() > MAX_STARTS_PER_SESSION {
+                f.starts.remove(0);
+            }
         }
     }
-    for f in facts.values_mut() {
-        // Already in time order when rows are sorted; rule 4 binary-searches them.
-        f.starts.sort_unstable();
+
+    /// Forget sessions silent for longer than the repeat window once the table has doubled.
+    fn sweep_sessions(&mut self) {
+        if self.sessions.len() < self.sweep_at {
+            return;
+        }
+        let oldest = self.now_us.saturating_sub(self.window_us);
+        self.sessions.retain(|_, f| f.last_us >= oldest);
+        self.sweep_at = self.sessions.len().saturating_mul(2).max(SESSION_SWEEP_MIN);
     }
-    facts
+
+    fn is_known(&self, id: u64) -> bool {
+        let at = self.known_ids.partition_point(|&(_, hi)| hi < id);
+        self.known_ids.get(at).is_some_and(|&(lo, _)| lo <= id)
+    }
+
+    fn attempt_of(&self, id: u64) -> u32 {
+        self.attempts.get(&id).copied().unwrap_or(1)
+    }
+
+    fn remember_id(&mut self, id: u64, attempt: u32) {
+        match self.known_ids.last_mut() {
+            Some((_, hi)) if hi.checked_add(1) == Some(id) => *hi = id,
+            Some((_, hi)) if *hi >= id => {
+                // Out of order (a hand-made slice): keep the ranges sorted and merged.
+                if !self.is_known(id) {
+                    let at = self.known_ids.partition_point(|&(lo, _)| lo < id);
+                    self.known_ids.insert(at, (id, id));
+                }
+            }
+            _ => self.known_ids.push((id, id)),
+        }
+        if attempt > 1 {
+            if self.attempts.insert(id, attempt).is_none() {
+                self.attempt_order.push_back(id);
+            }
+            while self.attempt_order.len() > MAX_REMEMBERED_ATTEMPTS {
+                if let Some(old) = self.attempt_order.pop_front() {
+                    self.attempts.remove(&old);
+                }
+            }
+        }
+    }
 }
 
 /// Fills attempt, retry_of, retry_origin, retry_evidence and continuation_of on every row
-/// (report-schema.md section 4, rules in order).
+/// (report-schema.md section 4, rules in order): [`RetryInference::push`] on each row.
 ///
 /// `rows` must be sorted by `ts_request` with `exchange_id` assigned in that order. The returned
 /// counts go to [`Stats`] with [`RetryAnomalies::record`].
@@ -198,49 +360,11 @@ pub fn infer_retries(rows: &mut [Exchange], cfg: &InferenceConfig) -> RetryAnoma
 }
 
 fn infer_with_limit(rows: &mut [Exchange], cfg: &InferenceConfig, limit: usize) -> RetryAnomalies {
-    let mut anomalies = RetryAnomalies::default();
-    let sessions = session_facts(rows);
-    let window_us = cfg.repeat_window_ms.saturating_mul(1000);
-    let mut recent = RecentRequests::new(limit);
-    // Expire by the latest start seen, so rows out of order cannot make the index grow back.
-    let mut now_us = i64::MIN;
-
-    for pos in 0..rows.len() {
-        let (earlier, rest) = rows.split_at_mut(pos);
-        let Some(row) = rest.first_mut() else { break };
-        now_us = now_us.max(row.ts_request);
-        recent.expire(now_us.saturating_sub(window_us));
-
-        // Rules 1-4 only for candidates, which are then indexed for later ones.
-        let call = is_candidate(row).then(|| equivalence_hash(row));
-        let link = if let Some(call) = call {
-            recent
-                .latest(earlier, call, row)
-                .and_then(|p| earlier.get(p).map(|e| (p, e)))
-                .filter(|(_, e)| row.ts_request.saturating_sub(e.ts_request) <= window_us)
-                .map_or(Link::None, |(p, e)| decide(row, e, p, cfg, &sessions))
-        } else if is_resumption(row) {
-            match resumed_position(earlier, row.inference.resumes) {
-                Some(p) => resumption(row, p),
-                None => {
-                    anomalies.resume_target_missing =
-                        anomalies.resume_target_missing.saturating_add(1);
-                    Link::None
-                }
-            }
-        } else {
-            Link::None
-        };
-        apply(row, earlier, link);
-
-        if let Some(call) = call {
-            let upto = rows.get(..=pos).unwrap_or_default();
-            if !recent.insert(upto, call, pos) {
-                anomalies.index_full = anomalies.index_full.saturating_add(1);
-            }
-        }
+    let mut inference = RetryInference::with_limit(cfg, limit);
+    for row in rows.iter_mut() {
+        inference.push(row);
     }
-    anomalies
+    inference.anomalies
 }
 
 /// Only client requests outside lifecycle/discovery take part in rules 1-4.
@@ -257,22 +381,12 @@ fn is_resumption(row: &Exchange) -> bool {
     row.kind == "stream" && row.inference.last_event_id.is_some() && row.inference.resumes.is_some()
 }
 
-/// Position among `earlier` rows of the exchange `resumes` names.
-fn resumed_position(earlier: &[Exchange], resumes: Option<u64>) -> Option<usize> {
-    let id = resumes?;
-    // Ids are 1..n in row order by contract, so the target is usually at `id - 1`; otherwise
-    // they still ascend. No linear scan: many bad targets must not cost O(n) each.
-    let direct = usize::try_from(id.checked_sub(1)?).ok();
-    direct
-        .filter(|&p| earlier.get(p).is_some_and(|e| e.exchange_id == id))
-        .or_else(|| earlier.binary_search_by_key(&id, |e| e.exchange_id).ok())
-}
-
-fn resumption(row: &Exchange, of_pos: usize) -> Link {
-    let id = row.inference.resumes.unwrap_or_default();
+/// Rule 5: `row` resumes the stream of exchange `id`, which was attempt `attempt`.
+fn resumption(row: &Exchange, id: u64, attempt: u32) -> Link {
     let last = row.inference.last_event_id.as_deref().unwrap_or_default();
     Link::Retry {
-        of_pos,
+        of: id,
+        of_attempt: attempt,
         origin: Origin::Sdk,
         evidence: format!(
             "rule 5 resumes stream of #{id} with Last-Event-ID {}",
@@ -282,7 +396,7 @@ fn resumption(row: &Exchange, of_pos: usize) -> Link {
 }
 
 /// Write the decision into the row's columns.
-fn apply(row: &mut Exchange, earlier: &[Exchange], link: Link) {
+fn apply(row: &mut Exchange, link: Link) {
     row.attempt = 1;
     row.retry_of = None;
     set_origin(row, Origin::None);
@@ -295,13 +409,13 @@ fn apply(row: &mut Exchange, earlier: &[Exchange], link: Link) {
             row.retry_evidence = Some(evidence);
         }
         Link::Retry {
-            of_pos,
+            of,
+            of_attempt,
             origin,
             evidence,
         } => {
-            let prev = earlier.get(of_pos);
-            row.retry_of = prev.map(|e| e.exchange_id);
-            row.attempt = prev.map_or(1, |e| e.attempt.max(1).saturating_add(1));
+            row.retry_of = Some(of);
+            row.attempt = of_attempt.max(1).saturating_add(1);
             set_origin(row, origin);
             row.retry_evidence = Some(evidence);
         }
@@ -314,29 +428,29 @@ fn set_origin(row: &mut Exchange, origin: Origin) {
     row.retry_origin.push_str(origin.as_str());
 }
 
-/// Rules 1-4 for a candidate and its latest earlier equivalent request `e` (at `e_pos`).
+/// Rules 1-4 for a candidate and its latest earlier equivalent request `e`.
 fn decide(
-    c: &Exchange,
-    e: &Exchange,
-    e_pos: usize,
+    c: &Prior,
+    e: &Prior,
     cfg: &InferenceConfig,
-    sessions: &HashMap<String, SessionFacts>,
+    sessions: &HashMap<u64, SessionFacts>,
 ) -> Link {
     let sdk_gap_us = cfg.sdk_max_gap_ms.saturating_mul(1000);
     let manual_gap_us = cfg.manual_min_gap_ms.saturating_mul(1000);
     let since_start_us = c.ts_request.saturating_sub(e.ts_request);
     let e_end = e.ts_response.unwrap_or(e.ts_request);
     let since_end_us = c.ts_request.saturating_sub(e_end);
-    let same_session = c.session_key == e.session_key;
+    let same_session = c.session == e.session;
     let retry = |origin, evidence| Link::Retry {
-        of_pos: e_pos,
+        of: e.exchange_id,
+        of_attempt: e.attempt,
         origin,
         evidence,
     };
 
     // Rule 1: an MRTR follow-up answers the input_required result with a new id; it is not a
     // retry (mcp-wire.md 4.3).
-    if c.inference.has_mrtr_fields && e.outcome == "INPUT_REQUIRED" {
+    if c.has_mrtr_fields && &*e.outcome == "INPUT_REQUIRED" {
         return Link::Continuation {
             of: e.exchange_id,
             evidence: format!(
@@ -348,14 +462,13 @@ fn decide(
     }
 
     let same_id = c.jsonrpc_id.is_some() && c.jsonrpc_id == e.jsonrpc_id;
-    let same_body = c.inference.body_canonical.is_some()
-        && c.inference.body_canonical == e.inference.body_canonical;
+    let same_body = c.body.is_some() && c.body == e.body;
 
     // Rule 2: same id and same body.
     if same_id && same_body {
         // TS and Python clients re-send the identical request after an auth refresh (mcp-wire 6.1).
         if matches!(e.http_status, Some(401 | 403)) {
-            let auth = if c.inference.auth_hash == e.inference.auth_hash {
+            let auth = if c.auth_hash == e.auth_hash {
                 "authorization unchanged"
             } else {
                 "authorization changed"
@@ -434,9 +547,9 @@ fn decide(
 
     // Rule 4: new id in a new session. A 404 then a header-less initialize is session
     // re-establishment (mcp-wire.md 8), driven by the SDK or the application.
-    if let Some((t404, id404)) = sessions.get(&e.session_key).and_then(|f| f.first_404) {
+    if let Some((t404, id404)) = sessions.get(&e.session).and_then(|f| f.first_404) {
         // `starts` ascend by time (rows are sorted): the first start at or after the 404.
-        let reinit = sessions.get(&c.session_key).and_then(|f| {
+        let reinit = sessions.get(&c.session).and_then(|f| {
             let first = f.starts.partition_point(|(t, _)| *t < t404);
             f.starts.get(first).filter(|(t, _)| *t <= c.ts_request)
         });
@@ -465,7 +578,7 @@ fn decide(
 }
 
 /// When the candidate came relative to the earlier attempt, and how that attempt ended.
-fn timing(c: &Exchange, e: &Exchange) -> String {
+fn timing(c: &Prior, e: &Prior) -> String {
     let id = e.exchange_id;
     match e.ts_response {
         Some(end) if c.ts_request < end => format!(
@@ -486,11 +599,11 @@ fn timing(c: &Exchange, e: &Exchange) -> String {
 }
 
 /// The earlier attempt's result: outcome, with the HTTP status or JSON-RPC error code.
-fn result(e: &Exchange) -> String {
+fn result(e: &Prior) -> String {
     match (e.http_status, e.error_code) {
         (Some(s), _) if !(200..300).contains(&s) => format!("{} ({s})", e.outcome),
         (_, Some(code)) => format!("{} ({code})", e.outcome),
-        _ => e.outcome.clone(),
+        _ => e.outcome.to_string(),
     }
 }
 

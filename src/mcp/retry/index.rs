@@ -1,11 +1,14 @@
 //! The "latest earlier equivalent request" index (report-schema.md section 4).
 //!
-//! Keyed by a hash of (client host, endpoint, `rpc_method`, canonical params), overall and per
-//! session; the fields are compared for real, so a hash collision never links two different
-//! calls. Entries older than the repeat window are expired in arrival order, so memory
-//! follows the number of requests inside one window, capped by a fixed limit.
+//! Keyed by a fingerprint of (client host, endpoint, `rpc_method`, canonical params), overall
+//! and per session. Entries are [`Prior`]s: the few facts the rules read, with texts compared
+//! only for equality kept as 128-bit fingerprints (two independent 64-bit hashes), so an entry
+//! costs about 200 bytes whatever the body size; an accidental collision is out of reach.
+//! Entries older than the repeat window are expired in arrival order, so memory follows the
+//! number of distinct requests inside one window, capped by a fixed limit.
 
 use crate::mcp::Exchange;
+use crate::mcp::session::fnv1a;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -24,65 +27,201 @@ pub(super) fn client_host(addr: &str) -> &str {
     }
 }
 
-/// Hash of the equivalence key of a request row.
-pub(super) fn equivalence_hash(row: &Exchange) -> u64 {
+/// Two independent 64-bit hashes (SipHash with fixed keys, FNV-1a) of the same text.
+pub(super) type Fingerprint = (u64, u64);
+
+/// Fingerprint of `parts` (each length-prefixed, so ("ab","c") and ("a","bc") differ).
+pub(super) fn fingerprint(parts: &[&[u8]]) -> Fingerprint {
     // DefaultHasher::new() uses fixed keys: the same input hashes the same in every run.
     let mut h = DefaultHasher::new();
-    client_host(&row.client_addr).hash(&mut h);
-    row.inference.endpoint.hash(&mut h);
-    row.rpc_method.hash(&mut h);
-    row.inference.params_canonical.hash(&mut h);
-    h.finish()
-}
-
-/// Same client host, endpoint, method and canonical params.
-pub(super) fn equivalent(a: &Exchange, b: &Exchange) -> bool {
-    a.inference.endpoint == b.inference.endpoint
-        && a.rpc_method == b.rpc_method
-        && a.inference.params_canonical == b.inference.params_canonical
-        && client_host(&a.client_addr) == client_host(&b.client_addr)
-}
-
-/// Hash of (equivalence hash, session key): the bucket of one call within one session.
-fn session_hash(call: u64, row: &Exchange) -> u64 {
-    let mut h = DefaultHasher::new();
-    call.hash(&mut h);
-    row.session_key.hash(&mut h);
-    h.finish()
-}
-
-/// Make `pos` the entry of `bucket` that `same` matches, or add it.
-fn replace_or_push(bucket: &mut Vec<usize>, pos: usize, same: impl Fn(usize) -> bool) {
-    match bucket.iter_mut().find(|p| same(**p)) {
-        Some(slot) => *slot = pos,
-        None => bucket.push(pos),
+    for part in parts {
+        part.hash(&mut h);
     }
+    (h.finish(), fnv1a(parts))
 }
 
-/// Drop `pos` from the bucket at `key`, and the bucket once empty.
-fn remove_from<K: std::hash::Hash + Eq>(map: &mut HashMap<K, Vec<usize>>, key: K, pos: usize) {
-    if let Some(bucket) = map.get_mut(&key) {
-        bucket.retain(|&p| p != pos);
-        if bucket.is_empty() {
-            map.remove(&key);
+/// Hash of a session key (session facts and "same session" compare it).
+pub(super) fn session_hash_of(key: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
+}
+
+/// What the rules read of a request, in about 200 bytes: texts that are only compared for
+/// equality (params, body, id, session) are kept as hashes, so the index holds a window of
+/// requests without their bodies. Equal 128-bit fingerprints stand for equal texts.
+#[derive(Debug, Clone)]
+pub(super) struct Prior {
+    pub exchange_id: u64,
+    pub attempt: u32,
+    pub ts_request: i64,
+    pub ts_response: Option<i64>,
+    /// The equivalence key: client host, endpoint, `rpc_method`, canonical params.
+    pub call: Fingerprint,
+    pub session: u64,
+    pub user_agent: Option<Box<str>>,
+    pub jsonrpc_id: Option<u64>,
+    pub body: Option<Fingerprint>,
+    pub auth_hash: Option<u64>,
+    pub has_mrtr_fields: bool,
+    pub outcome: Box<str>,
+    pub http_status: Option<u16>,
+    pub error_code: Option<i64>,
+}
+
+impl Prior {
+    pub(super) fn of(row: &Exchange) -> Prior {
+        // Tagged, so None and Some("") differ.
+        let opt = |v: Option<&str>| -> Vec<u8> {
+            match v {
+                None => vec![0],
+                Some(t) => [&[1u8][..], t.as_bytes()].concat(),
+            }
+        };
+        let call = fingerprint(&[
+            client_host(&row.client_addr).as_bytes(),
+            row.inference.endpoint.as_bytes(),
+            &opt(row.rpc_method.as_deref()),
+            &opt(row.inference.params_canonical.as_deref()),
+        ]);
+        Prior {
+            exchange_id: row.exchange_id,
+            attempt: row.attempt,
+            ts_request: row.ts_request,
+            ts_response: row.ts_response,
+            call,
+            session: session_hash_of(&row.session_key),
+            user_agent: row.user_agent.as_deref().map(Box::from),
+            jsonrpc_id: row
+                .jsonrpc_id
+                .as_deref()
+                .map(|id| fingerprint(&[id.as_bytes()]).0),
+            body: row
+                .inference
+                .body_canonical
+                .as_deref()
+                .map(|b| fingerprint(&[b.as_bytes()])),
+            auth_hash: row.inference.auth_hash,
+            has_mrtr_fields: row.inference.has_mrtr_fields,
+            outcome: Box::from(row.outcome.as_str()),
+            http_status: row.http_status,
+            error_code: row.error_code,
         }
     }
 }
 
+/// Hash of (equivalence key, session): the bucket of one call within one session.
+fn session_bucket(p: &Prior) -> u64 {
+    let mut h = DefaultHasher::new();
+    p.call.hash(&mut h);
+    p.session.hash(&mut h);
+    h.finish()
+}
+
+/// The positions whose keys hashed alike: almost always one, so it is held inline.
+#[derive(Debug)]
+enum Bucket {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+impl Bucket {
+    fn positions(&self) -> &[usize] {
+        match self {
+            Bucket::One(p) => std::slice::from_ref(p),
+            Bucket::Many(v) => v,
+        }
+    }
+}
+
+/// Make `pos` the entry of the bucket at `key` that `same` matches, or add it. Returns the
+/// replaced position.
+fn replace_or_push(
+    map: &mut HashMap<u64, Bucket>,
+    key: u64,
+    pos: usize,
+    same: impl Fn(usize) -> bool,
+) -> Option<usize> {
+    let Some(bucket) = map.get_mut(&key) else {
+        map.insert(key, Bucket::One(pos));
+        return None;
+    };
+    match bucket {
+        Bucket::One(p) if same(*p) => Some(std::mem::replace(p, pos)),
+        Bucket::One(p) => {
+            *bucket = Bucket::Many(vec![*p, pos]);
+            None
+        }
+        Bucket::Many(v) => match v.iter_mut().find(|p| same(**p)) {
+            Some(slot) => Some(std::mem::replace(slot, pos)),
+            None => {
+                v.push(pos);
+                None
+            }
+        },
+    }
+}
+
+/// Drop `pos` from the bucket at `key` (and the bucket once empty); true if it was there.
+fn take_from(map: &mut HashMap<u64, Bucket>, key: u64, pos: usize) -> bool {
+    let Some(bucket) = map.get_mut(&key) else {
+        return false;
+    };
+    let (found, empty) = match bucket {
+        Bucket::One(p) => (*p == pos, *p == pos),
+        Bucket::Many(v) => {
+            let before = v.len();
+            v.retain(|&p| p != pos);
+            let found = v.len() != before;
+            if let [only] = v.as_slice() {
+                *bucket = Bucket::One(*only);
+            }
+            (found, matches!(bucket, Bucket::Many(v) if v.is_empty()))
+        }
+    };
+    if empty {
+        map.remove(&key);
+    }
+    found
+}
+
+/// One indexed request; `prior` is `None` once no bucket holds it (superseded), until the
+/// entry expires.
+#[derive(Debug)]
+struct Entry {
+    ts_request: i64,
+    call: u64,
+    session: u64,
+    prior: Option<Prior>,
+    /// Buckets holding it (0 to 2).
+    refs: u8,
+}
+
 /// Latest indexed request per equivalence key, overall and per session.
 ///
+/// Requests are kept in insertion order; a request's position is its insertion count.
 /// Buckets hold one position per distinct key that hashed alike (almost always one), so a
 /// lookup costs O(1) however many sessions made the same call (a load test from one host).
-/// Invariant: every position in the maps also appears in `order` (possibly with superseded
-/// duplicates there, which expire harmlessly); `order.len() <= limit`.
+///
+/// Invariant: every position in the maps is that of an entry in `entries` whose `prior` is
+/// set and whose `refs` counts the maps holding it; `entries.len() <= limit`.
+#[derive(Debug)]
 pub(super) struct RecentRequests {
-    /// Equivalence hash -> latest position of each equivalence class.
-    any_session: HashMap<u64, Vec<usize>>,
-    /// [`session_hash`] -> latest position of each (class, session).
-    own_session: HashMap<u64, Vec<usize>>,
-    /// (ts_request, equivalence hash, session hash, position) in insertion order, for expiry.
-    order: VecDeque<(i64, u64, u64, usize)>,
+    /// Equivalence key (first half) -> latest position of each equivalence class.
+    any_session: HashMap<u64, Bucket>,
+    /// [`session_bucket`] -> latest position of each (class, session).
+    own_session: HashMap<u64, Bucket>,
+    /// Indexed requests in insertion order; `entries[i]` has position `first + i`.
+    entries: VecDeque<Entry>,
+    first: usize,
+    /// Entries whose `prior` is still held.
+    live: usize,
     limit: usize,
+}
+
+/// The request at `pos`, if still held.
+fn prior_at(entries: &VecDeque<Entry>, first: usize, pos: usize) -> Option<&Prior> {
+    entries.get(pos.checked_sub(first)?)?.prior.as_ref()
 }
 
 impl RecentRequests {
@@ -90,66 +229,100 @@ impl RecentRequests {
         RecentRequests {
             any_session: HashMap::new(),
             own_session: HashMap::new(),
-            order: VecDeque::new(),
+            entries: VecDeque::new(),
+            first: 0,
+            live: 0,
             limit,
         }
     }
 
-    /// Forget requests sent before `oldest_us`.
+    /// One bucket let go of `pos`; its request is freed once no bucket holds it.
+    fn release(&mut self, pos: usize) {
+        let Some(e) = pos
+            .checked_sub(self.first)
+            .and_then(|i| self.entries.get_mut(i))
+        else {
+            return;
+        };
+        e.refs = e.refs.saturating_sub(1);
+        if e.refs == 0 && e.prior.take().is_some() {
+            self.live = self.live.saturating_sub(1);
+        }
+    }
+
+    /// Forget requests sent before `oldest_us` (in insertion order).
     pub(super) fn expire(&mut self, oldest_us: i64) {
-        while let Some(&(ts, call, session, pos)) = self.order.front() {
-            if ts >= oldest_us {
+        while let Some(e) = self.entries.front() {
+            if e.ts_request >= oldest_us {
                 break;
             }
-            self.order.pop_front();
-            remove_from(&mut self.any_session, call, pos);
-            remove_from(&mut self.own_session, session, pos);
+            let pos = self.first;
+            let (call, session, held) = (e.call, e.session, e.prior.is_some());
+            self.entries.pop_front();
+            self.first = self.first.wrapping_add(1);
+            if held {
+                self.live = self.live.saturating_sub(1);
+            }
+            take_from(&mut self.any_session, call, pos);
+            take_from(&mut self.own_session, session, pos);
         }
     }
 
-    /// Position of the latest indexed request equivalent to `row`: the latest of `row`'s own
-    /// session when there is one, else the latest of any session from the same client host.
-    pub(super) fn latest(&self, rows: &[Exchange], call: u64, row: &Exchange) -> Option<usize> {
-        let find = |bucket: Option<&Vec<usize>>, same_session: bool| {
-            bucket?.iter().copied().find(|&p| {
-                rows.get(p).is_some_and(|e| {
-                    (!same_session || e.session_key == row.session_key) && equivalent(e, row)
-                })
+    /// The latest indexed request equivalent to `row`: the latest of `row`'s own session when
+    /// there is one, else the latest of any session from the same client host.
+    pub(super) fn latest(&self, row: &Prior) -> Option<&Prior> {
+        let find = |bucket: Option<&Bucket>, same_session: bool| {
+            bucket?.positions().iter().find_map(|&p| {
+                prior_at(&self.entries, self.first, p)
+                    .filter(|e| (!same_session || e.session == row.session) && e.call == row.call)
             })
         };
-        find(self.own_session.get(&session_hash(call, row)), true)
-            .or_else(|| find(self.any_session.get(&call), false))
+        find(self.own_session.get(&session_bucket(row)), true)
+            .or_else(|| find(self.any_session.get(&row.call.0), false))
     }
 
-    /// Make the row at `pos` the latest of its key, overall and in its session. Returns false
-    /// (and indexes nothing) when the index already holds `limit` entries.
-    pub(super) fn insert(&mut self, rows: &[Exchange], call: u64, pos: usize) -> bool {
-        let Some(row) = rows.get(pos) else {
-            return false;
-        };
-        if self.order.len() >= self.limit {
+    /// Make `row` the latest of its key, overall and in its session; the requests it
+    /// supersedes are freed. Returns false (and indexes nothing) when the index already holds
+    /// `limit` entries.
+    pub(super) fn insert(&mut self, row: Prior) -> bool {
+        if self.entries.len() >= self.limit {
             return false;
         }
-        let equal = |p: usize| rows.get(p).is_some_and(|e| equivalent(e, row));
+        let pos = self.first.wrapping_add(self.entries.len());
+        let call = row.call.0;
+        let session = session_bucket(&row);
+        let (entries, first) = (&self.entries, self.first);
+        let equal = |p: usize| prior_at(entries, first, p).is_some_and(|e| e.call == row.call);
         let equal_here = |p: usize| {
-            rows.get(p)
-                .is_some_and(|e| e.session_key == row.session_key && equivalent(e, row))
+            prior_at(entries, first, p)
+                .is_some_and(|e| e.session == row.session && e.call == row.call)
         };
-        let session = session_hash(call, row);
-        replace_or_push(self.any_session.entry(call).or_default(), pos, equal);
-        replace_or_push(
-            self.own_session.entry(session).or_default(),
-            pos,
-            equal_here,
-        );
-        self.order.push_back((row.ts_request, call, session, pos));
+        let old_any = replace_or_push(&mut self.any_session, call, pos, equal);
+        let old_own = replace_or_push(&mut self.own_session, session, pos, equal_here);
+        self.entries.push_back(Entry {
+            ts_request: row.ts_request,
+            call,
+            session,
+            prior: Some(row),
+            refs: 2,
+        });
+        self.live = self.live.saturating_add(1);
+        for old in [old_any, old_own].into_iter().flatten() {
+            self.release(old);
+        }
         true
     }
 
     /// Entries held (live and superseded ones not yet expired).
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
-        self.order.len()
+        self.entries.len()
+    }
+
+    /// Requests still held by a bucket.
+    #[cfg(test)]
+    pub(super) fn live(&self) -> usize {
+        self.live
     }
 }
 
@@ -179,56 +352,88 @@ mod tests {
         assert_eq!(client_host(""), "");
     }
 
+    fn prior(addr: &str, params: &str, ts: i64, session: &str) -> Prior {
+        let mut r = req(addr, params, ts);
+        r.session_key = session.to_string();
+        Prior::of(&r)
+    }
+
+    fn ts(p: Option<&Prior>) -> Option<i64> {
+        p.map(|p| p.ts_request)
+    }
+
     #[test]
     fn latest_replaces_and_expires() {
-        let rows = vec![
-            req("10.1.1.1:1000", "{\"a\":1}", 1_000),
-            req("10.1.1.1:2000", "{\"a\":1}", 2_000),
-            req("10.1.1.1:3000", "{\"a\":2}", 3_000),
-        ];
         let mut idx = RecentRequests::new(10);
-        for (p, r) in rows.iter().enumerate() {
-            assert!(idx.insert(&rows, equivalence_hash(r), p));
-        }
-        let probe = req("10.1.1.1:9", "{\"a\":1}", 4_000);
-        let h = equivalence_hash(&probe);
-        assert_eq!(idx.latest(&rows, h, &probe), Some(1));
+        assert!(idx.insert(prior("10.1.1.1:1000", "{\"a\":1}", 1_000, "")));
+        assert!(idx.insert(prior("10.1.1.1:2000", "{\"a\":1}", 2_000, "")));
+        assert!(idx.insert(prior("10.1.1.1:3000", "{\"a\":2}", 3_000, "")));
+        assert_eq!(idx.live(), 2, "#0 superseded by #1 in both maps");
+        assert_eq!(idx.len(), 3);
+        let probe = prior("10.1.1.1:9", "{\"a\":1}", 4_000, "");
+        assert_eq!(ts(idx.latest(&probe)), Some(2_000));
         idx.expire(2_500);
-        assert_eq!(idx.latest(&rows, h, &probe), None);
-        assert_eq!(idx.len(), 1);
-        let other_host = req("10.9.9.9:1", "{\"a\":2}", 4_000);
-        assert_eq!(
-            idx.latest(&rows, equivalence_hash(&other_host), &other_host),
-            None
-        );
+        assert_eq!(idx.latest(&probe).map(|p| p.ts_request), None);
+        assert_eq!((idx.len(), idx.live()), (1, 1));
+        let other_host = prior("10.9.9.9:1", "{\"a\":2}", 4_000, "");
+        assert!(idx.latest(&other_host).is_none());
     }
 
     #[test]
     fn latest_prefers_own_session() {
-        let mut rows = vec![req("h:1", "1", 1), req("h:2", "1", 2), req("h:3", "1", 3)];
-        rows[0].session_key = "A".to_string();
-        rows[1].session_key = "B".to_string();
-        rows[2].session_key = "C".to_string();
         let mut idx = RecentRequests::new(10);
-        assert!(idx.insert(&rows, equivalence_hash(&rows[0]), 0));
-        assert!(idx.insert(&rows, equivalence_hash(&rows[1]), 1));
-        let h = equivalence_hash(&rows[2]);
-        assert_eq!(idx.latest(&rows, h, &rows[0]), Some(0), "own session A");
+        assert!(idx.insert(prior("h:1", "1", 1, "A")));
+        assert!(idx.insert(prior("h:2", "1", 2, "B")));
+        assert_eq!(idx.live(), 2, "#0 is still the latest of session A");
+        assert_eq!(ts(idx.latest(&prior("h:9", "1", 9, "A"))), Some(1));
         assert_eq!(
-            idx.latest(&rows, h, &rows[2]),
-            Some(1),
+            ts(idx.latest(&prior("h:9", "1", 9, "C"))),
+            Some(2),
             "no own: latest of host"
         );
-        assert!(idx.insert(&rows, h, 2));
-        assert_eq!(idx.len(), 3);
+        assert!(idx.insert(prior("h:3", "1", 3, "C")));
+        assert_eq!((idx.len(), idx.live()), (3, 3));
+        idx.expire(3);
+        assert_eq!((idx.len(), idx.live()), (1, 1));
+        assert_eq!(ts(idx.latest(&prior("h:9", "1", 9, "A"))), Some(3));
     }
 
     #[test]
     fn insert_refuses_beyond_limit() {
-        let rows = vec![req("a:1", "1", 1), req("a:1", "2", 2)];
         let mut idx = RecentRequests::new(1);
-        assert!(idx.insert(&rows, equivalence_hash(&rows[0]), 0));
-        assert!(!idx.insert(&rows, equivalence_hash(&rows[1]), 1));
+        assert!(idx.insert(prior("a:1", "1", 1, "")));
+        assert!(!idx.insert(prior("a:1", "2", 2, "")));
         assert_eq!(idx.len(), 1);
+    }
+
+    #[test]
+    fn fingerprints_tell_long_texts_and_fields_apart() {
+        let long = format!("{{\"q\":\"{}\"}}", "x".repeat(9000));
+        let mut other = long.clone();
+        other.insert(5000, 'y');
+        let a = Prior::of(&req("h:1", &long, 1));
+        assert_eq!(a.call, Prior::of(&req("h:2", &long, 2)).call);
+        assert_ne!(a.call, Prior::of(&req("h:1", &other, 2)).call);
+        // Field boundaries count: ("ab", "c") is not ("a", "bc").
+        assert_ne!(fingerprint(&[b"ab", b"c"]), fingerprint(&[b"a", b"bc"]));
+        let mut none = req("h:1", "", 1);
+        none.inference.params_canonical = None;
+        assert_ne!(Prior::of(&none).call, Prior::of(&req("h:1", "", 1)).call);
+    }
+
+    /// Keys that hash alike share a bucket: positions are replaced only where `same` says so.
+    #[test]
+    fn bucket_holds_colliding_keys_apart() {
+        let mut map = HashMap::new();
+        assert_eq!(replace_or_push(&mut map, 7, 1, |_| false), None);
+        assert_eq!(replace_or_push(&mut map, 7, 2, |p| p == 9), None);
+        assert_eq!(map[&7].positions(), &[1, 2]);
+        assert_eq!(replace_or_push(&mut map, 7, 3, |p| p == 2), Some(2));
+        assert_eq!(map[&7].positions(), &[1, 3]);
+        assert!(take_from(&mut map, 7, 1));
+        assert!(matches!(map[&7], Bucket::One(3)));
+        assert!(!take_from(&mut map, 7, 1));
+        assert!(take_from(&mut map, 7, 3));
+        assert!(map.is_empty());
     }
 }

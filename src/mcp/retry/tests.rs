@@ -940,4 +940,132 @@ mod prop {
             prop_assert_eq!(in_chains, rows.iter().filter(|r| r.retry_of.is_some()).count());
         }
     }
+
+    /// The whole-slice algorithm this module had before it became incremental: session facts
+    /// from every row (later ones included), resumed rows found by scanning the slice.
+    fn whole_slice(rows: &mut [Exchange], cfg: &InferenceConfig) -> RetryAnomalies {
+        let mut sessions: HashMap<u64, SessionFacts> = HashMap::new();
+        for row in rows.iter() {
+            let is_404 = row.http_status == Some(404) && row.session_id.is_some();
+            let is_start = row.kind == "request"
+                && row
+                    .rpc_method
+                    .as_deref()
+                    .is_some_and(|m| SESSION_START_METHODS.contains(&m));
+            let f = sessions
+                .entry(index::session_hash_of(&row.session_key))
+                .or_default();
+            if is_404 && f.first_404.is_none() {
+                f.first_404 = Some((row.ts_request, row.exchange_id));
+            }
+            if is_start {
+                f.starts.push((row.ts_request, row.exchange_id));
+            }
+        }
+        for f in sessions.values_mut() {
+            f.starts.sort_unstable();
+        }
+        let window_us = cfg.repeat_window_ms * 1000;
+        let mut recent = index::RecentRequests::new(MAX_INDEXED_REQUESTS);
+        let mut anomalies = RetryAnomalies::default();
+        let mut now = i64::MIN;
+        for pos in 0..rows.len() {
+            let (done, rest) = rows.split_at_mut(pos);
+            let row = &mut rest[0];
+            now = now.max(row.ts_request);
+            recent.expire(now - window_us);
+            let c = Prior::of(row);
+            let candidate = is_candidate(row);
+            let link = if candidate {
+                recent
+                    .latest(&c)
+                    .filter(|e| row.ts_request - e.ts_request <= window_us)
+                    .map_or(Link::None, |e| decide(&c, e, cfg, &sessions))
+            } else if is_resumption(row) {
+                match done
+                    .iter()
+                    .find(|e| Some(e.exchange_id) == row.inference.resumes)
+                {
+                    Some(e) => resumption(row, e.exchange_id, e.attempt),
+                    None => {
+                        anomalies.resume_target_missing += 1;
+                        Link::None
+                    }
+                }
+            } else {
+                Link::None
+            };
+            apply(row, link);
+            if candidate {
+                assert!(recent.insert(Prior::of(row)));
+            }
+        }
+        anomalies
+    }
+
+    type Columns = (u32, Option<u64>, String, Option<String>, Option<u64>);
+
+    fn columns(rows: &[Exchange]) -> Vec<Columns> {
+        rows.iter()
+            .map(|r| {
+                (
+                    r.attempt,
+                    r.retry_of,
+                    r.retry_origin.clone(),
+                    r.retry_evidence.clone(),
+                    r.continuation_of,
+                )
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// Row by row gives what the whole slice gave, with sessions that start, expire by 404
+        /// and re-initialize, and a repeat window short enough to expire entries.
+        #[test]
+        fn incremental_equals_whole_slice(
+            specs in proptest::collection::vec(spec(), 0..80),
+            starts in proptest::collection::vec(any::<bool>(), 80),
+            window_ms in prop_oneof![Just(600_000i64), 1_000i64..20_000],
+        ) {
+            let mut rows = build(&specs);
+            for (r, &start) in rows.iter_mut().zip(&starts) {
+                if start && r.kind == "request" && r.rpc_method.as_deref() == Some("ping") {
+                    r.rpc_method = Some("initialize".to_string());
+                }
+            }
+            let cfg = InferenceConfig { repeat_window_ms: window_ms, ..InferenceConfig::default() };
+            let mut batch = rows.clone();
+            let expected = whole_slice(&mut batch, &cfg);
+            let mut inc = RetryInference::new(&cfg);
+            for r in rows.iter_mut() {
+                inc.push(r);
+            }
+            prop_assert_eq!(inc.anomalies(), &expected);
+            prop_assert_eq!(columns(&rows), columns(&batch));
+        }
+    }
+
+    #[test]
+    fn index_keeps_only_live_snapshots() {
+        // 1000 calls of 10 distinct kinds: only the latest of each stays in memory.
+        let mut inc = RetryInference::new(&InferenceConfig::default());
+        for i in 0..1000u64 {
+            let mut r = req(
+                i as i64 * 10,
+                "S",
+                &i.to_string(),
+                &format!("{{\"p\":{}}}", i % 10),
+            );
+            r.exchange_id = i + 1;
+            inc.push(&mut r);
+        }
+        assert_eq!(inc.recent.live(), 10);
+        assert!(
+            std::mem::size_of::<Prior>() <= 200,
+            "{}",
+            std::mem::size_of::<Prior>()
+        );
+        assert_eq!(inc.known_ids, vec![(1, 1000)]);
+    }
 }
