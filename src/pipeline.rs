@@ -199,8 +199,15 @@ fn run_http<E: std::error::Error + 'static>(
     let mut stream_events: Vec<StreamEvent> = Vec::new();
     let mut http_events: Vec<HttpEvent> = Vec::new();
     let mut frames_since_tick = 0u32;
+    let mut latest_ts_ns = i64::MIN;
 
     while let Some(frame) = merger.next_frame(&mut stats) {
+        // Inputs are merged by time, so a step back comes from within one file
+        // (clock changes, reordered writes): latencies across it are unreliable.
+        if frame.ts_ns < latest_ts_ns {
+            stats.anomaly("capture.time_went_backwards");
+        }
+        latest_ts_ns = latest_ts_ns.max(frame.ts_ns);
         if frame.is_truncated() {
             stats.packets_truncated += 1;
         }

@@ -658,7 +658,6 @@ fn table_output_path_is_a_directory_is_exit_2_and_leaves_nothing() {
 }
 
 #[test]
-#[ignore = "bug: write_json in src/cli/mod.rs leaves PATH.partial when the rename fails"]
 fn summary_path_is_a_directory_leaves_no_partial() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("run.json");
@@ -669,7 +668,6 @@ fn summary_path_is_a_directory_leaves_no_partial() {
 }
 
 #[test]
-#[ignore = "bug: `http -o` in src/cli/mod.rs leaves PATH.partial when writing or renaming fails"]
 fn http_output_path_is_a_directory_leaves_no_partial() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("h.csv");
@@ -681,8 +679,6 @@ fn http_output_path_is_a_directory_leaves_no_partial() {
 
 /// The one error line names the OS error once.
 #[test]
-#[ignore = "bug: ReportError::Create/Write print {source} and also expose it as #[source], \
-            so main's `{err:#}` repeats it"]
 fn write_error_names_the_os_error_once() {
     let dir = tempfile::tempdir().unwrap();
     for args in [

@@ -10,7 +10,7 @@ use crate::http::{HttpFormat, write_http_rows};
 use crate::mcp::{Exchange, InferenceConfig};
 use crate::pipeline::{self, Analysis, Config};
 use crate::report::{self, Format, RowFilter, RunInfo, SessionAggregator, SessionRow, TableWriter};
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use args::{AnalyzeArgs, ColorChoice, Command, HttpArgs, InputArgs, ShowArgs};
 use clap::Parser;
 use std::collections::{BTreeMap, HashSet};
@@ -299,15 +299,7 @@ fn http(args: HttpArgs) -> Result<ExitCode> {
     let (rows, _stats) = pipeline::http_rows(&args.inputs)?;
     match &args.output {
         Some(path) => {
-            let partial = partial_path(path);
-            let file = std::fs::File::create(&partial)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            let mut out = std::io::BufWriter::new(file);
-            write_http_rows(&rows, &mut out, format)
-                .and_then(|()| out.flush())
-                .with_context(|| format!("writing {}", path.display()))?;
-            std::fs::rename(&partial, path)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            write_atomically(path, |out| write_http_rows(&rows, out, format))?;
         }
         None => {
             let mut text = Vec::new();
@@ -347,11 +339,30 @@ fn partial_path(path: &Path) -> std::path::PathBuf {
 }
 
 fn write_json(path: &Path, value: &serde_json::Value) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)?;
+    let text = serde_json::to_string_pretty(value)? + "\n";
+    write_atomically(path, |out| out.write_all(text.as_bytes()))
+}
+
+/// Write through `PATH.partial` and rename it when complete, so a failed run
+/// never leaves a file that looks finished; the partial file is removed on error.
+fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     let partial = partial_path(path);
-    std::fs::write(&partial, text + "\n")
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    std::fs::rename(&partial, path).with_context(|| format!("cannot write {}", path.display()))
+    let result = std::fs::File::create(&partial).and_then(|file| {
+        let mut out = std::io::BufWriter::new(file);
+        write(&mut out)?;
+        out.flush()?;
+        out.get_ref().sync_all()?;
+        drop(out);
+        std::fs::rename(&partial, path)
+    });
+    if let Err(error) = result {
+        let _ = std::fs::remove_file(&partial);
+        bail!("cannot write {}: {error}", path.display());
+    }
+    Ok(())
 }
 
 /// Print to stdout; a closed pipe (`| head`) is not an error.

@@ -790,10 +790,17 @@ impl Analyzer {
 
         match method.as_str() {
             "POST" => {
-                let value: Option<Value> = serde_json::from_slice(
+                let parsed: Result<Value, serde_json::Error> = serde_json::from_slice(
                     req.body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&req.body),
-                )
-                .ok();
+                );
+                // serde_json stops at 128 levels of nesting; such a body may well be
+                // JSON-RPC, so its loss is counted even on an endpoint not known as MCP.
+                if let Err(e) = &parsed
+                    && e.to_string().starts_with("recursion limit exceeded")
+                {
+                    stats.anomaly("rpc.json_too_deep");
+                }
+                let value = parsed.ok();
                 let is_json = value.is_some();
                 let is_rpc = value.as_ref().is_some_and(looks_jsonrpc);
                 match value.filter(|_| is_rpc) {
