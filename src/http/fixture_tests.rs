@@ -592,9 +592,21 @@ fn server_fin_first_is_not_client_closed() {
 #[test]
 fn rst_says_which_side_sent_it() {
     use Step::*;
-    let by_client = steps(&[C(POST), S(SSE_HEAD), S(SSE_EVENT), Rst(Side::Client), Closed]);
+    let by_client = steps(&[
+        C(POST),
+        S(SSE_HEAD),
+        S(SSE_EVENT),
+        Rst(Side::Client),
+        Closed,
+    ]);
     assert_eq!(ends(&by_client), [("resp", BodyEnd::Rst, true)]);
-    let by_server = steps(&[C(POST), S(SSE_HEAD), S(SSE_EVENT), Rst(Side::Server), Closed]);
+    let by_server = steps(&[
+        C(POST),
+        S(SSE_HEAD),
+        S(SSE_EVENT),
+        Rst(Side::Server),
+        Closed,
+    ]);
     assert_eq!(ends(&by_server), [("resp", BodyEnd::Rst, false)]);
 }
 
@@ -649,7 +661,13 @@ fn client_closed_follows_the_http_roles_not_the_flow_guess() {
         Closed,
     ]);
     assert_eq!(ends(&evs), [("resp", BodyEnd::Fin, true)]);
-    let evs = steps(&[S(POST), C(SSE_HEAD), C(SSE_EVENT), Rst(Side::Client), Closed]);
+    let evs = steps(&[
+        S(POST),
+        C(SSE_HEAD),
+        C(SSE_EVENT),
+        Rst(Side::Client),
+        Closed,
+    ]);
     assert_eq!(ends(&evs), [("resp", BodyEnd::Rst, false)]);
 }
 

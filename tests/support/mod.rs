@@ -14,7 +14,6 @@
     clippy::indexing_slicing
 )]
 
-
 use etherparse::PacketBuilder;
 use std::path::{Path, PathBuf};
 use std::process::Command;
