@@ -826,3 +826,26 @@ fn long_capture_with_stream_open_throughout_is_written_as_rows_end() {
         "{table}"
     );
 }
+
+#[test]
+fn flow_limits_are_options_and_their_hits_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = dir.path().join("run.json");
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/concurrent.pcap");
+    let out = mcp_trace(&[
+        "analyze",
+        sample,
+        "--max-open-flows",
+        "1",
+        "--summary",
+        summary.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let evicted = run["anomalies"]["flow.evicted"].as_u64().unwrap_or(0);
+    assert!(evicted > 0, "one open flow at a time must evict: {run}");
+
+    let bad = mcp_trace(&["analyze", sample, "--flow-idle-timeout", "later"]);
+    assert_clean_failure(&bad, "--flow-idle-timeout");
+}

@@ -37,6 +37,22 @@ pub struct InputArgs {
     pub no_progress: bool,
     #[command(flatten)]
     pub inference: InferenceArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// Bounds on reassembly state; hitting one records an anomaly and a gap, never OOM.
+#[derive(Debug, Args)]
+pub struct LimitArgs {
+    /// Most TCP flows kept open at once; the least recently active is evicted past it.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub max_open_flows: usize,
+    /// Most out-of-order bytes buffered per flow direction before a gap is declared.
+    #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
+    pub max_flow_buffer: usize,
+    /// A flow with no packet for this long (capture time) is closed.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub flow_idle_timeout: String,
 }
 
 #[derive(Debug, Args)]

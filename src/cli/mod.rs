@@ -6,6 +6,7 @@
 mod args;
 mod values;
 
+use crate::flow::FlowLimits;
 use crate::http::{HttpFormat, write_http_rows};
 use crate::mcp::{Exchange, InferenceConfig};
 use crate::pipeline::{self, Analysis, Config};
@@ -66,7 +67,13 @@ fn inference_config(input: &InputArgs) -> Result<InferenceConfig> {
 fn pipeline_config(input: &InputArgs) -> Result<Config> {
     Ok(Config {
         inference: inference_config(input)?,
-        flow: Default::default(),
+        flow: FlowLimits {
+            max_open_flows: input.limits.max_open_flows.max(1),
+            max_buffered_bytes_per_direction: input.limits.max_flow_buffer,
+            idle_timeout_ns: values::parse_duration_ms(&input.limits.flow_idle_timeout)
+                .map_err(|e| anyhow::anyhow!("--flow-idle-timeout: {e}"))?
+                .saturating_mul(1_000_000),
+        },
         progress: !input.no_progress && std::io::stderr().is_terminal(),
     })
 }

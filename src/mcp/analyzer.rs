@@ -50,7 +50,10 @@ use super::session::{
 use super::{Exchange, InferenceConfig, InferenceInputs};
 use crate::anomaly::Stats;
 use crate::http::{BodyEnd, ExchangeRef, HttpEvent, HttpRequest, ResponseHead};
-use crate::rpc::{self, RpcId, RpcMessage, SseEvent, SseParser, canonical_json};
+use crate::rpc::{
+    self, RpcId, RpcMessage, SseEvent, SseParser, canonical_fingerprint,
+    canonical_fingerprint_without,
+};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
@@ -1000,7 +1003,7 @@ impl Analyzer {
                 r.rpc_id = msg.id().cloned();
                 r.ex.jsonrpc_id = r.rpc_id.as_ref().map(RpcId::to_json_text);
                 r.ex.rpc_method.clone_from(&method);
-                r.ex.inference.body_canonical = Some(canonical_json(&raw));
+                r.ex.inference.body_fingerprint = Some(canonical_fingerprint(&raw));
                 r.facts.declared_version.clone_from(&header_version);
                 if let Some(p) = params {
                     fill_params_facts(r, method.as_deref(), p);
@@ -1936,13 +1939,11 @@ fn fill_params_facts(r: &mut Row, method: Option<&str>, p: &Value) {
     }
     r.ex.inference.has_mrtr_fields =
         p.get("inputResponses").is_some() || p.get("requestState").is_some();
-    let mut stripped = p.clone();
-    if let Some(o) = stripped.as_object_mut() {
-        for k in ["_meta", "progressToken", "inputResponses", "requestState"] {
-            o.remove(k);
-        }
-    }
-    r.ex.inference.params_canonical = Some(canonical_json(&stripped));
+    // Equivalence ignores these top-level keys (report-schema.md section 4).
+    r.ex.inference.params_fingerprint = Some(canonical_fingerprint_without(
+        p,
+        &["_meta", "progressToken", "inputResponses", "requestState"],
+    ));
     let meta = p.get("_meta");
     if let Some(v) = meta
         .and_then(|m| m.get(META_PROTOCOL_VERSION))

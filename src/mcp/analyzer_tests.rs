@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::http::{ConnInfo, Headers, RequestHead};
+use crate::rpc::text_fingerprint;
 use std::sync::Arc;
 
 const T0: i64 = 1_700_000_000_000_000;
@@ -1195,8 +1196,8 @@ fn derived_sessions_for_stateless_clients() {
     assert_eq!(rows[1].protocol_version.as_deref(), Some("2026-07-28"));
     assert_eq!(rows[1].client_name.as_deref(), Some("py"));
     assert_eq!(
-        rows[1].inference.params_canonical.as_deref(),
-        Some(r#"{"name":"t"}"#)
+        rows[1].inference.params_fingerprint,
+        Some(text_fingerprint(r#"{"name":"t"}"#))
     );
     assert_eq!(rows[1].inference.endpoint, "10.0.0.2:8080/mcp");
     assert_eq!(rows[0].session_id, None);
@@ -1251,15 +1252,17 @@ fn inference_inputs_filled() {
     let (rows, _) = r.finish();
     let i = &rows[0].inference;
     assert_eq!(
-        i.params_canonical.as_deref(),
-        Some(r#"{"arguments":{"a":1,"b":2},"name":"t"}"#)
+        i.params_fingerprint,
+        Some(text_fingerprint(
+            r#"{"arguments":{"a":1,"b":2},"name":"t"}"#
+        ))
     );
     assert!(i.has_mrtr_fields);
-    assert!(
-        i.body_canonical
-            .as_deref()
-            .unwrap()
-            .starts_with(r#"{"id":3,"jsonrpc":"2.0","method":"tools/call""#)
+    assert_eq!(
+        i.body_fingerprint,
+        Some(text_fingerprint(
+            r#"{"id":3,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"a":1,"b":2},"inputResponses":{"k":{}},"name":"t","requestState":"s"}}"#
+        ))
     );
     assert!(i.auth_hash.is_some());
     assert_eq!(i.ts_request_end, rows[0].ts_request + 10);

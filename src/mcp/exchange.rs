@@ -1,6 +1,7 @@
 //! [`Exchange`]: one row of the exchanges table (report-schema.md section 2).
 //! Field names are the column names; do not rename them.
 
+use crate::rpc::JsonFingerprint;
 use serde::Serialize;
 
 /// One client message or HTTP request to an MCP endpoint.
@@ -84,11 +85,12 @@ pub struct Exchange {
 /// Facts retry inference needs that are not report columns.
 #[derive(Debug, Clone, Default)]
 pub struct InferenceInputs {
-    /// Canonical JSON of `params` without `_meta`, `progressToken`, `inputResponses`,
-    /// `requestState` (key order and spacing normalised). `None` when there are no params.
-    pub params_canonical: Option<String>,
-    /// Canonical JSON of the whole request body (for "same body").
-    pub body_canonical: Option<String>,
+    /// Fingerprint of the canonical JSON of `params` without `_meta`, `progressToken`,
+    /// `inputResponses`, `requestState` (key order and spacing normalised, report-schema.md
+    /// section 4). `None` when there are no params.
+    pub params_fingerprint: Option<JsonFingerprint>,
+    /// Fingerprint of the canonical JSON of the whole request body (for "same body").
+    pub body_fingerprint: Option<JsonFingerprint>,
     /// The request carries `inputResponses` or `requestState`.
     pub has_mrtr_fields: bool,
     /// `Last-Event-ID` of a `stream` GET.

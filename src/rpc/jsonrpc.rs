@@ -254,6 +254,147 @@ fn write_canonical(v: &Value, out: &mut String) {
     }
 }
 
+/// 128-bit fingerprint (SipHash with fixed keys, FNV-1a) of a JSON value's canonical text.
+/// Equal canonical texts give equal fingerprints; different ones collide with odds far below
+/// anything a capture can reach.
+pub type JsonFingerprint = (u64, u64);
+
+/// [`JsonFingerprint`] of `canonical_json(v)`, computed in one pass over `v` without building
+/// the text: the same bytes (sorted keys, serde_json's escaping and number text, so `1`,
+/// `1.0` and `"1"` all differ) are fed straight to the hashers.
+pub fn canonical_fingerprint(v: &Value) -> JsonFingerprint {
+    canonical_fingerprint_without(v, &[])
+}
+
+/// [`canonical_fingerprint`] of `v` with the top-level object keys in `skip` left out, as if
+/// they had been removed first (no effect when `v` is not an object). Retry equivalence
+/// ignores `_meta`, `progressToken`, `inputResponses`, `requestState` (report-schema.md
+/// section 4) without cloning the params to drop them.
+pub fn canonical_fingerprint_without(v: &Value, skip: &[&str]) -> JsonFingerprint {
+    let mut h = FingerprintWriter::new();
+    match v {
+        Value::Object(map) if !skip.is_empty() => {
+            write_object(map, |k| !skip.contains(&k), &mut h);
+        }
+        other => hash_canonical(other, &mut h),
+    }
+    h.finish()
+}
+
+/// [`JsonFingerprint`] of a text, so `text_fingerprint(&canonical_json(v))` equals
+/// `canonical_fingerprint(v)`.
+pub fn text_fingerprint(text: &str) -> JsonFingerprint {
+    let mut h = FingerprintWriter::new();
+    h.feed(text.as_bytes());
+    h.finish()
+}
+
+/// Byte sink that hashes what is written instead of keeping it.
+struct FingerprintWriter {
+    sip: std::collections::hash_map::DefaultHasher,
+    fnv: u64,
+    len: u64,
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+impl FingerprintWriter {
+    fn new() -> Self {
+        // DefaultHasher::new() uses fixed keys: the same value hashes alike in every run.
+        FingerprintWriter {
+            sip: std::collections::hash_map::DefaultHasher::new(),
+            fnv: FNV_OFFSET,
+            len: 0,
+        }
+    }
+
+    /// SipHash and FNV-1a are streaming: how the text is split into writes does not matter.
+    fn feed(&mut self, bytes: &[u8]) {
+        use std::hash::Hasher;
+        self.sip.write(bytes);
+        for &b in bytes {
+            self.fnv ^= u64::from(b);
+            self.fnv = self.fnv.wrapping_mul(FNV_PRIME);
+        }
+        self.len = self.len.wrapping_add(bytes.len() as u64);
+    }
+
+    fn finish(mut self) -> JsonFingerprint {
+        use std::hash::Hasher;
+        self.sip.write_u64(self.len);
+        (self.sip.finish(), self.fnv)
+    }
+}
+
+impl std::io::Write for FingerprintWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.feed(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Feeds `v`'s canonical text (as [`write_canonical`] builds it) to `h`.
+fn hash_canonical(v: &Value, h: &mut FingerprintWriter) {
+    match v {
+        Value::Object(map) => write_object(map, |_| true, h),
+        Value::Array(items) => {
+            h.feed(b"[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    h.feed(b",");
+                }
+                hash_canonical(item, h);
+            }
+            h.feed(b"]");
+        }
+        // serde_json's own text for scalars, as `to_string()` gives in `write_canonical`;
+        // the writer never fails, so the result carries nothing.
+        other => {
+            let _ = serde_json::to_writer(&mut *h, other);
+        }
+    }
+}
+
+/// Object members in sorted key order, those `keep` rejects left out.
+fn write_object(
+    map: &serde_json::Map<String, Value>,
+    keep: impl Fn(&str) -> bool,
+    h: &mut FingerprintWriter,
+) {
+    h.feed(b"{");
+    let mut first = true;
+    let mut member = |k: &String, val: &Value, h: &mut FingerprintWriter| {
+        if !keep(k) {
+            return;
+        }
+        if !first {
+            h.feed(b",");
+        }
+        first = false;
+        let _ = serde_json::to_writer(&mut *h, k.as_str());
+        h.feed(b":");
+        hash_canonical(val, h);
+    };
+    // Without serde_json's `preserve_order` the map iterates sorted already: skip the sort.
+    if map.keys().is_sorted() {
+        for (k, val) in map {
+            member(k, val, h);
+        }
+    } else {
+        let mut members: Vec<(&String, &Value)> = map.iter().collect();
+        members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (k, val) in members {
+            member(k, val, h);
+        }
+    }
+    h.feed(b"}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,6 +517,99 @@ mod tests {
     fn ids_as_json_text() {
         assert_eq!(RpcId::Number("1".into()).to_json_text(), "1");
         assert_eq!(RpcId::String("a\"b".into()).to_json_text(), "\"a\\\"b\"");
+    }
+
+    fn parse(s: &str) -> Value {
+        serde_json::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn fingerprint_is_that_of_the_canonical_text() {
+        // The one-pass fingerprint hashes exactly canonical_json's bytes: same normalisation.
+        for s in [
+            r#"{"b":1, "a":{"y":[1,{"d":2,"c":3}],"x":null}}"#,
+            r#"{"s":"q\"u\\o\nte \u00e9 \u0001","n":-0.5,"e":1e300,"t":true,"f":false}"#,
+            r#"{"big":18446744073709551615,"neg":-9223372036854775808,"f":1.0,"g":2.50}"#,
+            r#"{"é":1,"Z":2,"a":3,"":4,"aa":[],"ab":{}}"#,
+            r#"[1,"1",1.0,null,[],{}]"#,
+            r#""plain""#,
+            "12",
+            "null",
+        ] {
+            let v = parse(s);
+            assert_eq!(
+                canonical_fingerprint(&v),
+                text_fingerprint(&canonical_json(&v)),
+                "{s}"
+            );
+        }
+    }
+
+    #[test]
+    fn fingerprint_ignores_key_order_and_spacing_only() {
+        let a = parse(r#"{"name":"t","arguments":{"b":[1,2],"a":{"x":1,"y":"z"}}}"#);
+        let b = parse(
+            "{ \"arguments\" : { \"a\" : { \"y\" : \"z\" , \"x\" : 1 } ,\n \"b\" : [ 1 , 2 ] } , \"name\" : \"t\" }",
+        );
+        assert_eq!(canonical_fingerprint(&a), canonical_fingerprint(&b));
+        // Different values differ, including array order and the number/string forms that
+        // canonical_json keeps apart: 1, 1.0, "1" (serde_json number text is not normalised).
+        let fp = |s: &str| canonical_fingerprint(&parse(s));
+        let forms = [
+            r#"{"a":1}"#,
+            r#"{"a":1.0}"#,
+            r#"{"a":"1"}"#,
+            r#"{"a":[1]}"#,
+            r#"{"a":true}"#,
+            r#"{"a":null}"#,
+            r#"{"a":{}}"#,
+            r#"{"b":1}"#,
+            r#"{"a":1,"b":2}"#,
+            r#"{"a":[1,2]}"#,
+            r#"{"a":[2,1]}"#,
+            r#"{"a":"x,\"b\":1"}"#,
+            r#"{}"#,
+        ];
+        for (i, x) in forms.iter().enumerate() {
+            for y in forms.iter().skip(i + 1) {
+                assert_ne!(fp(x), fp(y), "{x} vs {y}");
+            }
+        }
+        assert_eq!(canonical_json(&parse("1.0")), "1.0");
+        assert_eq!(canonical_json(&parse("1E2")), "100.0");
+        assert_eq!(fp("1E2"), fp("100.0"));
+    }
+
+    #[test]
+    fn fingerprint_without_skips_top_level_keys_only() {
+        let skip = ["_meta", "progressToken"];
+        let full = parse(r#"{"name":"t","_meta":{"k":1},"progressToken":7,"x":{"_meta":2}}"#);
+        let mut stripped = full.clone();
+        for k in skip {
+            stripped.as_object_mut().unwrap().remove(k);
+        }
+        assert_eq!(
+            canonical_fingerprint_without(&full, &skip),
+            canonical_fingerprint(&stripped)
+        );
+        assert_eq!(
+            canonical_fingerprint_without(&full, &skip),
+            text_fingerprint(r#"{"name":"t","x":{"_meta":2}}"#)
+        );
+        // Skipping the first member leaves no stray comma; skipping all leaves `{}`.
+        assert_eq!(
+            canonical_fingerprint_without(&parse(r#"{"_meta":1,"a":2}"#), &skip),
+            text_fingerprint(r#"{"a":2}"#)
+        );
+        assert_eq!(
+            canonical_fingerprint_without(&parse(r#"{"_meta":1}"#), &skip),
+            text_fingerprint("{}")
+        );
+        // Not an object: nothing to skip.
+        assert_eq!(
+            canonical_fingerprint_without(&parse("[1]"), &skip),
+            text_fingerprint("[1]")
+        );
     }
 
     #[test]

@@ -7,7 +7,10 @@
 mod jsonrpc;
 mod sse;
 
-pub use jsonrpc::{RpcId, RpcMessage, canonical_json, parse_body, parse_value};
+pub use jsonrpc::{
+    JsonFingerprint, RpcId, RpcMessage, canonical_fingerprint, canonical_fingerprint_without,
+    canonical_json, parse_body, parse_value, text_fingerprint,
+};
 pub use sse::{MAX_SSE_EVENT_BYTES, SseEvent, SseParser};
 
 /// Why a body could not be read as JSON-RPC at all.

@@ -78,11 +78,15 @@ impl Prior {
                 Some(t) => [&[1u8][..], t.as_bytes()].concat(),
             }
         };
+        let params: Vec<u8> = match row.inference.params_fingerprint {
+            None => vec![0],
+            Some((a, b)) => [&[1u8][..], &a.to_le_bytes(), &b.to_le_bytes()].concat(),
+        };
         let call = fingerprint(&[
             client_host(&row.client_addr).as_bytes(),
             row.inference.endpoint.as_bytes(),
             &opt(row.rpc_method.as_deref()),
-            &opt(row.inference.params_canonical.as_deref()),
+            &params,
         ]);
         Prior {
             exchange_id: row.exchange_id,
@@ -96,11 +100,7 @@ impl Prior {
                 .jsonrpc_id
                 .as_deref()
                 .map(|id| fingerprint(&[id.as_bytes()]).0),
-            body: row
-                .inference
-                .body_canonical
-                .as_deref()
-                .map(|b| fingerprint(&[b.as_bytes()])),
+            body: row.inference.body_fingerprint,
             auth_hash: row.inference.auth_hash,
             has_mrtr_fields: row.inference.has_mrtr_fields,
             outcome: Box::from(row.outcome.as_str()),
@@ -329,6 +329,7 @@ impl RecentRequests {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rpc::text_fingerprint;
 
     fn req(addr: &str, params: &str, ts: i64) -> Exchange {
         let mut e = Exchange {
@@ -338,7 +339,7 @@ mod tests {
             ..Default::default()
         };
         e.inference.endpoint = "10.0.0.1:80/mcp".to_string();
-        e.inference.params_canonical = Some(params.to_string());
+        e.inference.params_fingerprint = Some(text_fingerprint(params));
         e
     }
 
@@ -417,7 +418,7 @@ mod tests {
         // Field boundaries count: ("ab", "c") is not ("a", "bc").
         assert_ne!(fingerprint(&[b"ab", b"c"]), fingerprint(&[b"a", b"bc"]));
         let mut none = req("h:1", "", 1);
-        none.inference.params_canonical = None;
+        none.inference.params_fingerprint = None;
         assert_ne!(Prior::of(&none).call, Prior::of(&req("h:1", "", 1)).call);
     }
 

@@ -3,6 +3,7 @@
 //! one fact each; `run` assigns exchange ids 1..n and infers with the default thresholds.
 
 use super::*;
+use crate::rpc::text_fingerprint;
 
 const ENDPOINT: &str = "10.0.0.1:3000/mcp";
 
@@ -26,10 +27,10 @@ fn req(ts_ms: i64, session: &str, id: &str, params: &str) -> Exchange {
         ..Default::default()
     };
     e.inference.endpoint = ENDPOINT.to_string();
-    e.inference.params_canonical = Some(params.to_string());
-    e.inference.body_canonical = Some(format!(
+    e.inference.params_fingerprint = Some(text_fingerprint(params));
+    e.inference.body_fingerprint = Some(text_fingerprint(&format!(
         "{{\"id\":{id},\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{params}}}"
-    ));
+    )));
     e
 }
 
@@ -39,8 +40,8 @@ fn other(ts_ms: i64, session: &str, kind: &str, method: Option<&str>) -> Exchang
     e.kind = kind.to_string();
     e.jsonrpc_id = None;
     e.rpc_method = method.map(str::to_string);
-    e.inference.body_canonical = None;
-    e.inference.params_canonical = None;
+    e.inference.body_fingerprint = None;
+    e.inference.params_fingerprint = None;
     e
 }
 
@@ -95,7 +96,7 @@ impl With for Exchange {
         self
     }
     fn body(mut self, b: &str) -> Self {
-        self.inference.body_canonical = Some(b.to_string());
+        self.inference.body_fingerprint = Some(text_fingerprint(b));
         self
     }
     fn auth(mut self, h: u64) -> Self {
