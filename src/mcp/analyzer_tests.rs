@@ -3,8 +3,13 @@
 
 use super::*;
 use crate::http::{ConnInfo, Headers, RequestHead};
-use crate::rpc::text_fingerprint;
+use crate::rpc::canonical_fingerprint;
 use std::sync::Arc;
+
+/// Fingerprint of a JSON text (test input, valid by construction).
+fn json_fp(text: &str) -> crate::rpc::JsonFingerprint {
+    canonical_fingerprint(&serde_json::from_str(text).unwrap())
+}
 
 const T0: i64 = 1_700_000_000_000_000;
 
@@ -1197,7 +1202,7 @@ fn derived_sessions_for_stateless_clients() {
     assert_eq!(rows[1].client_name.as_deref(), Some("py"));
     assert_eq!(
         rows[1].inference.params_fingerprint,
-        Some(text_fingerprint(r#"{"name":"t"}"#))
+        Some(json_fp(r#"{"name":"t"}"#))
     );
     assert_eq!(rows[1].inference.endpoint, "10.0.0.2:8080/mcp");
     assert_eq!(rows[0].session_id, None);
@@ -1253,14 +1258,12 @@ fn inference_inputs_filled() {
     let i = &rows[0].inference;
     assert_eq!(
         i.params_fingerprint,
-        Some(text_fingerprint(
-            r#"{"arguments":{"a":1,"b":2},"name":"t"}"#
-        ))
+        Some(json_fp(r#"{"arguments":{"a":1,"b":2},"name":"t"}"#))
     );
     assert!(i.has_mrtr_fields);
     assert_eq!(
         i.body_fingerprint,
-        Some(text_fingerprint(
+        Some(json_fp(
             r#"{"id":3,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"a":1,"b":2},"inputResponses":{"k":{}},"name":"t","requestState":"s"}}"#
         ))
     );

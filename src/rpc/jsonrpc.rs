@@ -254,14 +254,15 @@ fn write_canonical(v: &Value, out: &mut String) {
     }
 }
 
-/// 128-bit fingerprint (SipHash with fixed keys, FNV-1a) of a JSON value's canonical text.
-/// Equal canonical texts give equal fingerprints; different ones collide with odds far below
-/// anything a capture can reach.
+/// 128-bit fingerprint (SipHash with fixed keys, FNV-1a) of a JSON value up to
+/// [`canonical_json`] equality. Equal canonical texts give equal fingerprints; different ones
+/// collide with odds far below anything a capture can reach.
 pub type JsonFingerprint = (u64, u64);
 
-/// [`JsonFingerprint`] of `canonical_json(v)`, computed in one pass over `v` without building
-/// the text: the same bytes (sorted keys, serde_json's escaping and number text, so `1`,
-/// `1.0` and `"1"` all differ) are fed straight to the hashers.
+/// [`JsonFingerprint`] of `v`: equal exactly when `canonical_json` texts are equal (key order
+/// and spacing ignored; numbers by serde_json's number text, so `1`, `1.0` and `"1"` differ
+/// while `1E2` and `100.0` agree). One pass over `v`, no text built: strings are hashed
+/// raw with their length instead of escaped, an injective encoding like the escaping is.
 pub fn canonical_fingerprint(v: &Value) -> JsonFingerprint {
     canonical_fingerprint_without(v, &[])
 }
@@ -274,15 +275,15 @@ pub fn canonical_fingerprint_without(v: &Value, skip: &[&str]) -> JsonFingerprin
     let mut h = FingerprintWriter::new();
     match v {
         Value::Object(map) if !skip.is_empty() => {
-            write_object(map, |k| !skip.contains(&k), &mut h);
+            hash_object(map, |k| !skip.contains(&k), &mut h);
         }
-        other => hash_canonical(other, &mut h),
+        other => hash_value(other, &mut h),
     }
     h.finish()
 }
 
-/// [`JsonFingerprint`] of a text, so `text_fingerprint(&canonical_json(v))` equals
-/// `canonical_fingerprint(v)`.
+/// [`JsonFingerprint`] of an opaque text (a stand-in where only a text is at hand); not
+/// comparable with [`canonical_fingerprint`].
 pub fn text_fingerprint(text: &str) -> JsonFingerprint {
     let mut h = FingerprintWriter::new();
     h.feed(text.as_bytes());
@@ -293,7 +294,6 @@ pub fn text_fingerprint(text: &str) -> JsonFingerprint {
 struct FingerprintWriter {
     sip: std::collections::hash_map::DefaultHasher,
     fnv: u64,
-    len: u64,
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -305,11 +305,10 @@ impl FingerprintWriter {
         FingerprintWriter {
             sip: std::collections::hash_map::DefaultHasher::new(),
             fnv: FNV_OFFSET,
-            len: 0,
         }
     }
 
-    /// SipHash and FNV-1a are streaming: how the text is split into writes does not matter.
+    /// SipHash and FNV-1a are streaming: how the bytes are split into writes does not matter.
     fn feed(&mut self, bytes: &[u8]) {
         use std::hash::Hasher;
         self.sip.write(bytes);
@@ -317,12 +316,17 @@ impl FingerprintWriter {
             self.fnv ^= u64::from(b);
             self.fnv = self.fnv.wrapping_mul(FNV_PRIME);
         }
-        self.len = self.len.wrapping_add(bytes.len() as u64);
     }
 
-    fn finish(mut self) -> JsonFingerprint {
+    /// A string as tag, byte length, raw bytes: self-delimiting, so no escaping is needed.
+    fn feed_str(&mut self, s: &str) {
+        self.feed(b"\"");
+        self.feed(&(s.len() as u64).to_le_bytes());
+        self.feed(s.as_bytes());
+    }
+
+    fn finish(self) -> JsonFingerprint {
         use std::hash::Hasher;
-        self.sip.write_u64(self.len);
         (self.sip.finish(), self.fnv)
     }
 }
@@ -338,58 +342,51 @@ impl std::io::Write for FingerprintWriter {
     }
 }
 
-/// Feeds `v`'s canonical text (as [`write_canonical`] builds it) to `h`.
-fn hash_canonical(v: &Value, h: &mut FingerprintWriter) {
+/// Feeds `v` to `h` in a prefix-free encoding: every value starts with a tag byte
+/// (`n t f # " [ {`) and is self-delimiting, so distinct canonical texts feed distinct bytes.
+fn hash_value(v: &Value, h: &mut FingerprintWriter) {
     match v {
-        Value::Object(map) => write_object(map, |_| true, h),
+        Value::Null => h.feed(b"n"),
+        Value::Bool(true) => h.feed(b"t"),
+        Value::Bool(false) => h.feed(b"f"),
+        Value::Number(n) => {
+            // serde_json's number text, as canonical_json writes it; `;` never occurs in it.
+            // The writer never fails, so the result carries nothing.
+            h.feed(b"#");
+            let _ = serde_json::to_writer(&mut *h, n);
+            h.feed(b";");
+        }
+        Value::String(s) => h.feed_str(s),
         Value::Array(items) => {
             h.feed(b"[");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    h.feed(b",");
-                }
-                hash_canonical(item, h);
+            for item in items {
+                hash_value(item, h);
             }
             h.feed(b"]");
         }
-        // serde_json's own text for scalars, as `to_string()` gives in `write_canonical`;
-        // the writer never fails, so the result carries nothing.
-        other => {
-            let _ = serde_json::to_writer(&mut *h, other);
-        }
+        Value::Object(map) => hash_object(map, |_| true, h),
     }
 }
 
-/// Object members in sorted key order, those `keep` rejects left out.
-fn write_object(
+/// Object members in sorted key order (as [`canonical_json`]), those `keep` rejects left out.
+fn hash_object(
     map: &serde_json::Map<String, Value>,
     keep: impl Fn(&str) -> bool,
     h: &mut FingerprintWriter,
 ) {
     h.feed(b"{");
-    let mut first = true;
-    let mut member = |k: &String, val: &Value, h: &mut FingerprintWriter| {
-        if !keep(k) {
-            return;
-        }
-        if !first {
-            h.feed(b",");
-        }
-        first = false;
-        let _ = serde_json::to_writer(&mut *h, k.as_str());
-        h.feed(b":");
-        hash_canonical(val, h);
-    };
     // Without serde_json's `preserve_order` the map iterates sorted already: skip the sort.
     if map.keys().is_sorted() {
-        for (k, val) in map {
-            member(k, val, h);
+        for (k, val) in map.iter().filter(|(k, _)| keep(k)) {
+            h.feed_str(k);
+            hash_value(val, h);
         }
     } else {
-        let mut members: Vec<(&String, &Value)> = map.iter().collect();
+        let mut members: Vec<(&String, &Value)> = map.iter().filter(|(k, _)| keep(k)).collect();
         members.sort_unstable_by(|a, b| a.0.cmp(b.0));
         for (k, val) in members {
-            member(k, val, h);
+            h.feed_str(k);
+            hash_value(val, h);
         }
     }
     h.feed(b"}");
@@ -524,24 +521,47 @@ mod tests {
     }
 
     #[test]
-    fn fingerprint_is_that_of_the_canonical_text() {
-        // The one-pass fingerprint hashes exactly canonical_json's bytes: same normalisation.
-        for s in [
+    fn fingerprints_agree_exactly_when_canonical_texts_do() {
+        // The one-pass fingerprint keeps canonical_json's equivalence: same normalisation.
+        let texts = [
             r#"{"b":1, "a":{"y":[1,{"d":2,"c":3}],"x":null}}"#,
-            r#"{"s":"q\"u\\o\nte \u00e9 \u0001","n":-0.5,"e":1e300,"t":true,"f":false}"#,
-            r#"{"big":18446744073709551615,"neg":-9223372036854775808,"f":1.0,"g":2.50}"#,
+            r#"{"a":{"x":null,"y":[1,{"c":3,"d":2}]},"b":1}"#,
+            r#"{"a":{"x":null,"y":[1,{"c":3,"d":3}]},"b":1}"#,
+            r#"{"s":"q\"u\\o\nte \u00e9 \u0001 \/"}"#,
+            r#"{"s":"q\"u\\o\nte é \u0001 /"}"#,
+            r#"{"s":"q\"u\\o\nte é \u0002 /"}"#,
+            r#"{"n":-0.5,"e":1e300,"t":true,"f":false}"#,
+            r#"{"big":18446744073709551615,"neg":-9223372036854775808}"#,
             r#"{"é":1,"Z":2,"a":3,"":4,"aa":[],"ab":{}}"#,
             r#"[1,"1",1.0,null,[],{}]"#,
+            r#"[[1],"1",1.0,null,[],{}]"#,
+            r#"["a","b"]"#,
+            r#"["ab"]"#,
+            r#"["a,b"]"#,
+            r#"[["a"],"b"]"#,
+            r#"{"a":"b"}"#,
+            r#"{"a":["b"]}"#,
             r#""plain""#,
             "12",
+            "1E1",
+            "10.0",
+            "10",
             "null",
-        ] {
-            let v = parse(s);
-            assert_eq!(
-                canonical_fingerprint(&v),
-                text_fingerprint(&canonical_json(&v)),
-                "{s}"
-            );
+            "true",
+            "false",
+            "[]",
+            "{}",
+            r#""""#,
+        ];
+        for x in texts {
+            for y in texts {
+                let (a, b) = (parse(x), parse(y));
+                assert_eq!(
+                    canonical_fingerprint(&a) == canonical_fingerprint(&b),
+                    canonical_json(&a) == canonical_json(&b),
+                    "{x} vs {y}"
+                );
+            }
         }
     }
 
@@ -592,24 +612,81 @@ mod tests {
             canonical_fingerprint_without(&full, &skip),
             canonical_fingerprint(&stripped)
         );
+        let fp = |s: &str| canonical_fingerprint(&parse(s));
         assert_eq!(
             canonical_fingerprint_without(&full, &skip),
-            text_fingerprint(r#"{"name":"t","x":{"_meta":2}}"#)
+            fp(r#"{"name":"t","x":{"_meta":2}}"#)
         );
-        // Skipping the first member leaves no stray comma; skipping all leaves `{}`.
+        assert_ne!(
+            canonical_fingerprint(&full),
+            fp(r#"{"name":"t","x":{"_meta":2}}"#)
+        );
+        // Skipping the first member or all of them leaves the rest or `{}`.
         assert_eq!(
             canonical_fingerprint_without(&parse(r#"{"_meta":1,"a":2}"#), &skip),
-            text_fingerprint(r#"{"a":2}"#)
+            fp(r#"{"a":2}"#)
         );
         assert_eq!(
             canonical_fingerprint_without(&parse(r#"{"_meta":1}"#), &skip),
-            text_fingerprint("{}")
+            fp("{}")
         );
         // Not an object: nothing to skip.
         assert_eq!(
             canonical_fingerprint_without(&parse("[1]"), &skip),
-            text_fingerprint("[1]")
+            fp("[1]")
         );
+    }
+
+    /// Small alphabets, so distinct values often share a canonical text (`1E0` and `1.0`)
+    /// or come close to it (`1`, `1.0`, `"1"`, `["1"]`).
+    fn small_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            prop::sample::select(vec!["1", "1.0", "1E0", "2", "-0", "0", "0.0"]).prop_map(parse),
+            prop::sample::select(vec!["", "1", "a", "a\"", "é", "[]"])
+                .prop_map(|t| Value::String(t.to_string())),
+        ];
+        leaf.prop_recursive(2, 6, 2, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..2).prop_map(Value::Array),
+                prop::collection::vec(
+                    (prop::sample::select(vec!["a", "b", "_meta", ""]), inner),
+                    0..2
+                )
+                .prop_map(|kv| Value::Object(
+                    kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+                )),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fingerprint_equality_is_canonical_text_equality(
+            vs in proptest::collection::vec(small_json(), 8)
+        ) {
+            // Every pair of a small batch, so near-misses (true/false, 1/"1") come up often.
+            for a in &vs {
+                for b in &vs {
+                    proptest::prop_assert_eq!(
+                        canonical_fingerprint(a) == canonical_fingerprint(b),
+                        canonical_json(a) == canonical_json(b),
+                        "{} vs {}", a, b
+                    );
+                }
+                // Whatever is skipped, the result is that of the value with those keys removed.
+                let mut stripped = a.clone();
+                if let Some(o) = stripped.as_object_mut() {
+                    o.remove("_meta");
+                }
+                proptest::prop_assert_eq!(
+                    canonical_fingerprint_without(a, &["_meta"]),
+                    canonical_fingerprint(&stripped)
+                );
+            }
+        }
     }
 
     #[test]
