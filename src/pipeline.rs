@@ -55,6 +55,8 @@ pub struct Config {
     pub flow: FlowLimits,
     /// Show a progress bar on stderr (the caller decides whether stderr is a terminal).
     pub progress: bool,
+    /// Worker threads for the packet and HTTP stages; 0 or 1 runs everything on the caller's thread.
+    pub threads: usize,
 }
 
 /// What one run produced, for the report stage.

@@ -35,6 +35,9 @@ pub struct InputArgs {
     /// Never show the progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Worker threads for the packet and HTTP stages (flows sharded by hash); 0 = every core.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub threads: usize,
     #[command(flatten)]
     pub inference: InferenceArgs,
     #[command(flatten)]

@@ -75,6 +75,10 @@ fn pipeline_config(input: &InputArgs) -> Result<Config> {
                 .saturating_mul(1_000_000),
         },
         progress: !input.no_progress && std::io::stderr().is_terminal(),
+        threads: match input.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        },
     })
 }
 
