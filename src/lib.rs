@@ -24,6 +24,7 @@ pub mod cli;
 pub mod decode;
 pub mod flow;
 pub mod http;
+pub mod limits;
 pub mod mcp;
 pub mod pipeline;
 pub mod report;

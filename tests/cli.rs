@@ -849,3 +849,87 @@ fn flow_limits_are_options_and_their_hits_are_counted() {
     let bad = mcp_trace(&["analyze", sample, "--flow-idle-timeout", "later"]);
     assert_clean_failure(&bad, "--flow-idle-timeout");
 }
+
+/// Anomalies of one `analyze` run on a sample, with extra options.
+fn run_anomalies(sample: &str, extra: &[&str]) -> serde_json::Map<String, Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = dir.path().join("run.json");
+    let jsonl = dir.path().join("out.jsonl");
+    let path = format!("{}/samples/{sample}", env!("CARGO_MANIFEST_DIR"));
+    let mut args = vec![
+        "analyze",
+        path.as_str(),
+        "-o",
+        jsonl.to_str().unwrap(),
+        "--summary",
+        summary.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = mcp_trace(&args);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    run["anomalies"].as_object().cloned().unwrap_or_default()
+}
+
+/// Every limit of the HTTP, RPC and MCP stages is an option; set low on a sample that
+/// stays within the default, it records its anomaly (and the default run does not).
+#[test]
+fn stage_limits_are_options_and_their_hits_are_counted() {
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "concurrent.pcap",
+            &["--max-header", "300"],
+            "http.head_too_large",
+        ),
+        (
+            "ts-streamable-json.pcap",
+            &["--max-body", "20"],
+            "http.request_body_limit",
+        ),
+        (
+            "ts-streamable-json.pcap",
+            &["--max-body", "20"],
+            "mcp.body_too_large",
+        ),
+        (
+            "har-mitmproxy-raw.wire.pcap",
+            &["--max-decoded", "10"],
+            "http.decompression_limit",
+        ),
+        (
+            "ts-streamable-sse.pcap",
+            &["--max-sse-event", "20"],
+            "rpc.sse_event_too_large",
+        ),
+        (
+            "raw-shapes.pcap",
+            &["--max-pending", "1"],
+            "mcp.pending_limit",
+        ),
+        (
+            "concurrent.pcap",
+            &["--max-retry-rows", "1"],
+            "mcp.retry_index_full",
+        ),
+    ];
+    for (sample, flags, anomaly) in cases {
+        let default = run_anomalies(sample, &[]);
+        assert!(
+            !default.contains_key(*anomaly),
+            "{sample}: {anomaly} by default"
+        );
+        let limited = run_anomalies(sample, flags);
+        let hits = limited.get(*anomaly).and_then(Value::as_u64).unwrap_or(0);
+        assert!(hits > 0, "{sample} {flags:?}: no {anomaly} in {limited:?}");
+    }
+    // clap rejects a bad size before any input is read (its usage note follows the error).
+    for (flag, value) in [("--max-body", "lots"), ("--max-header", "0")] {
+        let out = mcp_trace(&["analyze", "x.pcap", flag, value]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.starts_with("error: invalid value") && err.contains(flag),
+            "{err}"
+        );
+    }
+}

@@ -51,11 +51,29 @@ pub struct LimitArgs {
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub max_open_flows: usize,
     /// Most out-of-order bytes buffered per flow direction before a gap is declared.
-    #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
+    #[arg(long, value_name = "SIZE", default_value = "4MiB", value_parser = super::values::parse_size)]
     pub max_flow_buffer: usize,
     /// A flow with no packet for this long (capture time) is closed.
     #[arg(long, value_name = "DURATION", default_value = "10m")]
     pub flow_idle_timeout: String,
+    /// Largest HTTP head (start line and headers); a larger one is skipped (`http.head_too_large`).
+    #[arg(long, value_name = "SIZE", default_value = "64KiB", value_parser = super::values::positive_size)]
+    pub max_header: usize,
+    /// Most body bytes kept per message for JSON parsing; the rest is counted, not parsed.
+    #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = super::values::parse_size)]
+    pub max_body: usize,
+    /// Most bytes decompressed (gzip, deflate, br) per body (`http.decompression_limit`).
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = super::values::parse_size)]
+    pub max_decoded: usize,
+    /// Largest SSE event; a larger one is skipped (`rpc.sse_event_too_large`).
+    #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = super::values::parse_size)]
+    pub max_sse_event: usize,
+    /// Most requests awaiting a response per session (`mcp.pending_limit` past it).
+    #[arg(long, value_name = "N", default_value_t = crate::mcp::MAX_PENDING_PER_SESSION)]
+    pub max_pending: usize,
+    /// Most requests held for retry inference (`mcp.retry_index_full` past it).
+    #[arg(long, value_name = "N", default_value_t = crate::mcp::retry::MAX_INDEXED_REQUESTS)]
+    pub max_retry_rows: usize,
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@ mod values;
 
 use crate::flow::FlowLimits;
 use crate::http::{HttpFormat, write_http_rows};
+use crate::limits::Limits;
 use crate::mcp::{Exchange, InferenceConfig};
 use crate::pipeline::{self, Analysis, Config};
 use crate::report::{self, Format, RowFilter, RunInfo, SessionAggregator, SessionRow, TableWriter};
@@ -73,6 +74,14 @@ fn pipeline_config(input: &InputArgs) -> Result<Config> {
             idle_timeout_ns: values::parse_duration_ms(&input.limits.flow_idle_timeout)
                 .map_err(|e| anyhow::anyhow!("--flow-idle-timeout: {e}"))?
                 .saturating_mul(1_000_000),
+        },
+        limits: Limits {
+            head_bytes: input.limits.max_header,
+            body_bytes: input.limits.max_body,
+            decoded_bytes: input.limits.max_decoded as u64,
+            sse_event_bytes: input.limits.max_sse_event,
+            pending_per_session: input.limits.max_pending.max(1),
+            retry_rows: input.limits.max_retry_rows,
         },
         progress: !input.no_progress && std::io::stderr().is_terminal(),
         threads: match input.threads {

@@ -28,9 +28,54 @@ pub fn parse_duration_ms(text: &str) -> Result<i64, String> {
     Ok(ms.round() as i64)
 }
 
+/// `4096`, `64KiB`, `16MiB`, `1GiB` (also `k`, `KB`, `M`, ...: always binary) -> bytes.
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: usize = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size (try 4096, 64KiB, 16MiB, 1GiB)"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` in `{text}` (use KiB, MiB or GiB)"
+            ));
+        }
+    };
+    value
+        .checked_mul(1usize << shift)
+        .ok_or_else(|| format!("size `{text}` is out of range"))
+}
+
+/// clap value parser: a size of at least one byte.
+pub fn positive_size(text: &str) -> Result<usize, String> {
+    match parse_size(text)? {
+        0 => Err("must be at least 1".into()),
+        n => Ok(n),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_in_every_unit() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("64KiB").unwrap(), 65_536);
+        assert_eq!(parse_size("64k").unwrap(), 65_536);
+        assert_eq!(parse_size("16MiB").unwrap(), 16 << 20);
+        assert_eq!(parse_size("1 GiB").unwrap(), 1 << 30);
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("5TiB").is_err());
+        assert!(parse_size("-1").is_err());
+        assert!(positive_size("0").is_err());
+    }
 
     #[test]
     fn durations_in_every_unit() {

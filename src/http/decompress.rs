@@ -85,6 +85,8 @@ pub struct ContentDecoder {
     kind: Kind,
     mode: Mode,
     decoded: u64,
+    /// Most bytes this decoder produces ([`DECODED_BODY_LIMIT`] unless configured).
+    limit: u64,
     /// Raw input seen while no output was produced yet (bounded).
     raw_prefix: Vec<u8>,
     produced: bool,
@@ -94,6 +96,15 @@ impl ContentDecoder {
     /// Decoder for a `Content-Encoding` value (`None` = identity). Unsupported
     /// or stacked codings record `http.bad_content_encoding` and pass raw.
     pub fn new(content_encoding: Option<&str>, anomalies: &mut Vec<String>) -> ContentDecoder {
+        Self::with_limit(content_encoding, DECODED_BODY_LIMIT, anomalies)
+    }
+
+    /// [`ContentDecoder::new`] producing at most `limit` bytes (`http.decompression_limit`).
+    pub fn with_limit(
+        content_encoding: Option<&str>,
+        limit: u64,
+        anomalies: &mut Vec<String>,
+    ) -> ContentDecoder {
         let codings: Vec<String> = content_encoding
             .unwrap_or_default()
             .split(',')
@@ -130,6 +141,7 @@ impl ContentDecoder {
             kind,
             mode,
             decoded: 0,
+            limit,
             raw_prefix: Vec::new(),
             produced: false,
         }
@@ -233,7 +245,7 @@ impl ContentDecoder {
             self.produced = true;
             self.raw_prefix = Vec::new();
         }
-        let room = DECODED_BODY_LIMIT.saturating_sub(self.decoded);
+        let room = self.limit.saturating_sub(self.decoded);
         let len = data.len() as u64;
         if len > room {
             let keep = usize::try_from(room).unwrap_or(usize::MAX);

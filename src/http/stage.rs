@@ -4,12 +4,14 @@ use super::HttpEvent;
 use super::conn::Conn;
 use crate::anomaly::Stats;
 use crate::flow::{CloseReason, StreamEvent, StreamEventKind};
+use crate::limits::Limits;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 /// StreamEvents in, HttpEvents out. Never panics on any input.
 pub struct HttpStage {
     inputs: Vec<Arc<str>>,
+    limits: Limits,
     conns: HashMap<u64, Conn>,
 }
 
@@ -17,8 +19,14 @@ impl HttpStage {
     /// `inputs`: the file names of the inputs, indexed by
     /// `StreamEventKind::Opened.input` (for `ConnInfo.capture`).
     pub fn new(inputs: Vec<Arc<str>>) -> HttpStage {
+        Self::with_limits(inputs, Limits::default())
+    }
+
+    /// [`HttpStage::new`] with the head, body and decoding bounds of `limits`.
+    pub fn with_limits(inputs: Vec<Arc<str>>, limits: Limits) -> HttpStage {
         HttpStage {
             inputs,
+            limits,
             conns: HashMap::new(),
         }
     }
@@ -43,8 +51,10 @@ impl HttpStage {
                 if let Some(mut old) = self.conns.remove(&stream) {
                     old.on_close(CloseReason::Evicted, ts_us, stats, out);
                 }
-                self.conns
-                    .insert(stream, Conn::new(stream, client, server, capture));
+                self.conns.insert(
+                    stream,
+                    Conn::new(stream, client, server, capture, self.limits),
+                );
             }
             StreamEventKind::Data { side, bytes } => {
                 if let Some(c) = self.conns.get_mut(&stream) {

@@ -50,6 +50,7 @@ use super::session::{
 use super::{Exchange, InferenceConfig, InferenceInputs};
 use crate::anomaly::Stats;
 use crate::http::{BodyEnd, ExchangeRef, HttpEvent, HttpRequest, ResponseHead};
+use crate::limits::Limits;
 use crate::rpc::{
     self, RpcId, RpcMessage, SseEvent, SseParser, canonical_fingerprint,
     canonical_fingerprint_without,
@@ -73,8 +74,6 @@ pub const ORPHAN_WINDOW_US: i64 = 5_000_000;
 pub const MAX_SERVER_REQUESTS_PER_SESSION: usize = 4096;
 /// SSE event ids remembered per session for `Last-Event-ID` resumption.
 pub const MAX_EVENT_IDS_PER_SESSION: usize = 4096;
-/// Largest JSON response body buffered (`mcp.body_too_large`).
-pub const MAX_JSON_BODY_BYTES: usize = 64 * 1024 * 1024;
 /// MCP endpoints remembered for detecting GETs and non-JSON-RPC requests (`mcp.endpoint_limit`).
 pub const MAX_KNOWN_ENDPOINTS: usize = 65_536;
 /// Legacy HTTP+SSE sessions remembered (`mcp.legacy_session_limit`).
@@ -279,6 +278,7 @@ struct LegacySession {
 #[derive(Debug)]
 pub struct Analyzer {
     cfg: InferenceConfig,
+    limits: Limits,
     rows: RowStore,
     /// Rows without an id, by (`ts_request`, arrival): the release order.
     pending: BTreeSet<(i64, usize)>,
@@ -307,13 +307,19 @@ pub struct Analyzer {
 impl Analyzer {
     /// A fresh analyzer with the given inference thresholds.
     pub fn new(cfg: InferenceConfig) -> Analyzer {
+        Self::with_limits(cfg, Limits::default())
+    }
+
+    /// [`Analyzer::new`] with the body, SSE, pending and retry-index bounds of `limits`.
+    pub fn with_limits(cfg: InferenceConfig, limits: Limits) -> Analyzer {
         Analyzer {
             cfg,
+            limits,
             rows: RowStore::default(),
             pending: BTreeSet::new(),
             aside: BTreeSet::new(),
             next_id: 1,
-            retry: RetryInference::new(&cfg),
+            retry: RetryInference::with_limit(&cfg, limits.retry_rows),
             infos: HashMap::new(),
             released_ids: HashMap::new(),
             released_order: VecDeque::new(),
@@ -1220,6 +1226,7 @@ impl Analyzer {
     }
 
     fn enforce_pending_limit(&mut self, i: usize, stats: &mut Stats) {
+        let max_pending = self.limits.pending_per_session;
         let Some(scope_name) = self.rows.get(i).map(|r| r.scope.clone()) else {
             return;
         };
@@ -1227,9 +1234,9 @@ impl Analyzer {
             let Some(scope) = self.scopes.get_mut(&scope_name) else {
                 return;
             };
-            if scope.open_count <= MAX_PENDING_PER_SESSION {
+            if scope.open_count <= max_pending {
                 // Drop closed entries from the order queue now and then, so it stays bounded.
-                if scope.open_order.len() > MAX_PENDING_PER_SESSION.saturating_mul(2) {
+                if scope.open_order.len() > max_pending.saturating_mul(2) {
                     let rows = &self.rows;
                     scope
                         .open_order
@@ -1313,7 +1320,7 @@ impl Analyzer {
             .filter(|s| !s.is_empty() && !ctx.had_sid && !is_legacy)
             .map(str::to_string);
         if (200..300).contains(&head.status) && media.as_deref() == Some("text/event-stream") {
-            ctx.sse = Some(SseParser::new());
+            ctx.sse = Some(SseParser::with_max_event_bytes(self.limits.sse_event_bytes));
         }
         let rows = ctx.rows.clone();
         if let Some(sid) = &new_sid {
@@ -1366,7 +1373,7 @@ impl Analyzer {
         let mut events = Vec::new();
         if let Some(p) = ctx.sse.as_mut() {
             p.feed(data, ts, &mut events);
-        } else if ctx.body.len().saturating_add(data.len()) > MAX_JSON_BODY_BYTES {
+        } else if ctx.body.len().saturating_add(data.len()) > self.limits.body_bytes {
             if !ctx.body_overflow {
                 ctx.body_overflow = true;
                 stats.anomaly("mcp.body_too_large");
@@ -1787,7 +1794,7 @@ impl Analyzer {
         match parsed {
             Err(e) => {
                 let why = if ctx.body_overflow {
-                    format!("body larger than {MAX_JSON_BODY_BYTES} bytes")
+                    format!("body larger than {} bytes", self.limits.body_bytes)
                 } else {
                     e.to_string()
                 };

@@ -208,7 +208,8 @@ impl RetryInference {
         Self::with_limit(cfg, MAX_INDEXED_REQUESTS)
     }
 
-    fn with_limit(cfg: &InferenceConfig, limit: usize) -> Self {
+    /// Inference whose repeat index holds at most `limit` requests (`mcp.retry_index_full`).
+    pub fn with_limit(cfg: &InferenceConfig, limit: usize) -> Self {
         RetryInference {
             cfg: *cfg,
             window_us: cfg.repeat_window_ms.saturating_mul(1000),

@@ -28,7 +28,7 @@ pub struct SseEvent {
 }
 
 /// Parser state for one stream. See the module doc.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseParser {
     /// Bytes of the current, unfinished line.
     line: Vec<u8>,
@@ -48,14 +48,38 @@ pub struct SseParser {
     open_fields: bool,
     anomalies: Vec<&'static str>,
     events: u64,
+    /// Largest event kept ([`MAX_SSE_EVENT_BYTES`] unless configured).
+    max_event_bytes: usize,
+}
+
+impl Default for SseParser {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl SseParser {
     /// A parser at the start of a stream.
     pub fn new() -> Self {
+        Self::with_max_event_bytes(MAX_SSE_EVENT_BYTES)
+    }
+
+    /// A parser that skips events larger than `max_event_bytes` (`rpc.sse_event_too_large`).
+    pub fn with_max_event_bytes(max_event_bytes: usize) -> Self {
         SseParser {
+            line: Vec::new(),
+            pending_cr: false,
             bom_seen: Some(0),
-            ..SseParser::default()
+            data: String::new(),
+            has_data: false,
+            event_type: String::new(),
+            last_event_id: String::new(),
+            retry_ms: None,
+            skipping: false,
+            open_fields: false,
+            anomalies: Vec::new(),
+            events: 0,
+            max_event_bytes,
         }
     }
 
@@ -159,7 +183,7 @@ impl SseParser {
             .len()
             .saturating_add(self.data.len())
             .saturating_add(b.len())
-            > MAX_SSE_EVENT_BYTES
+            > self.max_event_bytes
         {
             self.flag("rpc.sse_event_too_large");
             self.skipping = true;

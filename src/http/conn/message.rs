@@ -153,6 +153,7 @@ impl Conn {
             self.start_response(head, first_ts, first_frame, vec![], ts_us, stats, out);
             return true;
         }
+        let head_limit = self.limits.head_bytes;
         let reader = self.reader(dir);
         let skip = leading_empty_lines(&reader.buf);
         if skip > 0 {
@@ -181,14 +182,14 @@ impl Conn {
         let end = find_head_end(&reader.buf, &mut scanned);
         reader.scanned = scanned;
         let (head_len, truncated) = match end {
-            Some(n) => (n, false),
-            None if at_end => (reader.buf.len(), true),
-            None => {
-                if reader.buf.len() > HEAD_LIMIT {
+            Some(n) if n <= head_limit => (n, false),
+            None if at_end && reader.buf.len() <= head_limit => (reader.buf.len(), true),
+            _ => {
+                if end.is_some() || at_end || reader.buf.len() > head_limit {
                     stats.anomaly("http.head_too_large");
                     // Drop the oversized head: resync would otherwise find the same
                     // message start at offset 0 and read the head again, forever.
-                    let skipped = reader.buf.len();
+                    let skipped = end.unwrap_or(reader.buf.len());
                     stats.http_bytes_skipped =
                         stats.http_bytes_skipped.saturating_add(skipped as u64);
                     reader.consume(skipped);
@@ -334,7 +335,11 @@ impl Conn {
         } else {
             Framing::None
         };
-        let decoder = ContentDecoder::new(head.headers.get("content-encoding"), &mut anomalies);
+        let decoder = ContentDecoder::with_limit(
+            head.headers.get("content-encoding"),
+            self.limits.decoded_bytes,
+            &mut anomalies,
+        );
         let reader = match framing {
             Framing::Length(n) => Some(BodyReader::Length(n)),
             Framing::Chunked => Some(BodyReader::Chunked(ChunkedDecoder::new())),
@@ -378,7 +383,11 @@ impl Conn {
         } else {
             response_framing(method.as_deref(), &head, &mut anomalies)
         };
-        let decoder = ContentDecoder::new(head.headers.get("content-encoding"), &mut anomalies);
+        let decoder = ContentDecoder::with_limit(
+            head.headers.get("content-encoding"),
+            self.limits.decoded_bytes,
+            &mut anomalies,
+        );
         self.emit(
             HttpEvent::ResponseHead {
                 xref: xref.clone(),
@@ -460,7 +469,7 @@ impl Conn {
         msg.wire_len = msg.wire_len.saturating_add(consumed as u64);
         let mut plain = Vec::new();
         msg.decoder.feed(&decoded, &mut plain, &mut msg.anomalies);
-        let room = REQUEST_BODY_LIMIT.saturating_sub(msg.body.len());
+        let room = self.limits.body_bytes.saturating_sub(msg.body.len());
         if plain.len() > room {
             push_anomaly(&mut msg.anomalies, "http.request_body_limit");
         }
@@ -531,7 +540,7 @@ impl Conn {
         let mut tail = Vec::new();
         msg.decoder
             .finish(msg.complete, &mut tail, &mut msg.anomalies);
-        let room = REQUEST_BODY_LIMIT.saturating_sub(msg.body.len());
+        let room = self.limits.body_bytes.saturating_sub(msg.body.len());
         msg.body
             .extend_from_slice(tail.get(..tail.len().min(room)).unwrap_or_default());
         for a in &msg.anomalies {

@@ -28,6 +28,7 @@ use super::{
 };
 use crate::anomaly::Stats;
 use crate::flow::{CloseReason, Side};
+use crate::limits::Limits;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -227,6 +228,7 @@ pub struct Conn {
     /// The client (the request side, after side detection) sent FIN or RST.
     /// Every response cut after that says the client closed first.
     client_closed: bool,
+    limits: Limits,
 }
 
 fn side_index(side: Side) -> usize {
@@ -237,7 +239,13 @@ fn side_index(side: Side) -> usize {
 }
 
 impl Conn {
-    pub fn new(stream: u64, client: SocketAddr, server: SocketAddr, capture: Arc<str>) -> Conn {
+    pub fn new(
+        stream: u64,
+        client: SocketAddr,
+        server: SocketAddr,
+        capture: Arc<str>,
+        limits: Limits,
+    ) -> Conn {
         Conn {
             stream,
             client,
@@ -258,6 +266,7 @@ impl Conn {
             deferred_bytes: 0,
             last_ts_us: 0,
             client_closed: false,
+            limits,
         }
     }
 
