@@ -16,6 +16,7 @@ use crate::capture::{self, CaptureError, InputInfo, Merger, Source, har};
 use crate::decode::{Decoded, Decoder};
 use crate::flow::{FlowLimits, FlowTable, StreamEvent};
 use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
+use crate::limits::Limits;
 use crate::mcp::{Analyzer, Exchange, InferenceConfig};
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -53,6 +54,8 @@ pub struct RunTotals {
 pub struct Config {
     pub inference: InferenceConfig,
     pub flow: FlowLimits,
+    /// Bounds of the HTTP, RPC and MCP stages.
+    pub limits: Limits,
     /// Show a progress bar on stderr (the caller decides whether stderr is a terminal).
     pub progress: bool,
     /// Worker threads for the packet and HTTP stages; 0 or 1 runs everything on the caller's thread.
@@ -108,7 +111,7 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
     on_row: &mut dyn FnMut(Exchange) -> Result<(), E>,
 ) -> Result<RunTotals, RunError<E>> {
     let started = Instant::now();
-    let mut analyzer = Analyzer::new(cfg.inference);
+    let mut analyzer = Analyzer::with_limits(cfg.inference, cfg.limits);
     let mut ready: Vec<Exchange> = Vec::new();
     let mut events = 0u32;
     let mut totals = run_http(paths, cfg, &mut |ev, stats, streaming| {
@@ -197,7 +200,7 @@ fn run_http<E: std::error::Error + 'static>(
     let mut merger = Merger::new(readers);
     let mut decoder = Decoder::new();
     let mut flows = FlowTable::new(cfg.flow);
-    let mut http = HttpStage::new(names.clone());
+    let mut http = HttpStage::with_limits(names.clone(), cfg.limits);
     let mut stream_events: Vec<StreamEvent> = Vec::new();
     let mut http_events: Vec<HttpEvent> = Vec::new();
     let mut frames_since_tick = 0u32;
