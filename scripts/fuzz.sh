@@ -28,6 +28,7 @@ cargo fuzz build --fuzz-dir tests/fuzz
 
 logs=tests/fuzz/artifacts/logs
 mkdir -p "$logs" tests/fixtures/robustness
+stamp=$(mktemp)
 run_one() {
     local t=$1 max_len=65536
     [ "$t" = har_reader ] && max_len=262144
@@ -43,8 +44,10 @@ run_one() {
     execs=$(echo "$last" | grep -oE '^#[0-9]+' | tr -d '#' || true)
     cov=$(echo "$last" | grep -oE 'cov: [0-9]+ ft: [0-9]+' || true)
     echo "$t: ${secs}s, ${execs:-?} executions, ${cov:-no coverage line}"
+    # Only artifacts of this run: older ones were already triaged.
     for a in tests/fuzz/artifacts/"$t"/*; do
-        [ -f "$a" ] && cp "$a" "tests/fixtures/robustness/fuzz-$t-$(basename "$a")"
+        [ -f "$a" ] && [ "$a" -nt "$stamp" ] &&
+            cp "$a" "tests/fixtures/robustness/fuzz-$t-$(basename "$a")"
     done
     return 0
 }

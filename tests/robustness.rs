@@ -212,8 +212,44 @@ fn packet_identity(s: &Value) -> Result<(), String> {
     }
 }
 
+fn map_sum(v: &Value, key: &str) -> u64 {
+    v.get(key)
+        .and_then(Value::as_object)
+        .map(|m| m.values().filter_map(Value::as_u64).sum())
+        .unwrap_or_else(|| panic!("summary lacks {key}: {v}"))
+}
+
+/// Every captured TCP payload byte is delivered, a duplicate, or unused for a named reason:
+/// `tcp_payload_bytes_seen == tcp_payload_bytes + duplicate_bytes + sum(tcp_bytes_unused)`.
+fn byte_identity(s: &Value) -> Result<(), String> {
+    let seen = num(s, "tcp_payload_bytes_seen");
+    let (delivered, dup) = (num(s, "tcp_payload_bytes"), num(s, "duplicate_bytes"));
+    let unused = map_sum(s, "tcp_bytes_unused");
+    if seen == delivered + dup + unused {
+        Ok(())
+    } else {
+        Err(format!(
+            "tcp_payload_bytes_seen {seen} != delivered {delivered} + duplicate {dup} + unused {unused}"
+        ))
+    }
+}
+
+/// Every HTTP head begun is parsed or skipped for a named reason.
+fn http_identity(s: &Value) -> Result<(), String> {
+    let (all, parsed) = (num(s, "http_messages"), num(s, "http_messages_parsed"));
+    let skipped = map_sum(s, "http_messages_skipped");
+    if all == parsed + skipped {
+        Ok(())
+    } else {
+        Err(format!(
+            "http_messages {all} != parsed {parsed} + skipped {skipped}"
+        ))
+    }
+}
+
 /// The contract of every run: exit 0 or 2, no panic, no hang, bounded memory,
-/// and on exit 0 a summary whose packet identity holds. `Err` describes the breach.
+/// and on exit 0 a summary whose packet, byte and HTTP message identities hold.
+/// `Err` describes the breach.
 fn check_run(what: &str, run: &Run) -> Result<(), String> {
     check_run_bounded(what, run, PEAK_RSS_LIMIT_KB)
 }
@@ -246,6 +282,8 @@ fn check_run_bounded(what: &str, run: &Run, rss_limit_kb: u64) -> Result<(), Str
             return fail("exit 0 without a summary".to_string());
         };
         packet_identity(s).or_else(fail)?;
+        byte_identity(s).or_else(fail)?;
+        http_identity(s).or_else(fail)?;
     }
     Ok(())
 }
@@ -740,7 +778,7 @@ fn hostile_gzip_bomb() {
 #[test]
 fn hostile_header_of_many_megabytes() {
     let mib = scaled(4, 16);
-    hostile(
+    let s = hostile(
         "huge-header",
         |p| {
             let mut w = PcapWriter::create(p);
@@ -759,6 +797,7 @@ fn hostile_header_of_many_megabytes() {
         },
         &["http.head_too_large"],
     );
+    assert_eq!(s["http_messages_skipped"]["head_too_large"], 1, "{s}");
 }
 
 #[test]
@@ -998,8 +1037,8 @@ fn head_too_large_does_not_loop() {
 
 /// Byte accounting of the packet stages, through the library on every sample
 /// and corpus capture: TCP payload bytes captured in decoded segments against
-/// `tcp_payload_bytes + duplicate_bytes` (+ what the flow stage dropped).
-/// Returns `(name, seen, delivered, duplicate, gap)` per capture.
+/// `tcp_payload_bytes + duplicate_bytes + sum(tcp_bytes_unused)`.
+/// Returns `(name, seen, delivered, duplicate + unused, gap)` per capture.
 fn byte_accounting() -> Vec<(String, u64, u64, u64, u64)> {
     use mcp_trace::anomaly::Stats;
     use mcp_trace::capture::{Merger, Source, open};
@@ -1026,11 +1065,16 @@ fn byte_accounting() -> Vec<(String, u64, u64, u64, u64)> {
         }
         flows.finish(&mut stats, &mut events);
         let name = path.file_name().unwrap().to_string_lossy().to_string();
+        assert_eq!(
+            seen, stats.tcp_payload_bytes_seen,
+            "{name}: payload bytes of decoded segments vs the flow stage's count"
+        );
+        let unused: u64 = stats.tcp_bytes_unused.values().sum();
         rows.push((
             name,
             seen,
             stats.tcp_payload_bytes,
-            stats.duplicate_bytes,
+            stats.duplicate_bytes + unused,
             stats.gap_bytes,
         ));
     }
@@ -1045,7 +1089,7 @@ fn tcp_byte_accounting() {
         let accounted = delivered + dup;
         if accounted != *seen {
             unexplained.push(format!(
-                "{name}: seen {seen}, delivered {delivered} + duplicate {dup} = {accounted} (gap {gap})"
+                "{name}: seen {seen}, delivered {delivered} + duplicate/unused {dup} = {accounted} (gap {gap})"
             ));
         }
     }

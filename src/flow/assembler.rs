@@ -277,6 +277,7 @@ impl Assembler {
         let Some(map) = self.map else {
             if captured > 0 {
                 stats.anomaly("flow.data_after_close");
+                stats.unused_tcp_bytes("after_close", captured as u64);
             }
             return;
         };
@@ -291,6 +292,8 @@ impl Assembler {
         if end > next {
             stats.anomaly("flow.data_after_close");
         }
+        let used = dup.unsigned_abs();
+        stats.unused_tcp_bytes("after_close", (captured as u64).saturating_sub(used));
     }
 
     /// End of the first hole: the first buffered chunk, or the FIN.
@@ -351,6 +354,7 @@ impl Assembler {
         for chunk in after.values() {
             if let Chunk::Data(v) = chunk {
                 self.buffered = self.buffered.saturating_sub(v.len());
+                sink.stats.unused_tcp_bytes("after_fin", v.len() as u64);
             }
         }
     }
@@ -361,6 +365,9 @@ impl Assembler {
         let cap_end = start.saturating_add(captured).min(end);
         if start < 0 {
             sink.stats.anomaly("flow.before_stream_start");
+            let below = cap_end.min(0).saturating_sub(start);
+            sink.stats
+                .unused_tcp_bytes("before_stream_start", below.unsigned_abs());
         }
         // Everything below is in non-negative offsets.
         let clamp = |o: i64| u64::try_from(o.max(0)).unwrap_or(0);
@@ -370,6 +377,8 @@ impl Assembler {
         }
         if s > self.next.saturating_add(MAX_WINDOW_BYTES) {
             sink.stats.anomaly("flow.seq_out_of_window");
+            sink.stats
+                .unused_tcp_bytes("out_of_window", cap_e.saturating_sub(s));
             return;
         }
         if let Some(f) = self.fin
@@ -377,7 +386,10 @@ impl Assembler {
         {
             sink.stats.anomaly("flow.data_after_fin");
             e = f.max(s);
-            cap_e = cap_e.min(e);
+            let cut = cap_e.min(e);
+            sink.stats
+                .unused_tcp_bytes("after_fin", cap_e.saturating_sub(cut));
+            cap_e = cut;
         }
         self.seen_end = self.seen_end.max(e);
         let seg = Piece {
@@ -537,6 +549,8 @@ impl Assembler {
                     if skip > 0 {
                         let k = usize::try_from(skip).unwrap_or(usize::MAX).min(v.len());
                         v.drain(..k);
+                        sink.stats.duplicate_bytes =
+                            sink.stats.duplicate_bytes.saturating_add(k as u64);
                     }
                     if !v.is_empty() {
                         self.deliver(v, sink);

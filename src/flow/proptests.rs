@@ -412,6 +412,7 @@ fn run_case(
     }
     assert_eq!(stats.tcp_payload_bytes, total_data);
     assert_eq!(stats.gap_bytes, total_gap);
+    assert_byte_identity(&stats);
     let counted = stats
         .anomalies
         .get("flow.overlap_mismatch")
@@ -547,5 +548,17 @@ proptest! {
         prop_assert!(state.values().all(|s| s.1), "a stream never closed");
         prop_assert_eq!(next_stream, stats.tcp_streams);
         prop_assert_eq!((data, gaps), (stats.tcp_payload_bytes, stats.gap_bytes));
+        assert_byte_identity(&stats);
     }
+}
+
+/// Every captured payload byte is delivered, a duplicate, or unused for a named reason.
+fn assert_byte_identity(stats: &Stats) {
+    let unused: u64 = stats.tcp_bytes_unused.values().sum();
+    assert_eq!(
+        stats.tcp_payload_bytes_seen,
+        stats.tcp_payload_bytes + stats.duplicate_bytes + unused,
+        "seen = delivered + duplicate + unused {:?}",
+        stats.tcp_bytes_unused
+    );
 }

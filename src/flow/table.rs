@@ -217,6 +217,9 @@ impl FlowTable {
 
     /// Feed one segment (in capture order). Appends events for any stream in `out`.
     pub fn push(&mut self, seg: Segment, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+        stats.tcp_payload_bytes_seen = stats
+            .tcp_payload_bytes_seen
+            .saturating_add(seg.payload.len() as u64);
         self.now_ns = self.now_ns.max(seg.ts_ns);
         let due = self
             .last_sweep_ns
@@ -337,6 +340,8 @@ impl FlowTable {
         if seg.flags.rst {
             // RFC 9293 §3.5.3: RST ends the connection; its payload (RFC 1122
             // §4.2.2.12 diagnostic text) is not stream data.
+            sink.stats
+                .unused_tcp_bytes("rst_payload", seg.payload.len() as u64);
             own.flush(&mut sink);
             sink.emit(StreamEventKind::Rst { side });
             peer.flush(&mut sink);

@@ -428,6 +428,8 @@ fn late_packets_after_close_are_accounted() {
     assert_eq!(t.stats.tcp_streams, 1);
     assert_eq!(t.stats.duplicate_bytes, 3);
     assert_eq!(t.anomaly("flow.data_after_close"), 1);
+    assert_eq!(t.stats.tcp_bytes_unused.get("after_close"), Some(&3));
+    assert_eq!(t.stats.tcp_payload_bytes_seen, 9);
     assert_well_formed(&t.out);
 }
 
@@ -563,6 +565,9 @@ fn data_past_fin_is_dropped() {
     t.finish();
     assert_eq!(t.render(0, Side::Client), "abc[fin]");
     assert_eq!(t.anomaly("flow.data_after_fin"), 1);
+    // "c" re-sent is a duplicate; "def" lies past the FIN.
+    assert_eq!(t.stats.duplicate_bytes, 1);
+    assert_eq!(t.stats.tcp_bytes_unused.get("after_fin"), Some(&3));
 }
 
 #[test]

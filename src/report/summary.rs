@@ -102,9 +102,20 @@ pub fn run_summary(info: &RunInfo) -> Value {
     );
     m.insert("packets_truncated".into(), json!(s.packets_truncated));
     m.insert("tcp_streams".into(), json!(s.tcp_streams));
+    m.insert(
+        "tcp_payload_bytes_seen".into(),
+        json!(s.tcp_payload_bytes_seen),
+    );
     m.insert("tcp_payload_bytes".into(), json!(s.tcp_payload_bytes));
     m.insert("duplicate_bytes".into(), json!(s.duplicate_bytes));
+    m.insert("tcp_bytes_unused".into(), count_map(&s.tcp_bytes_unused));
     m.insert("gap_bytes".into(), json!(s.gap_bytes));
+    m.insert("http_messages".into(), json!(s.http_messages));
+    m.insert("http_messages_parsed".into(), json!(s.http_messages_parsed));
+    m.insert(
+        "http_messages_skipped".into(),
+        count_map(&s.http_messages_skipped),
+    );
     m.insert("http_exchanges".into(), json!(s.http_exchanges));
     m.insert("non_http_streams".into(), json!(s.non_http_streams));
     m.insert("http_bytes_skipped".into(), json!(s.http_bytes_skipped));

@@ -530,6 +530,16 @@ fn write_unanalyzed(p: Painter, out: &mut String, info: &RunInfo) {
         "packets",
     );
     fact("gaps in TCP streams".into(), s.gap_bytes, "bytes");
+    for (reason, n) in &s.tcp_bytes_unused {
+        fact(
+            format!("TCP payload not stream data: {reason}"),
+            *n,
+            "bytes",
+        );
+    }
+    for (reason, n) in &s.http_messages_skipped {
+        fact(format!("HTTP heads skipped: {reason}"), *n, "messages");
+    }
     fact(
         "retransmitted or overlapping".into(),
         s.duplicate_bytes,

@@ -359,6 +359,14 @@ fn entry_events(
     out: &mut Vec<HttpEvent>,
 ) {
     stats.http_exchanges = stats.http_exchanges.saturating_add(1);
+    // A HAR entry is a request and, unless status is 0, a response: both already parsed.
+    let messages = if rec.response.as_ref().is_some_and(|r| r.status != 0) {
+        2
+    } else {
+        1
+    };
+    stats.http_messages = stats.http_messages.saturating_add(messages);
+    stats.http_messages_parsed = stats.http_messages_parsed.saturating_add(messages);
     let mut notes = Notes { stats };
     let mut req_anomalies = Vec::new();
     for a in entry_anomalies {

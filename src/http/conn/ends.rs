@@ -25,6 +25,9 @@ impl Conn {
                 if had_head {
                     self.head_cut_by_gap(dir, ts_us, stats, out);
                 }
+                if self.reader(dir).head_started {
+                    self.head_done(dir, Err("cut_by_gap"), stats);
+                }
                 let reader = self.reader(dir);
                 let n = reader.clear();
                 stats.http_bytes_skipped = stats.http_bytes_skipped.saturating_add(n as u64);
@@ -120,6 +123,7 @@ impl Conn {
                 let Ok(head) = parse_response_head(&head_bytes, &mut anomalies) else {
                     return;
                 };
+                self.head_done(dir, Ok(()), stats);
                 push_anomaly(&mut anomalies, "http.gap_in_head");
                 let (xref, _) = self.pair_response(&mut anomalies);
                 let decoder = ContentDecoder::new(None, &mut anomalies);

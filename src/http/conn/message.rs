@@ -150,6 +150,7 @@ impl Conn {
                 version: "0.9".into(),
                 headers: Headers::default(),
             };
+            self.head_done(dir, Ok(()), stats);
             self.start_response(head, first_ts, first_frame, vec![], ts_us, stats, out);
             return true;
         }
@@ -168,13 +169,21 @@ impl Conn {
         };
         match probe(&reader.buf, Strictness::Lenient, at_end) {
             Probe::NeedMore => return false,
-            p if p == want => {}
+            p if p == want => {
+                if !reader.head_started {
+                    reader.head_started = true;
+                    stats.http_messages = stats.http_messages.saturating_add(1);
+                }
+            }
             _ => {
                 stats.anomaly(match dir {
                     Dir::Req => "http.bad_request_line",
                     Dir::Resp => "http.bad_status_line",
                 });
                 reader.state = ReadState::Resync { line_start: false };
+                if reader.head_started {
+                    self.head_done(dir, Err("bad_head"), stats);
+                }
                 return true;
             }
         }
@@ -195,6 +204,7 @@ impl Conn {
                     reader.consume(skipped);
                     reader.scanned = 0;
                     reader.state = ReadState::Resync { line_start: false };
+                    self.head_done(dir, Err("head_too_large"), stats);
                     return true;
                 }
                 return false;
@@ -216,17 +226,21 @@ impl Conn {
         }
         match dir {
             Dir::Req => match parse_request_head(&head_bytes, &mut anomalies) {
-                Ok(head) => self.start_request(
-                    head,
-                    first_ts,
-                    first_frame,
-                    anomalies,
-                    !truncated,
-                    ts_us,
-                    stats,
-                    out,
-                ),
+                Ok(head) => {
+                    self.head_done(dir, Ok(()), stats);
+                    self.start_request(
+                        head,
+                        first_ts,
+                        first_frame,
+                        anomalies,
+                        !truncated,
+                        ts_us,
+                        stats,
+                        out,
+                    )
+                }
                 Err(_) => {
+                    self.head_done(dir, Err("bad_head"), stats);
                     stats.anomaly("http.bad_request_line");
                     stats.http_bytes_skipped =
                         stats.http_bytes_skipped.saturating_add(head_len as u64);
@@ -235,6 +249,7 @@ impl Conn {
             },
             Dir::Resp => match parse_response_head(&head_bytes, &mut anomalies) {
                 Ok(head) => {
+                    self.head_done(dir, Ok(()), stats);
                     if (100..200).contains(&head.status) && head.status != 101 {
                         // Interim response (RFC 9110 §15.2): not the final head.
                         return true;
@@ -242,6 +257,7 @@ impl Conn {
                     self.start_response(head, first_ts, first_frame, anomalies, ts_us, stats, out);
                 }
                 Err(_) => {
+                    self.head_done(dir, Err("bad_head"), stats);
                     stats.anomaly("http.bad_status_line");
                     stats.http_bytes_skipped =
                         stats.http_bytes_skipped.saturating_add(head_len as u64);
@@ -250,6 +266,18 @@ impl Conn {
             },
         }
         true
+    }
+
+    /// The verdict on a head: parsed, or skipped for `reason`. A head taken without a
+    /// probe (an HTTP/0.9 reply, a request promoted at a gap) is counted here first.
+    pub(super) fn head_done(&mut self, dir: Dir, verdict: Result<(), &str>, stats: &mut Stats) {
+        if !std::mem::take(&mut self.reader(dir).head_started) {
+            stats.http_messages = stats.http_messages.saturating_add(1);
+        }
+        match verdict {
+            Ok(()) => stats.http_messages_parsed = stats.http_messages_parsed.saturating_add(1),
+            Err(reason) => stats.skip_http_message(reason),
+        }
     }
 
     /// Takes the buffered start of a request head as the whole request: an
@@ -279,7 +307,13 @@ impl Conn {
         }
         self.req.scanned = 0;
         let mut anomalies = Vec::new();
-        if let Ok(head) = parse_request_head(&head_bytes, &mut anomalies) {
+        let parsed = parse_request_head(&head_bytes, &mut anomalies);
+        self.head_done(
+            Dir::Req,
+            parsed.as_ref().map(|_| ()).map_err(|_| "bad_head"),
+            stats,
+        );
+        if let Ok(head) = parsed {
             let complete = head.version == "0.9";
             if !complete {
                 push_anomaly(&mut anomalies, cut_anomaly);

@@ -86,6 +86,8 @@ struct Reader {
     /// A gap fell between two messages: if the bytes after it are not a
     /// message start, the gap swallowed the start of one.
     gap_at_boundary: bool,
+    /// The head being read was counted in `http_messages` and awaits its verdict.
+    head_started: bool,
 }
 
 impl Reader {
@@ -98,6 +100,7 @@ impl Reader {
             marks: VecDeque::new(),
             gap: false,
             gap_at_boundary: false,
+            head_started: false,
         }
     }
 
@@ -395,6 +398,11 @@ impl Conn {
                 }
             };
             self.end_dir(Dir::Req, end, ts_us, stats, out);
+            for dir in [Dir::Req, Dir::Resp] {
+                if self.reader(dir).head_started {
+                    self.head_done(dir, Err("unfinished"), stats);
+                }
+            }
             self.end_dir(Dir::Resp, end, ts_us, stats, out);
             self.flush_deferred(out);
         }
