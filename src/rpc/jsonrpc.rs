@@ -162,15 +162,20 @@ fn classify(v: Value) -> RpcMessage {
         if obj.contains_key("result") || obj.contains_key("error") {
             return invalid("both method and result/error", v);
         }
-        let params = obj.get("params").cloned();
-        return match id_field {
-            None => RpcMessage::Notification { method, params },
+        let id = match id_field {
+            None => None,
             // MCP: request ids MUST NOT be null (mcp-wire.md 3.1/3.2).
-            Some(Value::Null) => invalid("request id is null", v),
+            Some(Value::Null) => return invalid("request id is null", v),
             Some(idv) => match RpcId::from_value(idv) {
-                Some(id) => RpcMessage::Request { id, method, params },
-                None => invalid("request id is not a string or number", v),
+                Some(id) => Some(id),
+                None => return invalid("request id is not a string or number", v),
             },
+        };
+        // Valid from here on: the params move out instead of being copied.
+        let params = take_member(v, "params");
+        return match id {
+            None => RpcMessage::Notification { method, params },
+            Some(id) => RpcMessage::Request { id, method, params },
         };
     }
     match (obj.get("result"), obj.get("error")) {
@@ -185,7 +190,7 @@ fn classify(v: Value) -> RpcMessage {
             }
             RpcMessage::Result {
                 id,
-                result: result.clone(),
+                result: take_member(v, "result").unwrap_or_default(),
             }
         }
         (None, Some(err)) => {
@@ -211,6 +216,14 @@ fn classify(v: Value) -> RpcMessage {
                 ),
             }
         }
+    }
+}
+
+/// Member `key` of object `v`, moved out (`None` when absent or `v` is not an object).
+fn take_member(v: Value, key: &str) -> Option<Value> {
+    match v {
+        Value::Object(mut map) => map.remove(key),
+        _ => None,
     }
 }
 
@@ -254,7 +267,7 @@ fn write_canonical(v: &Value, out: &mut String) {
     }
 }
 
-/// 128-bit fingerprint (SipHash with fixed keys, FNV-1a) of a JSON value up to
+/// 128-bit fingerprint (XXH3-128, seed 0) of a JSON value up to
 /// [`canonical_json`] equality. Equal canonical texts give equal fingerprints; different ones
 /// collide with odds far below anything a capture can reach.
 pub type JsonFingerprint = (u64, u64);
@@ -292,30 +305,20 @@ pub fn text_fingerprint(text: &str) -> JsonFingerprint {
 
 /// Byte sink that hashes what is written instead of keeping it.
 struct FingerprintWriter {
-    sip: std::collections::hash_map::DefaultHasher,
-    fnv: u64,
+    xxh: xxhash_rust::xxh3::Xxh3Default,
 }
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
 impl FingerprintWriter {
     fn new() -> Self {
-        // DefaultHasher::new() uses fixed keys: the same value hashes alike in every run.
+        // Seed 0: the same value hashes alike in every run.
         FingerprintWriter {
-            sip: std::collections::hash_map::DefaultHasher::new(),
-            fnv: FNV_OFFSET,
+            xxh: xxhash_rust::xxh3::Xxh3Default::new(),
         }
     }
 
-    /// SipHash and FNV-1a are streaming: how the bytes are split into writes does not matter.
+    /// XXH3 is streaming: how the bytes are split into writes does not matter.
     fn feed(&mut self, bytes: &[u8]) {
-        use std::hash::Hasher;
-        self.sip.write(bytes);
-        for &b in bytes {
-            self.fnv ^= u64::from(b);
-            self.fnv = self.fnv.wrapping_mul(FNV_PRIME);
-        }
+        self.xxh.update(bytes);
     }
 
     /// A string as tag, byte length, raw bytes: self-delimiting, so no escaping is needed.
@@ -326,8 +329,8 @@ impl FingerprintWriter {
     }
 
     fn finish(self) -> JsonFingerprint {
-        use std::hash::Hasher;
-        (self.sip.finish(), self.fnv)
+        let h = self.xxh.digest128();
+        ((h >> 64) as u64, h as u64)
     }
 }
 

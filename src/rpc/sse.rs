@@ -202,7 +202,14 @@ impl SseParser {
     }
 
     fn end_line(&mut self, ts_us: i64, out: &mut Vec<SseEvent>) {
-        let line = std::mem::take(&mut self.line);
+        let mut line = std::mem::take(&mut self.line);
+        self.line_done(&line, ts_us, out);
+        // The buffer goes back for the next line: no allocation per line.
+        line.clear();
+        self.line = line;
+    }
+
+    fn line_done(&mut self, line: &[u8], ts_us: i64, out: &mut Vec<SseEvent>) {
         if self.skipping {
             if line.is_empty() {
                 self.skipping = false;
@@ -214,7 +221,11 @@ impl SseParser {
             return;
         }
         self.open_fields = true;
-        let text = String::from_utf8_lossy(&line);
+        // Valid UTF-8 (the usual case) is checked by the fast validator, borrowed as is.
+        let text = match std::str::from_utf8(line) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(line),
+        };
         if text.starts_with(':') {
             return; // comment (keep-alives such as `: ping`)
         }
