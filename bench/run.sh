@@ -10,7 +10,8 @@
 # (CAPTURE.truth.json, written by the generator) gives the packet count and the
 # expected requests per outcome, checked against `mcp-trace --summary`.
 # Binaries: $MCP_TRACE and $BASELINE, default to the release build in
-# ${CARGO_TARGET_DIR:-target}.
+# ${CARGO_TARGET_DIR:-target}. THREADS=N adds `--threads N` to every mcp-trace run;
+# MCP_TRACE_ARGS adds any other arguments (word-split).
 set -euo pipefail
 
 rounds=3
@@ -35,6 +36,10 @@ MCP_TRACE="${MCP_TRACE:-$target/release/mcp-trace}"
 BASELINE="${BASELINE:-$target/release/examples/baseline}"
 TIME=/usr/bin/time
 OUT_EXT="${OUT_EXT:-parquet}"  # jsonl for builds without the parquet feature
+extra=()
+[[ -n "${THREADS:-}" ]] && extra+=(--threads "$THREADS")
+# shellcheck disable=SC2206  # word splitting wanted
+[[ -n "${MCP_TRACE_ARGS:-}" ]] && extra+=($MCP_TRACE_ARGS)
 for b in "$MCP_TRACE" "$BASELINE" "$TIME"; do
   [[ -x "$b" ]] || { echo "missing $b (cargo build --release --bin mcp-trace --example baseline; apt-get install time)" >&2; exit 2; }
 done
@@ -64,7 +69,7 @@ measure() {
 measure_stdin() {
   local round="$1" log="$work/time.log"
   cat "$cap" | "$TIME" -v -o "$log" "$MCP_TRACE" analyze - -o "$work/stdin.$OUT_EXT" --summary "$work/stdin.json" \
-    > /dev/null 2> "$work/stdin.err" || { cat "$work/stdin.err" >&2; exit 1; }
+    ${extra[@]+"${extra[@]}"} > /dev/null 2> "$work/stdin.err" || { cat "$work/stdin.err" >&2; exit 1; }
   local wall rss
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$log")
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
@@ -72,9 +77,10 @@ measure_stdin() {
   printf '  round %s  %-16s %8.2f s  %7.1f MB RSS\n' "$round" "mcp-trace-stdin" "$wall" "$(echo "$rss/1024" | bc -l)" >&2
 }
 
-echo "capture: $cap ($(stat -c %s "$cap") bytes); tshark on: $tshark_file; rounds: $rounds" >&2
+echo "capture: $cap ($(stat -c %s "$cap") bytes); tshark on: $tshark_file; rounds: $rounds; mcp-trace args: ${extra[*]:-none}" >&2
 for round in $(seq 1 "$rounds"); do
-  measure mcp-trace "$cap" "$round" "$MCP_TRACE" analyze "$cap" -o "$work/out.$OUT_EXT" --summary "$work/run.json"
+  measure mcp-trace "$cap" "$round" "$MCP_TRACE" analyze "$cap" -o "$work/out.$OUT_EXT" --summary "$work/run.json" \
+    ${extra[@]+"${extra[@]}"}
   measure baseline "$cap" "$round" "$BASELINE" "$cap"
   if [[ $stdin == 1 ]]; then measure_stdin "$round"; fi
   if [[ $tshark == 1 ]]; then

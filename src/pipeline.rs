@@ -10,6 +10,10 @@
 //! live state rather than the capture. With a HAR input the analyzer is drained
 //! only at the end: HAR entries are read after the packet inputs and may
 //! precede them in time, and ids follow time.
+//!
+//! With [`Config::threads`] >= 2 the packet stages run on a reader thread and the HTTP stage
+//! on workers sharded by stream, or on the reader for 2 (see `parallel.rs`); the sink still
+//! gets the same events in the same order, on the caller's thread.
 
 use crate::anomaly::Stats;
 use crate::capture::{self, CaptureError, InputInfo, Merger, Source, har};
@@ -22,12 +26,19 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
+mod parallel;
+#[cfg(test)]
+mod tests;
+
 /// Connection ids for HAR entries start above any TCP stream index.
 const HAR_CONN_BASE: u64 = 1 << 48;
 
 /// HTTP events between two [`Analyzer::drain_ready`] calls: often enough that few final rows
 /// wait, rarely enough that the check costs nothing.
 pub const DRAIN_EVERY_EVENTS: u32 = 256;
+
+/// Most HTTP workers of a `--threads` run; more would only add channels.
+pub const MAX_HTTP_WORKERS: usize = 64;
 
 /// Why a streaming run stopped.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +49,9 @@ pub enum RunError<E: std::error::Error + 'static> {
     /// The caller's row sink failed (e.g. the output file could not be written).
     #[error(transparent)]
     Sink(E),
+    /// A thread of a `--threads` run stopped before the end of input (see `parallel`).
+    #[error("{0}")]
+    Worker(String),
 }
 
 /// What a streaming run counted (its rows went to the caller).
@@ -81,15 +95,11 @@ struct Totals {
 
 /// `mcp-trace analyze`: every stage, MCP exchanges out, all kept in memory and sorted by
 /// `exchange_id`. [`analyze_streaming`] is the bounded-memory form.
-pub fn analyze(paths: &[String], cfg: &Config) -> Result<Analysis, CaptureError> {
+pub fn analyze(paths: &[String], cfg: &Config) -> Result<Analysis, RunError<Infallible>> {
     let mut rows = Vec::new();
     let totals = analyze_streaming(paths, cfg, &mut |ex| {
         rows.push(ex);
         Ok::<(), Infallible>(())
-    })
-    .map_err(|e| match e {
-        RunError::Capture(c) => c,
-        RunError::Sink(never) => match never {},
     })?;
     // Rows set aside while open come when they end (see `mcp::Analyzer`).
     rows.sort_by_key(|r| r.exchange_id);
@@ -137,15 +147,11 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
 }
 
 /// `mcp-trace http`: every HTTP exchange, MCP or not.
-pub fn http_rows(paths: &[String]) -> Result<(Vec<HttpRow>, Stats), CaptureError> {
+pub fn http_rows(paths: &[String]) -> Result<(Vec<HttpRow>, Stats), RunError<Infallible>> {
     let mut log = HttpLog::new();
     let totals = run_http(paths, &Config::default(), &mut |ev, _, _| {
         log.push(&ev);
         Ok::<(), RunError<Infallible>>(())
-    })
-    .map_err(|e| match e {
-        RunError::Capture(c) => c,
-        RunError::Sink(never) => match never {},
     })?;
     Ok((log.finish(), totals.stats))
 }
@@ -197,61 +203,46 @@ fn run_http<E: std::error::Error + 'static>(
     let progress = progress_bar(cfg.progress, total_bytes);
     let in_order = hars.is_empty();
 
-    let mut merger = Merger::new(readers);
-    let mut decoder = Decoder::new();
-    let mut flows = FlowTable::new(cfg.flow);
-    let mut http = HttpStage::with_limits(names.clone(), cfg.limits);
-    let mut stream_events: Vec<StreamEvent> = Vec::new();
-    let mut http_events: Vec<HttpEvent> = Vec::new();
-    let mut frames_since_tick = 0u32;
-    let mut latest_ts_ns = i64::MIN;
-
-    while let Some(frame) = merger.next_frame(&mut stats) {
-        // Inputs are merged by time, so a step back comes from within one file
-        // (clock changes, reordered writes): latencies across it are unreliable.
-        if frame.ts_ns < latest_ts_ns {
-            stats.anomaly("capture.time_went_backwards");
-        }
-        latest_ts_ns = latest_ts_ns.max(frame.ts_ns);
-        if frame.is_truncated() {
-            stats.packets_truncated += 1;
-        }
-        match decoder.decode(&frame) {
-            Decoded::Segment(segment) => {
-                stats.packets_decoded += 1;
-                flows.push(segment, &mut stats, &mut stream_events);
-            }
-            Decoded::Held => stats.packets_decoded += 1,
-            Decoded::Skipped(reason) => stats.skip(reason.name()),
-        }
-        for ev in stream_events.drain(..) {
-            http.push(ev, &mut stats, &mut http_events);
-        }
+    let merger = Merger::new(readers);
+    let read = if cfg.threads >= 2 {
+        let stages = (1..cfg.threads.min(MAX_HTTP_WORKERS + 1))
+            .map(|_| HttpStage::with_limits(names.clone(), cfg.limits))
+            .collect();
+        parallel::run(
+            merger,
+            cfg.flow,
+            stages,
+            progress.clone(),
+            &mut stats,
+            &mut |ev, stats| sink(ev, stats, in_order),
+        )?
+    } else {
+        let mut http = HttpStage::with_limits(names.clone(), cfg.limits);
+        let mut http_events: Vec<HttpEvent> = Vec::new();
+        let read = read_streams::<RunError<E>>(
+            merger,
+            cfg.flow,
+            progress.as_ref(),
+            &mut stats,
+            &mut |events, stats| {
+                for ev in events.drain(..) {
+                    http.push(ev, stats, &mut http_events);
+                }
+                for ev in http_events.drain(..) {
+                    sink(ev, stats, in_order)?;
+                }
+                Ok(())
+            },
+        )?;
+        http.finish(&mut stats, &mut http_events);
         for ev in http_events.drain(..) {
             sink(ev, &mut stats, in_order)?;
         }
-        frames_since_tick += 1;
-        if frames_since_tick >= 4096 {
-            frames_since_tick = 0;
-            if let Some(bar) = &progress {
-                bar.set_position(merger.bytes_read());
-            }
-        }
-    }
-    for _ in 0..decoder.finish() {
-        stats.anomaly("decode.ip_fragment_incomplete");
-    }
-    flows.finish(&mut stats, &mut stream_events);
-    for ev in stream_events.drain(..) {
-        http.push(ev, &mut stats, &mut http_events);
-    }
-    http.finish(&mut stats, &mut http_events);
-    for ev in http_events.drain(..) {
-        sink(ev, &mut stats, in_order)?;
-    }
+        read
+    };
 
-    let mut inputs = merger.infos();
-    let mut bytes_read = merger.bytes_read();
+    let mut inputs = read.inputs;
+    let mut bytes_read = read.bytes_read;
     let mut conn_base = HAR_CONN_BASE;
     for (index, data, info) in hars {
         let name = names
@@ -273,6 +264,68 @@ fn run_http<E: std::error::Error + 'static>(
         stats,
         inputs,
         bytes_read,
+    })
+}
+
+/// Takes (drains) the stream events of one frame.
+type StreamSink<'a, X> = dyn FnMut(&mut Vec<StreamEvent>, &mut Stats) -> Result<(), X> + 'a;
+
+/// Where the packet stages ended.
+struct ReadTotals {
+    inputs: Vec<InputInfo>,
+    bytes_read: u64,
+}
+
+/// Capture read, decode and TCP reassembly: `emit` takes (drains) the stream events of each
+/// frame, then those of the end of input, in order.
+fn read_streams<X>(
+    mut merger: Merger,
+    flow: FlowLimits,
+    progress: Option<&indicatif::ProgressBar>,
+    stats: &mut Stats,
+    emit: &mut StreamSink<'_, X>,
+) -> Result<ReadTotals, X> {
+    let mut decoder = Decoder::new();
+    let mut flows = FlowTable::new(flow);
+    let mut stream_events: Vec<StreamEvent> = Vec::new();
+    let mut frames_since_tick = 0u32;
+    let mut latest_ts_ns = i64::MIN;
+
+    while let Some(frame) = merger.next_frame(stats) {
+        // Inputs are merged by time, so a step back comes from within one file
+        // (clock changes, reordered writes): latencies across it are unreliable.
+        if frame.ts_ns < latest_ts_ns {
+            stats.anomaly("capture.time_went_backwards");
+        }
+        latest_ts_ns = latest_ts_ns.max(frame.ts_ns);
+        if frame.is_truncated() {
+            stats.packets_truncated += 1;
+        }
+        match decoder.decode(&frame) {
+            Decoded::Segment(segment) => {
+                stats.packets_decoded += 1;
+                flows.push(segment, stats, &mut stream_events);
+            }
+            Decoded::Held => stats.packets_decoded += 1,
+            Decoded::Skipped(reason) => stats.skip(reason.name()),
+        }
+        emit(&mut stream_events, stats)?;
+        frames_since_tick += 1;
+        if frames_since_tick >= 4096 {
+            frames_since_tick = 0;
+            if let Some(bar) = progress {
+                bar.set_position(merger.bytes_read());
+            }
+        }
+    }
+    for _ in 0..decoder.finish() {
+        stats.anomaly("decode.ip_fragment_incomplete");
+    }
+    flows.finish(stats, &mut stream_events);
+    emit(&mut stream_events, stats)?;
+    Ok(ReadTotals {
+        inputs: merger.infos(),
+        bytes_read: merger.bytes_read(),
     })
 }
 

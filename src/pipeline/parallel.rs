@@ -1,0 +1,466 @@
+//! `--threads N` (N >= 2): the packet stages on a reader thread, the HTTP stage sharded over
+//! `N - 1` worker threads (on the reader thread itself when N = 2), the sink on the caller's
+//! thread; the sink gets the same events in the same order as with one thread.
+//!
+//! ```text
+//! reader:   capture -> decode -> FlowTable --(StreamEvents, numbered)--> worker stream % (N-1)
+//! worker w: HttpStage of its streams --(HttpEvents, tagged with the stream event's number)--> caller
+//! caller:   merge the workers' batches of each round by tag -> sink (the MCP analyzer)
+//! ```
+//!
+//! The single [`crate::flow::FlowTable`] numbers the streams and applies the flow limits,
+//! so both are exactly those of a one-thread run. Work moves in rounds: every worker gets
+//! one batch per round (maybe empty) and answers with one batch, so the caller takes round
+//! r from every worker and merges those batches by tag, which rebuilds the one-thread
+//! order. The end of input is a last round in which each worker flushes its open
+//! connections (in stream order, as [`HttpStage::finish`] does), merged by stream id. With
+//! one HTTP stage there is nothing to merge and it runs on the reader thread: a separate
+//! worker costs a hop per stream event and more CPU for the same wall time (bench/README.md).
+//!
+//! Channels are bounded ([`QUEUED_ROUNDS`] per worker each way) and a round holds at most
+//! [`ROUND_FRAMES`] frames or about [`ROUND_BYTES`] payload bytes, so memory stays bounded.
+//! A thread that stops early (a panic) closes its channels: the others see the disconnect
+//! and stop, and the run ends with [`RunError::Worker`]. A sink error drops the caller's
+//! receivers, which stops the workers and then the reader the same way.
+
+use super::{ReadTotals, RunError, read_streams};
+use crate::anomaly::Stats;
+use crate::capture::Merger;
+use crate::flow::{FlowLimits, StreamEvent, StreamEventKind};
+use crate::http::{HttpEvent, HttpStage};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::{self, ScopedJoinHandle};
+
+/// Frames per round: enough that channel costs vanish, few enough that a round's data is
+/// still in cache when the caller reads it (512 cost 5-8% more CPU than 128 on 100 MB).
+pub const ROUND_FRAMES: u32 = 128;
+/// TCP payload bytes after which a round is sent early (loopback captures carry 64 KB segments).
+pub const ROUND_BYTES: usize = 1 << 20;
+/// Rounds waiting in each channel; past it the sender blocks.
+pub const QUEUED_ROUNDS: usize = 4;
+
+/// Receives each HTTP event, in one-thread order, with the caller's stats.
+pub(super) type EventSink<'a, E> = dyn FnMut(HttpEvent, &mut Stats) -> Result<(), RunError<E>> + 'a;
+
+/// Reader -> worker.
+enum ToWorker {
+    /// This worker's stream events of one round, each with its number.
+    Round(Vec<(u64, StreamEvent)>),
+    /// End of input: flush the open connections.
+    Finish,
+}
+
+/// Worker -> caller. Events are tagged with their merge key within the round.
+enum FromWorker {
+    Round(Vec<(u64, HttpEvent)>),
+    /// The flushed connections' events keyed by stream id, and the worker's counts.
+    Finished(Vec<(u64, HttpEvent)>, Stats),
+}
+
+/// Why the caller stopped taking rounds.
+enum Stop<E: std::error::Error + 'static> {
+    Sink(RunError<E>),
+    /// A worker's channel closed before its last round.
+    Disconnected,
+}
+
+/// Runs the packet and HTTP stages on `stages.len()` workers plus a reader thread; each HTTP
+/// event goes to `sink` on this thread, in one-thread order. Counts of every thread are
+/// added to `stats`.
+pub(super) fn run<E: std::error::Error + 'static>(
+    merger: Merger,
+    flow: FlowLimits,
+    stages: Vec<HttpStage>,
+    progress: Option<indicatif::ProgressBar>,
+    stats: &mut Stats,
+    sink: &mut EventSink<'_, E>,
+) -> Result<ReadTotals, RunError<E>> {
+    let mut stages = stages;
+    if stages.is_empty() {
+        return Err(RunError::Worker("no HTTP stage to run".into()));
+    }
+    // A single HTTP stage runs on the reader thread: one hop fewer for every event.
+    let inline = if stages.len() == 1 {
+        stages.pop()
+    } else {
+        None
+    };
+    thread::scope(|scope| {
+        let mut to_workers = Vec::with_capacity(stages.len());
+        let mut from_workers = Vec::with_capacity(stages.len());
+        let mut workers = Vec::with_capacity(stages.len());
+        for (w, stage) in stages.into_iter().enumerate() {
+            let (tx_in, rx_in) = sync_channel(QUEUED_ROUNDS);
+            let (tx_out, rx_out) = sync_channel(QUEUED_ROUNDS);
+            let handle = thread::Builder::new()
+                .name(format!("mcp-trace-http-{w}"))
+                .spawn_scoped(scope, move || http_worker(stage, rx_in, tx_out))
+                .map_err(|e| RunError::Worker(format!("cannot start an HTTP worker: {e}")))?;
+            workers.push(handle);
+            to_workers.push(tx_in);
+            from_workers.push(rx_out);
+        }
+        let reader = thread::Builder::new().name("mcp-trace-reader".into());
+        let reader = match inline {
+            Some(stage) => {
+                let (tx_out, rx_out) = sync_channel(QUEUED_ROUNDS);
+                from_workers.push(rx_out);
+                reader.spawn_scoped(scope, move || {
+                    read_and_parse(merger, flow, progress.as_ref(), stage, &tx_out)
+                })
+            }
+            None => reader.spawn_scoped(scope, move || {
+                read_and_shard(merger, flow, progress.as_ref(), &to_workers)
+            }),
+        }
+        .map_err(|e| RunError::Worker(format!("cannot start the reader: {e}")))?;
+
+        let consumed = consume(&from_workers, stats, sink);
+        // Closing the receivers unblocks workers (and through them the reader) after a sink error.
+        drop(from_workers);
+        let read = joined(reader, "reader");
+        let mut ends = Vec::with_capacity(workers.len());
+        for (w, handle) in workers.into_iter().enumerate() {
+            ends.push(joined(handle, &format!("HTTP worker {w}")));
+        }
+        match (consumed, read) {
+            (Err(Stop::Sink(e)), _) => Err(e),
+            (Ok(()), Ok((read_stats, totals))) => {
+                stats.merge(&read_stats);
+                Ok(totals)
+            }
+            (_, read) => {
+                // A panic explains the others' early stops: report it first.
+                let ends = std::iter::once(read.map(|_| ())).chain(ends);
+                let mut why = "a worker thread stopped before the end of input".to_string();
+                for end in ends {
+                    match end {
+                        Err(Ended::Panicked(msg)) => {
+                            why = msg;
+                            break;
+                        }
+                        Err(Ended::Stopped(msg)) => why = msg,
+                        Ok(()) => {}
+                    }
+                }
+                Err(RunError::Worker(why))
+            }
+        }
+    })
+}
+
+/// The reader thread: read, decode, reassemble, and deal the stream events to the workers
+/// by stream id. `Gone` when a worker went away (the caller reports why).
+fn read_and_shard(
+    merger: Merger,
+    flow: FlowLimits,
+    progress: Option<&indicatif::ProgressBar>,
+    to_workers: &[SyncSender<ToWorker>],
+) -> Result<(Stats, ReadTotals), Gone> {
+    let mut stats = Stats::default();
+    let mut seq = 0u64;
+    let mut round = Round::new(to_workers.len());
+    let totals = read_streams(merger, flow, progress, &mut stats, &mut |events, _| {
+        for ev in events.drain(..) {
+            round.add(seq, ev);
+            seq = seq.wrapping_add(1);
+        }
+        round.frames += 1;
+        if round.frames >= ROUND_FRAMES || round.bytes >= ROUND_BYTES {
+            round.send(to_workers)?;
+        }
+        Ok(())
+    })?;
+    round.send(to_workers)?;
+    for tx in to_workers {
+        tx.send(ToWorker::Finish).map_err(|_| Gone)?;
+    }
+    Ok((stats, totals))
+}
+
+/// The other end of a channel went away.
+#[derive(Debug)]
+struct Gone;
+
+/// The reader thread with the only HTTP stage: read, decode, reassemble, parse HTTP, and send
+/// the events to the caller in rounds.
+fn read_and_parse(
+    merger: Merger,
+    flow: FlowLimits,
+    progress: Option<&indicatif::ProgressBar>,
+    mut stage: HttpStage,
+    tx: &SyncSender<FromWorker>,
+) -> Result<(Stats, ReadTotals), Gone> {
+    let mut stats = Stats::default();
+    let mut out: Vec<HttpEvent> = Vec::new();
+    let mut batch: Vec<(u64, HttpEvent)> = Vec::new();
+    let mut frames = 0u32;
+    let mut bytes = 0usize;
+    let totals = read_streams(merger, flow, progress, &mut stats, &mut |events, stats| {
+        for ev in events.drain(..) {
+            if let StreamEventKind::Data { bytes: b, .. } = &ev.kind {
+                bytes = bytes.saturating_add(b.len());
+            }
+            stage.push(ev, stats, &mut out);
+            // One batch per round: the order is already the final one.
+            batch.extend(out.drain(..).map(|h| (0, h)));
+        }
+        frames += 1;
+        if frames >= ROUND_FRAMES || bytes >= ROUND_BYTES {
+            frames = 0;
+            bytes = 0;
+            if !batch.is_empty() {
+                let cap = batch.len();
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(cap));
+                tx.send(FromWorker::Round(full)).map_err(|_| Gone)?;
+            }
+        }
+        Ok(())
+    })?;
+    stage.finish(&mut stats, &mut out);
+    batch.extend(out.drain(..).map(|h| (0, h)));
+    tx.send(FromWorker::Finished(batch, Stats::default()))
+        .map_err(|_| Gone)?;
+    Ok((stats, totals))
+}
+
+/// Stream events gathered for the next round, one batch per worker.
+struct Round {
+    batches: Vec<Vec<(u64, StreamEvent)>>,
+    frames: u32,
+    bytes: usize,
+}
+
+impl Round {
+    fn new(workers: usize) -> Round {
+        Round {
+            batches: (0..workers).map(|_| Vec::new()).collect(),
+            frames: 0,
+            bytes: 0,
+        }
+    }
+
+    fn add(&mut self, seq: u64, ev: StreamEvent) {
+        if let StreamEventKind::Data { bytes, .. } = &ev.kind {
+            self.bytes = self.bytes.saturating_add(bytes.len());
+        }
+        let w = shard(ev.stream, self.batches.len());
+        if let Some(batch) = self.batches.get_mut(w) {
+            batch.push((seq, ev));
+        }
+    }
+
+    /// Sends one batch to every worker, unless the round is empty for all of them (rounds
+    /// stay in step either way).
+    fn send(&mut self, to_workers: &[SyncSender<ToWorker>]) -> Result<(), Gone> {
+        self.frames = 0;
+        self.bytes = 0;
+        if self.batches.iter().all(Vec::is_empty) {
+            return Ok(());
+        }
+        for (batch, tx) in self.batches.iter_mut().zip(to_workers) {
+            let cap = batch.len();
+            let events = std::mem::replace(batch, Vec::with_capacity(cap));
+            tx.send(ToWorker::Round(events)).map_err(|_| Gone)?;
+        }
+        Ok(())
+    }
+}
+
+/// Worker of a stream. Stream ids are consecutive from 0, so the remainder spreads them evenly.
+fn shard(stream: u64, workers: usize) -> usize {
+    let n = u64::try_from(workers.max(1)).unwrap_or(1);
+    usize::try_from(stream % n).unwrap_or(0)
+}
+
+/// One HTTP worker: a batch out for each batch in, tagged with the stream event's number.
+fn http_worker(
+    mut stage: HttpStage,
+    rx: Receiver<ToWorker>,
+    tx: SyncSender<FromWorker>,
+) -> Result<(), Gone> {
+    let mut stats = Stats::default();
+    let mut out: Vec<HttpEvent> = Vec::new();
+    while let Ok(msg) = rx.recv() {
+        match msg {
+            ToWorker::Round(events) => {
+                let mut batch = Vec::with_capacity(events.len());
+                for (seq, ev) in events {
+                    stage.push(ev, &mut stats, &mut out);
+                    batch.extend(out.drain(..).map(|h| (seq, h)));
+                }
+                tx.send(FromWorker::Round(batch)).map_err(|_| Gone)?;
+            }
+            ToWorker::Finish => {
+                stage.finish(&mut stats, &mut out);
+                // `finish` flushes in stream order; the stream id orders them across workers.
+                let batch = out.drain(..).map(|h| (conn_of(&h), h)).collect();
+                return tx
+                    .send(FromWorker::Finished(batch, stats))
+                    .map_err(|_| Gone);
+            }
+        }
+    }
+    Err(Gone)
+}
+
+/// Connection (= TCP stream) id of an event.
+fn conn_of(ev: &HttpEvent) -> u64 {
+    let xref = match ev {
+        HttpEvent::Request(r) => &r.xref,
+        HttpEvent::ResponseHead { xref, .. }
+        | HttpEvent::ResponseBody { xref, .. }
+        | HttpEvent::ResponseEnd { xref, .. }
+        | HttpEvent::NoResponse { xref, .. } => xref,
+    };
+    xref.conn.conn
+}
+
+/// The caller's side: takes round after round from every worker, merges each round by tag
+/// and feeds the sink, until every worker has finished.
+fn consume<E: std::error::Error + 'static>(
+    from_workers: &[Receiver<FromWorker>],
+    stats: &mut Stats,
+    sink: &mut EventSink<'_, E>,
+) -> Result<(), Stop<E>> {
+    let mut batches: Vec<std::vec::IntoIter<(u64, HttpEvent)>> =
+        Vec::with_capacity(from_workers.len());
+    loop {
+        batches.clear();
+        let mut finished = 0usize;
+        for rx in from_workers {
+            match rx.recv().map_err(|_| Stop::Disconnected)? {
+                FromWorker::Round(batch) => batches.push(batch.into_iter()),
+                FromWorker::Finished(batch, worker_stats) => {
+                    stats.merge(&worker_stats);
+                    finished += 1;
+                    batches.push(batch.into_iter());
+                }
+            }
+        }
+        merge_round(&mut batches, &mut |ev| sink(ev, stats)).map_err(Stop::Sink)?;
+        if finished == from_workers.len() {
+            return Ok(());
+        }
+        if finished > 0 {
+            // The reader ends every worker in the same round; anything else is a lost round.
+            return Err(Stop::Disconnected);
+        }
+    }
+}
+
+/// Feeds the events of one round to `f` in ascending tag order. Each batch is already in
+/// order, and a tag lives in one batch only, so this is a plain k-way merge.
+fn merge_round<X>(
+    batches: &mut [std::vec::IntoIter<(u64, HttpEvent)>],
+    f: &mut dyn FnMut(HttpEvent) -> Result<(), X>,
+) -> Result<(), X> {
+    if let [only] = batches {
+        for (_, ev) in only {
+            f(ev)?;
+        }
+        return Ok(());
+    }
+    let mut heads: Vec<Option<(u64, HttpEvent)>> = batches.iter_mut().map(Iterator::next).collect();
+    loop {
+        let mut best: Option<(usize, u64)> = None;
+        for (i, head) in heads.iter().enumerate() {
+            if let Some((tag, _)) = head
+                && best.is_none_or(|(_, b)| *tag < b)
+            {
+                best = Some((i, *tag));
+            }
+        }
+        let Some((i, _)) = best else { return Ok(()) };
+        let (Some(head), Some(batch)) = (heads.get_mut(i), batches.get_mut(i)) else {
+            return Ok(());
+        };
+        if let Some((_, ev)) = std::mem::replace(head, batch.next()) {
+            f(ev)?;
+        }
+    }
+}
+
+/// How a thread ended without its result.
+#[derive(Debug, PartialEq)]
+enum Ended {
+    /// A channel closed under it (another thread stopped first).
+    Stopped(String),
+    Panicked(String),
+}
+
+/// A thread's result, or how it ended without one.
+fn joined<T>(handle: ScopedJoinHandle<'_, Result<T, Gone>>, what: &str) -> Result<T, Ended> {
+    match handle.join() {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(Gone)) => Err(Ended::Stopped(format!("the {what} stopped early"))),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            Err(Ended::Panicked(format!("the {what} panicked: {msg}")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use std::convert::Infallible;
+
+    #[test]
+    fn shard_spreads_consecutive_streams() {
+        let counts = (0..300u64).fold([0; 3], |mut c, s| {
+            c[shard(s, 3)] += 1;
+            c
+        });
+        assert_eq!(counts, [100, 100, 100]);
+        assert_eq!(shard(u64::MAX, 1), 0);
+        assert_eq!(shard(7, 0), 0);
+    }
+
+    #[test]
+    fn a_panicking_thread_becomes_an_error() {
+        thread::scope(|s| {
+            let h = s.spawn(|| -> Result<(), Gone> { panic!("boom") });
+            assert_eq!(
+                joined(h, "HTTP worker 1"),
+                Err(Ended::Panicked("the HTTP worker 1 panicked: boom".into()))
+            );
+            let h = s.spawn(|| -> Result<(), Gone> { Err(Gone) });
+            assert_eq!(
+                joined(h, "reader"),
+                Err(Ended::Stopped("the reader stopped early".into()))
+            );
+        });
+    }
+
+    #[test]
+    fn a_worker_gone_mid_run_is_reported_not_awaited() {
+        let (tx0, rx0) = sync_channel(QUEUED_ROUNDS);
+        let (tx1, rx1) = sync_channel::<FromWorker>(QUEUED_ROUNDS);
+        tx0.send(FromWorker::Round(Vec::new())).unwrap();
+        drop(tx1);
+        let mut stats = Stats::default();
+        let mut sink = |_: HttpEvent, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
+        let res = consume(&[rx0, rx1], &mut stats, &mut sink);
+        assert!(matches!(res, Err(Stop::Disconnected)));
+        drop(tx0);
+    }
+
+    #[test]
+    fn workers_finishing_in_different_rounds_is_an_error() {
+        let (tx0, rx0) = sync_channel(QUEUED_ROUNDS);
+        let (tx1, rx1) = sync_channel(QUEUED_ROUNDS);
+        tx0.send(FromWorker::Finished(Vec::new(), Stats::default()))
+            .unwrap();
+        tx1.send(FromWorker::Round(Vec::new())).unwrap();
+        let mut stats = Stats::default();
+        let mut sink = |_: HttpEvent, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
+        let res = consume(&[rx0, rx1], &mut stats, &mut sink);
+        assert!(matches!(res, Err(Stop::Disconnected)));
+    }
+}

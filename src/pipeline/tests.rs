@@ -1,0 +1,400 @@
+//! `--threads N` gives exactly the one-thread output: every sample, and a built capture of
+//! many interleaved connections, compared row by row (in streaming order) and stat by stat.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use super::{Config, RunError, RunTotals, analyze_streaming};
+use etherparse::PacketBuilder;
+use serde_json::Value;
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+
+/// Rows as the sink received them (not sorted), and the run's stats, as JSON.
+fn run(paths: &[String], threads: usize) -> (Vec<Value>, Value) {
+    let cfg = Config {
+        threads,
+        ..Config::default()
+    };
+    let mut rows = Vec::new();
+    let totals: RunTotals = analyze_streaming(paths, &cfg, &mut |ex| {
+        rows.push(serde_json::to_value(&ex).unwrap());
+        Ok::<(), std::io::Error>(())
+    })
+    .unwrap_or_else(|e| panic!("{paths:?} threads={threads}: {e}"));
+    (rows, serde_json::to_value(&totals.stats).unwrap())
+}
+
+/// The HTTP events the sink received, in order (Debug form), and the stats.
+fn http_events(paths: &[String], threads: usize) -> (Vec<String>, Value) {
+    let cfg = Config {
+        threads,
+        ..Config::default()
+    };
+    let mut events = Vec::new();
+    let totals = super::run_http(paths, &cfg, &mut |ev, _, _| {
+        events.push(format!("{ev:?}"));
+        Ok::<(), RunError<Infallible>>(())
+    })
+    .unwrap_or_else(|e| panic!("{paths:?} threads={threads}: {e}"));
+    (events, serde_json::to_value(&totals.stats).unwrap())
+}
+
+/// Runs `paths` with 1 thread and with `more`, requires the same HTTP events and rows in the
+/// same order and the same stats; returns the one-thread result.
+fn same_as_one_thread(paths: &[String], more: &[usize]) -> (Vec<Value>, Value) {
+    let one = run(paths, 1);
+    let one_events = http_events(paths, 1);
+    for &threads in more {
+        let (events, stats) = http_events(paths, threads);
+        assert_eq!(
+            events.len(),
+            one_events.0.len(),
+            "{paths:?}: HTTP event count with {threads} threads"
+        );
+        for (i, (got, want)) in events.iter().zip(&one_events.0).enumerate() {
+            assert_eq!(
+                got, want,
+                "{paths:?}: HTTP event {i} with {threads} threads"
+            );
+        }
+        assert_eq!(
+            stats, one_events.1,
+            "{paths:?}: HTTP stats with {threads} threads"
+        );
+        let (rows, stats) = run(paths, threads);
+        assert_eq!(
+            rows.len(),
+            one.0.len(),
+            "{paths:?}: row count with {threads} threads"
+        );
+        for (i, (got, want)) in rows.iter().zip(&one.0).enumerate() {
+            assert_eq!(got, want, "{paths:?}: row {i} with {threads} threads");
+        }
+        assert_eq!(stats, one.1, "{paths:?}: stats with {threads} threads");
+    }
+    one
+}
+
+fn samples() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "pcap" || e == "pcapng" || e == "har")
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_sample_same_with_threads() {
+    let files = samples();
+    assert!(files.len() >= 20, "samples/ has {} captures", files.len());
+    let mut with_rows = 0;
+    for f in &files {
+        let path = f.to_string_lossy().into_owned();
+        let (rows, stats) = same_as_one_thread(std::slice::from_ref(&path), &[2, 3]);
+        with_rows += usize::from(!rows.is_empty());
+        if !path.ends_with(".har") {
+            assert!(stats["packets_total"].as_u64().unwrap() > 0, "{path}");
+        }
+    }
+    // Every sample is MCP traffic.
+    assert_eq!(with_rows, files.len());
+}
+
+#[test]
+fn all_packet_samples_in_one_run_same_with_threads() {
+    // Several inputs merged by time: stream numbers and ids span files.
+    let paths: Vec<String> = samples()
+        .iter()
+        .filter(|p| !p.to_string_lossy().ends_with(".har"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let (rows, stats) = same_as_one_thread(&paths, &[2, 4]);
+    assert!(rows.len() > 100, "{} rows", rows.len());
+    assert!(stats["tcp_streams"].as_u64().unwrap() > 50);
+}
+
+const T0_US: i64 = 1_700_000_000_000_000;
+
+/// One TCP connection of the built capture: its packets, in its own order.
+struct Conn {
+    client: ([u8; 4], u16),
+    server: ([u8; 4], u16),
+    client_seq: u32,
+    server_seq: u32,
+    packets: Vec<Vec<u8>>,
+}
+
+#[derive(Clone, Copy)]
+enum Flags {
+    Syn,
+    SynAck,
+    Ack,
+    Data,
+    Fin,
+    Rst,
+}
+
+impl Conn {
+    fn open(n: u16) -> Conn {
+        let hi = u8::try_from(n / 200).unwrap();
+        let lo = u8::try_from(n % 200).unwrap();
+        let mut c = Conn {
+            client: ([10, 1, hi, lo + 1], 40000 + n),
+            server: ([10, 2, 0, 1 + u8::from(n.is_multiple_of(3))], 8080),
+            client_seq: 1000 * u32::from(n),
+            server_seq: 7000 * u32::from(n),
+            packets: Vec::new(),
+        };
+        c.packet(true, Flags::Syn, &[]);
+        c.client_seq += 1;
+        c.packet(false, Flags::SynAck, &[]);
+        c.server_seq += 1;
+        c.packet(true, Flags::Ack, &[]);
+        c
+    }
+
+    fn packet(&mut self, from_client: bool, flags: Flags, payload: &[u8]) {
+        let (src, dst, seq, ack) = if from_client {
+            (self.client, self.server, self.client_seq, self.server_seq)
+        } else {
+            (self.server, self.client, self.server_seq, self.client_seq)
+        };
+        let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+            .ipv4(src.0, dst.0, 64)
+            .tcp(src.1, dst.1, seq, 65535);
+        let b = match flags {
+            Flags::Syn => b.syn(),
+            Flags::SynAck => b.syn().ack(ack),
+            Flags::Ack => b.ack(ack),
+            Flags::Data => b.ack(ack).psh(),
+            Flags::Fin => b.ack(ack).fin(),
+            Flags::Rst => b.ack(ack).rst(),
+        };
+        let mut out = Vec::new();
+        b.write(&mut out, payload).unwrap();
+        self.packets.push(out);
+    }
+
+    /// Bytes from one side in 300-byte segments, each acknowledged; `drop` loses one
+    /// segment (the ACK after it covers it, so the flow stage reports a gap).
+    fn send(&mut self, from_client: bool, data: &[u8], drop: Option<usize>) {
+        for (i, seg) in data.chunks(300).enumerate() {
+            if drop != Some(i) {
+                self.packet(from_client, Flags::Data, seg);
+            }
+            let n = u32::try_from(seg.len()).unwrap();
+            if from_client {
+                self.client_seq += n;
+            } else {
+                self.server_seq += n;
+            }
+            self.packet(!from_client, Flags::Ack, &[]);
+        }
+    }
+
+    fn post(&mut self, id: u32, method: &str, text_len: usize) {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
+            "x".repeat(text_len)
+        );
+        let req = format!(
+            "POST /mcp HTTP/1.1\r\nHost: s\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMcp-Session-Id: s{}\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            self.client.1,
+            body.len()
+        );
+        self.send(true, req.as_bytes(), None);
+    }
+
+    fn json_response(&mut self, id: u32, text_len: usize, drop: Option<usize>) {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
+            "y".repeat(text_len)
+        );
+        let resp = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        self.send(false, resp.as_bytes(), drop);
+    }
+
+    fn sse_response(&mut self, id: u32, progress_events: u32) {
+        self.send(
+            false,
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
+            None,
+        );
+        for p in 0..progress_events {
+            let ev = format!(
+                "data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":{id},\"progress\":{p}}}}}\n\n"
+            );
+            self.send(
+                false,
+                format!("{:x}\r\n{ev}\r\n", ev.len()).as_bytes(),
+                None,
+            );
+        }
+        let ev =
+            format!("data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[]}}}}\n\n");
+        self.send(
+            false,
+            format!("{:x}\r\n{ev}\r\n0\r\n\r\n", ev.len()).as_bytes(),
+            None,
+        );
+    }
+
+    fn close(&mut self) {
+        self.packet(true, Flags::Fin, &[]);
+        self.client_seq += 1;
+        self.packet(false, Flags::Fin, &[]);
+        self.server_seq += 1;
+        self.packet(true, Flags::Ack, &[]);
+    }
+}
+
+/// `conns` connections, their packets interleaved one by one (connection c's packet i at
+/// T0 + i ms + c µs), with every kind of ending: FIN, RST mid-response, open at the
+/// end of the capture with a request unanswered, a gap in a response; plus a retransmitted
+/// segment, a swapped pair and one frame whose clock steps back. Returns the pcap, the
+/// number of requests in it and the number of segments lost.
+fn built_capture(conns: u16) -> (Vec<u8>, usize, u64) {
+    let mut requests = 0;
+    let mut lost = 0;
+    let mut all: Vec<(i64, Vec<u8>)> = Vec::new();
+    for n in 0..conns {
+        let mut c = Conn::open(n);
+        c.post(1, "initialize", 10);
+        c.json_response(1, 20, None);
+        requests += 1;
+        for k in 0..(2 + u32::from(n % 5)) {
+            let id = 2 + k;
+            c.post(id, "tools/call", 50 + 200 * usize::from(n % 4));
+            requests += 1;
+            if k % 2 == 0 {
+                c.sse_response(id, k % 3);
+            } else {
+                let drop = (n % 7 == 3).then_some(1);
+                lost += u64::from(drop.is_some());
+                c.json_response(id, 700, drop);
+            }
+        }
+        match n % 4 {
+            0 | 3 => c.close(),
+            1 => {
+                c.post(99, "tools/call", 10);
+                requests += 1;
+                c.send(
+                    false,
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{\"jsonrpc\"",
+                    None,
+                );
+                c.packet(false, Flags::Rst, &[]);
+            }
+            _ => {
+                c.post(98, "resources/read", 10);
+                requests += 1;
+            }
+        }
+        if n % 6 == 2 {
+            // A retransmission of the request head's first segment.
+            let copy = c.packets[3].clone();
+            c.packets.insert(8, copy);
+        }
+        if n % 5 == 4 {
+            c.packets.swap(5, 6);
+        }
+        let base = T0_US + i64::from(n);
+        for (i, p) in c.packets.into_iter().enumerate() {
+            all.push((base + 1000 * i64::try_from(i).unwrap(), p));
+        }
+    }
+    all.sort_by_key(|(ts, _)| *ts);
+    // A clock step back (capture.time_went_backwards).
+    let mid = all.len() / 2;
+    all.swap(mid, mid + 1);
+
+    let mut out = Vec::new();
+    for v in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    for (ts, data) in &all {
+        let len = u32::try_from(data.len()).unwrap();
+        for v in [
+            u32::try_from(ts / 1_000_000).unwrap(),
+            u32::try_from(ts % 1_000_000).unwrap(),
+            len,
+            len,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(data);
+    }
+    (out, requests, lost)
+}
+
+#[test]
+fn interleaved_connections_same_with_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("interleaved.pcap");
+    let (pcap, requests, lost) = built_capture(120);
+    std::fs::write(&path, pcap).unwrap();
+    let paths = [path.to_string_lossy().into_owned()];
+    let (rows, stats) = same_as_one_thread(&paths, &[2, 3, 5]);
+    assert_eq!(rows.len(), requests);
+    assert_eq!(stats["tcp_streams"], 120);
+    assert_eq!(stats["anomalies"]["capture.time_went_backwards"], 1);
+    // Every lost segment is a full 300-byte one, cutting a response body.
+    assert_eq!(lost, 30);
+    assert_eq!(stats["gap_bytes"], 300 * lost);
+    assert_eq!(stats["anomalies"]["http.gap_in_body"], lost);
+    assert!(stats["duplicate_bytes"].as_u64().unwrap() > 0);
+    // More than one round of frames went to the workers.
+    assert!(
+        stats["packets_total"].as_u64().unwrap() > 4 * u64::from(super::parallel::ROUND_FRAMES)
+    );
+}
+
+#[test]
+fn sink_error_stops_a_threaded_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("interleaved.pcap");
+    std::fs::write(&path, built_capture(60).0).unwrap();
+    // Reader-only (2) and sharded (3) runs.
+    for threads in [2, 3] {
+        let cfg = Config {
+            threads,
+            ..Config::default()
+        };
+        let mut seen = 0;
+        let res = analyze_streaming(&[path.to_string_lossy().into_owned()], &cfg, &mut |_| {
+            seen += 1;
+            if seen == 3 {
+                return Err(std::io::Error::other("disk full"));
+            }
+            Ok(())
+        });
+        match res {
+            Err(RunError::Sink(e)) => assert_eq!(e.to_string(), "disk full"),
+            other => panic!("expected the sink's error, got {other:?}"),
+        }
+        assert_eq!(seen, 3);
+    }
+}
+
+#[test]
+fn missing_input_fails_before_threads_start() {
+    let cfg = Config {
+        threads: 2,
+        ..Config::default()
+    };
+    let res = analyze_streaming(&["/nonexistent/x.pcap".to_string()], &cfg, &mut |_| {
+        Ok::<(), std::io::Error>(())
+    });
+    assert!(matches!(res, Err(RunError::Capture(_))), "{res:?}");
+}
