@@ -938,23 +938,34 @@ impl Analyzer {
         endpoint: &str,
         stats: &mut Stats,
     ) {
-        let elements: Vec<Value> = match &body {
-            Value::Array(items) => items.clone(),
-            other => vec![other.clone()],
+        // What is read of the whole elements is taken before they are consumed (no copy).
+        let (first, body_fingerprints): (Option<&Value>, Vec<_>) = match &body {
+            Value::Array(items) => (
+                items.first(),
+                items.iter().map(canonical_fingerprint).collect(),
+            ),
+            other => (Some(other), vec![canonical_fingerprint(other)]),
         };
+        let parses = match &body {
+            Value::Object(_) => true,
+            Value::Array(items) => !items.is_empty(),
+            _ => false,
+        };
+        if !parses {
+            return; // rpc::parse_value would refuse it: not one envelope nor a batch
+        }
+        let scope = self.scope_for(req, sid.as_deref(), legacy_sid.as_deref(), endpoint, first);
+        ctx.scope.clone_from(&scope);
         let msgs = match rpc::parse_value(body) {
             Ok(m) => m,
             Err(_) => return,
         };
-        let first = elements.first();
-        let scope = self.scope_for(req, sid.as_deref(), legacy_sid.as_deref(), endpoint, first);
-        ctx.scope.clone_from(&scope);
         let header_version = req
             .head
             .headers
             .get("mcp-protocol-version")
             .map(|v| v.trim().to_string());
-        for (msg, raw) in msgs.into_iter().zip(elements) {
+        for (msg, body_fingerprint) in msgs.into_iter().zip(body_fingerprints) {
             let (kind, invalid) = match &msg {
                 RpcMessage::Request { .. } => (Kind::Request, None),
                 RpcMessage::Notification { .. } => (Kind::Notification, None),
@@ -992,7 +1003,7 @@ impl Analyzer {
                     r.request_body_json = Some(true);
                 }
             }
-            let params = raw.get("params");
+            let params = msg.params();
             let method = msg.method().map(str::to_string);
             let meta_version = params
                 .and_then(|p| p.get("_meta"))
@@ -1009,7 +1020,7 @@ impl Analyzer {
                 r.rpc_id = msg.id().cloned();
                 r.ex.jsonrpc_id = r.rpc_id.as_ref().map(RpcId::to_json_text);
                 r.ex.rpc_method.clone_from(&method);
-                r.ex.inference.body_fingerprint = Some(canonical_fingerprint(&raw));
+                r.ex.inference.body_fingerprint = Some(body_fingerprint);
                 r.facts.declared_version.clone_from(&header_version);
                 if let Some(p) = params {
                     fill_params_facts(r, method.as_deref(), p);

@@ -93,6 +93,17 @@ impl RpcMessage {
         }
     }
 
+    /// The `params` of a request or notification (or of an invalid message that has them).
+    pub fn params(&self) -> Option<&Value> {
+        match self {
+            RpcMessage::Request { params, .. } | RpcMessage::Notification { params, .. } => {
+                params.as_ref()
+            }
+            RpcMessage::Invalid { raw, .. } => raw.get("params"),
+            _ => None,
+        }
+    }
+
     /// A response: a result, an error, or an invalid object without a `method`.
     pub fn is_response(&self) -> bool {
         match self {
