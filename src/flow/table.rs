@@ -168,7 +168,9 @@ pub struct FlowTable {
     limits: FlowLimits,
     index: HashMap<FlowKey, usize>,
     /// Open flows by last activity, tombstones by closing order (oldest first).
-    flows: Slab<Flow>,
+    /// Boxed: the slab then grows by copying pointers, not 480-byte flows (a SYN flood of
+    /// 100k open flows and as many tombstones would double its peak while growing).
+    flows: Slab<Box<Flow>>,
     next_stream: u64,
     now_ns: i64,
     last_sweep_ns: Option<i64>,
@@ -263,7 +265,7 @@ impl FlowTable {
     /// End of capture: flush every open stream (buffered data delivered, holes
     /// as gaps, `Closed{CaptureEnd}`), in stream order. The table is empty afterwards.
     pub fn finish(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
-        let mut open: Vec<Flow> = self
+        let mut open: Vec<Box<Flow>> = self
             .flows
             .drain()
             .into_iter()
@@ -318,7 +320,7 @@ impl FlowTable {
             last_frame: seg.frame,
             closed: false,
         };
-        let id = self.flows.insert(flow, List::Open);
+        let id = self.flows.insert(Box::new(flow), List::Open);
         self.index.insert(key, id);
         self.process(id, seg, stats, out);
     }
@@ -425,7 +427,7 @@ impl FlowTable {
     }
 
     /// Forget entry `id` (open or tombstone).
-    fn remove(&mut self, id: usize) -> Option<Flow> {
+    fn remove(&mut self, id: usize) -> Option<Box<Flow>> {
         let flow = self.flows.remove(id)?;
         self.index.remove(&flow.key);
         Some(flow)

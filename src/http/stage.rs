@@ -12,7 +12,9 @@ use std::sync::Arc;
 pub struct HttpStage {
     inputs: Vec<Arc<str>>,
     limits: Limits,
-    conns: HashMap<u64, Conn>,
+    /// Boxed: a `Conn` is several hundred bytes, and a table of 100k mostly idle streams
+    /// would otherwise hold (and, growing, copy) them all inline.
+    conns: HashMap<u64, Box<Conn>>,
 }
 
 impl HttpStage {
@@ -53,7 +55,7 @@ impl HttpStage {
                 }
                 self.conns.insert(
                     stream,
-                    Conn::new(stream, client, server, capture, self.limits),
+                    Box::new(Conn::new(stream, client, server, capture, self.limits)),
                 );
             }
             StreamEventKind::Data { side, bytes } => {
