@@ -6,6 +6,7 @@
 //! and renamed only when complete ([`output`]). Parquet needs the `parquet` feature
 //! (polars); JSON lines and CSV are written by this crate in every build.
 
+mod background;
 mod csv;
 mod filter;
 mod jsonl;
@@ -20,6 +21,7 @@ mod terminal;
 mod test_rows;
 
 pub use crate::timestamp::{TimestampError, format_rfc3339_us, parse_rfc3339_us};
+pub use background::{BackgroundWriter, ROW_BATCH};
 pub use filter::{RowFilter, filter_rows};
 pub use row::{Cell, ColType, ColumnSpec, Table};
 pub use sessions::{SessionAggregator, SessionRow, sessions, sessions_with_idle_gap};
@@ -59,6 +61,8 @@ pub enum ReportError {
         "cannot write {path}: Parquet output needs the `parquet` feature, which this build lacks (use CSV or JSON lines)"
     )]
     ParquetUnavailable { path: String },
+    #[error("output writer: {message}")]
+    Thread { message: String },
     #[error("cannot write {path}: row {row} does not match column {column} of the schema")]
     Schema {
         path: String,
