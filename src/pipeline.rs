@@ -21,7 +21,7 @@ use crate::decode::{Decoded, Decoder};
 use crate::flow::{FlowLimits, FlowTable, StreamEvent};
 use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
 use crate::limits::Limits;
-use crate::mcp::{Analyzer, Exchange, InferenceConfig};
+use crate::mcp::{self, Analyzer, Exchange, InferenceConfig, PreparedPost};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
@@ -124,8 +124,8 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
     let mut analyzer = Analyzer::with_limits(cfg.inference, cfg.limits);
     let mut ready: Vec<Exchange> = Vec::new();
     let mut events = 0u32;
-    let mut totals = run_http(paths, cfg, &mut |ev, stats, streaming| {
-        analyzer.push(ev, stats);
+    let mut totals = run_http(paths, cfg, true, &mut |ev, stats, streaming| {
+        analyzer.push_prepared(ev.http, ev.post, stats);
         events = events.wrapping_add(1);
         if streaming && events.is_multiple_of(DRAIN_EVERY_EVENTS) {
             analyzer.drain_ready(analyzer.last_event_us(), stats, &mut ready);
@@ -149,8 +149,8 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
 /// `mcp-trace http`: every HTTP exchange, MCP or not.
 pub fn http_rows(paths: &[String]) -> Result<(Vec<HttpRow>, Stats), RunError<Infallible>> {
     let mut log = HttpLog::new();
-    let totals = run_http(paths, &Config::default(), &mut |ev, _, _| {
-        log.push(&ev);
+    let totals = run_http(paths, &Config::default(), false, &mut |ev, _, _| {
+        log.push(&ev.http);
         Ok::<(), RunError<Infallible>>(())
     })?;
     Ok((log.finish(), totals.stats))
@@ -168,8 +168,23 @@ fn display_name(path: &str) -> Arc<str> {
     Arc::from(name)
 }
 
+/// An HTTP event and, for `analyze`, the JSON work on it that needs no analyzer state, done
+/// on the thread that produced the event (see [`crate::mcp::prepare`]).
+#[derive(Debug)]
+pub struct Event {
+    pub http: HttpEvent,
+    pub post: Option<Box<PreparedPost>>,
+}
+
+impl Event {
+    fn new(http: HttpEvent, prepare: bool) -> Event {
+        let post = if prepare { mcp::prepare(&http) } else { None };
+        Event { http, post }
+    }
+}
+
 /// Receives each HTTP event with the stats and whether events are in capture-time order.
-type HttpSink<'a, E> = dyn FnMut(HttpEvent, &mut Stats, bool) -> Result<(), RunError<E>> + 'a;
+type HttpSink<'a, E> = dyn FnMut(Event, &mut Stats, bool) -> Result<(), RunError<E>> + 'a;
 
 /// Runs the packet and HTTP stages, handing each HTTP event to `sink` with the stats and
 /// whether the events come in capture-time order across all inputs (false when a HAR input
@@ -177,6 +192,7 @@ type HttpSink<'a, E> = dyn FnMut(HttpEvent, &mut Stats, bool) -> Result<(), RunE
 fn run_http<E: std::error::Error + 'static>(
     paths: &[String],
     cfg: &Config,
+    prepare: bool,
     sink: &mut HttpSink<'_, E>,
 ) -> Result<Totals, RunError<E>> {
     let mut stats = Stats::default();
@@ -213,6 +229,7 @@ fn run_http<E: std::error::Error + 'static>(
             cfg.flow,
             stages,
             progress.clone(),
+            prepare,
             &mut stats,
             &mut |ev, stats| sink(ev, stats, in_order),
         )?
@@ -229,14 +246,14 @@ fn run_http<E: std::error::Error + 'static>(
                     http.push(ev, stats, &mut http_events);
                 }
                 for ev in http_events.drain(..) {
-                    sink(ev, stats, in_order)?;
+                    sink(Event::new(ev, prepare), stats, in_order)?;
                 }
                 Ok(())
             },
         )?;
         http.finish(&mut stats, &mut http_events);
         for ev in http_events.drain(..) {
-            sink(ev, &mut stats, in_order)?;
+            sink(Event::new(ev, prepare), &mut stats, in_order)?;
         }
         read
     };
@@ -253,7 +270,7 @@ fn run_http<E: std::error::Error + 'static>(
         let events = har::read_har(&name, &data, conn_base, &mut stats)?;
         conn_base += events.len() as u64 + 1;
         for ev in events {
-            sink(ev, &mut stats, false)?;
+            sink(Event::new(ev, prepare), &mut stats, false)?;
         }
         inputs.push(info);
     }

@@ -42,6 +42,7 @@
 //! [`Analyzer::finish`] releases everything at the end, as one batch.
 
 use super::classify::{self, Final, Kind, RowFacts};
+use super::prepare::{ElementFingerprints, PreparedPost, prepare_post};
 use super::retry::RetryInference;
 use super::session::{
     ContextKey, DerivedSessions, SessionFacts, SessionInfo, fnv1a, host_of, legacy_session_param,
@@ -51,10 +52,7 @@ use super::{Exchange, InferenceConfig, InferenceInputs};
 use crate::anomaly::Stats;
 use crate::http::{BodyEnd, ExchangeRef, HttpEvent, HttpRequest, ResponseHead};
 use crate::limits::Limits;
-use crate::rpc::{
-    self, RpcId, RpcMessage, SseEvent, SseParser, canonical_fingerprint,
-    canonical_fingerprint_without,
-};
+use crate::rpc::{self, RpcId, RpcMessage, SseEvent, SseParser};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
@@ -337,10 +335,21 @@ impl Analyzer {
 
     /// Process one HTTP event (events of one exchange in order: request, head, body pieces, end).
     pub fn push(&mut self, ev: HttpEvent, stats: &mut Stats) {
+        self.push_prepared(ev, None, stats);
+    }
+
+    /// [`Analyzer::push`] with the body work of [`super::prepare`] already done (elsewhere,
+    /// perhaps on another thread); `None` prepares here when needed.
+    pub fn push_prepared(
+        &mut self,
+        ev: HttpEvent,
+        post: Option<Box<PreparedPost>>,
+        stats: &mut Stats,
+    ) {
         match ev {
             HttpEvent::Request(req) => {
                 self.last_ts = self.last_ts.max(req.ts_last_us);
-                self.on_request(req, stats);
+                self.on_request(req, post, stats);
             }
             HttpEvent::ResponseHead {
                 xref, ts_us, head, ..
@@ -766,7 +775,7 @@ impl Analyzer {
 
     // ---- requests -------------------------------------------------------
 
-    fn on_request(&mut self, req: HttpRequest, stats: &mut Stats) {
+    fn on_request(&mut self, req: HttpRequest, post: Option<Box<PreparedPost>>, stats: &mut Stats) {
         let key = ctx_key(&req.xref);
         let h = &req.head.headers;
         let sid = h
@@ -799,13 +808,17 @@ impl Analyzer {
 
         match method.as_str() {
             "POST" => {
-                let parsed: Result<Value, serde_json::Error> = serde_json::from_slice(
-                    req.body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&req.body),
-                );
+                let PreparedPost {
+                    parsed,
+                    fingerprints,
+                } = match post {
+                    Some(p) => *p,
+                    None => prepare_post(&req.body),
+                };
                 // serde_json stops at 128 levels of nesting; such a body may well be
                 // JSON-RPC, so its loss is counted even on an endpoint not known as MCP.
                 if let Err(e) = &parsed
-                    && e.to_string().starts_with("recursion limit exceeded")
+                    && e.starts_with("recursion limit exceeded")
                 {
                     stats.anomaly("rpc.json_too_deep");
                 }
@@ -816,7 +829,11 @@ impl Analyzer {
                     Some(v) => {
                         self.learn_endpoint(&endpoint, stats);
                         ctx.role = Role::Post;
-                        self.post_rows(&req, v, &mut ctx, sid, legacy_sid, &endpoint, stats);
+                        let body = PreparedBody {
+                            value: v,
+                            fingerprints,
+                        };
+                        self.post_rows(&req, body, &mut ctx, sid, legacy_sid, &endpoint, stats);
                     }
                     None if known || sid.is_some() => {
                         let scope = self.scope_for(
@@ -931,20 +948,20 @@ impl Analyzer {
     fn post_rows(
         &mut self,
         req: &HttpRequest,
-        body: Value,
+        body: PreparedBody,
         ctx: &mut Ctx,
         sid: Option<String>,
         legacy_sid: Option<String>,
         endpoint: &str,
         stats: &mut Stats,
     ) {
-        // What is read of the whole elements is taken before they are consumed (no copy).
-        let (first, body_fingerprints): (Option<&Value>, Vec<_>) = match &body {
-            Value::Array(items) => (
-                items.first(),
-                items.iter().map(canonical_fingerprint).collect(),
-            ),
-            other => (Some(other), vec![canonical_fingerprint(other)]),
+        let PreparedBody {
+            value: body,
+            fingerprints,
+        } = body;
+        let first = match &body {
+            Value::Array(items) => items.first(),
+            other => Some(other),
         };
         let parses = match &body {
             Value::Object(_) => true,
@@ -965,7 +982,7 @@ impl Analyzer {
             .headers
             .get("mcp-protocol-version")
             .map(|v| v.trim().to_string());
-        for (msg, body_fingerprint) in msgs.into_iter().zip(body_fingerprints) {
+        for (msg, fingerprint) in msgs.into_iter().zip(fingerprints) {
             let (kind, invalid) = match &msg {
                 RpcMessage::Request { .. } => (Kind::Request, None),
                 RpcMessage::Notification { .. } => (Kind::Notification, None),
@@ -1020,10 +1037,11 @@ impl Analyzer {
                 r.rpc_id = msg.id().cloned();
                 r.ex.jsonrpc_id = r.rpc_id.as_ref().map(RpcId::to_json_text);
                 r.ex.rpc_method.clone_from(&method);
-                r.ex.inference.body_fingerprint = Some(body_fingerprint);
+                r.ex.inference.body_fingerprint = Some(fingerprint.body);
                 r.facts.declared_version.clone_from(&header_version);
                 if let Some(p) = params {
                     fill_params_facts(r, method.as_deref(), p);
+                    r.ex.inference.params_fingerprint = fingerprint.params;
                 }
             }
             match kind {
@@ -1938,6 +1956,12 @@ fn slim_result(result: &Value) -> Value {
     Value::Object(slim)
 }
 
+/// A parsed POST body and the fingerprints of its elements (see [`super::prepare`]).
+struct PreparedBody {
+    value: Value,
+    fingerprints: Vec<ElementFingerprints>,
+}
+
 /// MCP by content: a JSON object (or batch of objects) with a `jsonrpc` member.
 fn looks_jsonrpc(v: &Value) -> bool {
     match v {
@@ -1957,11 +1981,6 @@ fn fill_params_facts(r: &mut Row, method: Option<&str>, p: &Value) {
     }
     r.ex.inference.has_mrtr_fields =
         p.get("inputResponses").is_some() || p.get("requestState").is_some();
-    // Equivalence ignores these top-level keys (report-schema.md section 4).
-    r.ex.inference.params_fingerprint = Some(canonical_fingerprint_without(
-        p,
-        &["_meta", "progressToken", "inputResponses", "requestState"],
-    ));
     let meta = p.get("_meta");
     if let Some(v) = meta
         .and_then(|m| m.get(META_PROTOCOL_VERSION))

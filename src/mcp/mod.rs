@@ -10,6 +10,7 @@
 mod analyzer;
 mod classify;
 mod exchange;
+mod prepare;
 pub mod retry;
 mod session;
 
@@ -20,6 +21,7 @@ pub use analyzer::{
     REORDER_SLACK_US, STREAM_RESUME_HOLD_US, TENTATIVE_HOLD_US,
 };
 pub use exchange::{Exchange, InferenceInputs};
+pub use prepare::{PreparedPost, prepare};
 pub use session::MAX_DERIVED_CONTEXTS;
 
 /// Thresholds of retry and session inference (report-schema.md section 4).

@@ -23,7 +23,7 @@
 //! and stop, and the run ends with [`RunError::Worker`]. A sink error drops the caller's
 //! receivers, which stops the workers and then the reader the same way.
 
-use super::{ReadTotals, RunError, read_streams};
+use super::{Event, ReadTotals, RunError, read_streams};
 use crate::anomaly::Stats;
 use crate::capture::Merger;
 use crate::flow::{FlowLimits, StreamEvent, StreamEventKind};
@@ -40,7 +40,7 @@ pub const ROUND_BYTES: usize = 1 << 20;
 pub const QUEUED_ROUNDS: usize = 4;
 
 /// Receives each HTTP event, in one-thread order, with the caller's stats.
-pub(super) type EventSink<'a, E> = dyn FnMut(HttpEvent, &mut Stats) -> Result<(), RunError<E>> + 'a;
+pub(super) type EventSink<'a, E> = dyn FnMut(Event, &mut Stats) -> Result<(), RunError<E>> + 'a;
 
 /// Reader -> worker.
 enum ToWorker {
@@ -52,9 +52,9 @@ enum ToWorker {
 
 /// Worker -> caller. Events are tagged with their merge key within the round.
 enum FromWorker {
-    Round(Vec<(u64, HttpEvent)>),
+    Round(Vec<(u64, Event)>),
     /// The flushed connections' events keyed by stream id, and the worker's counts.
-    Finished(Vec<(u64, HttpEvent)>, Stats),
+    Finished(Vec<(u64, Event)>, Stats),
 }
 
 /// Why the caller stopped taking rounds.
@@ -72,6 +72,7 @@ pub(super) fn run<E: std::error::Error + 'static>(
     flow: FlowLimits,
     stages: Vec<HttpStage>,
     progress: Option<indicatif::ProgressBar>,
+    prepare: bool,
     stats: &mut Stats,
     sink: &mut EventSink<'_, E>,
 ) -> Result<ReadTotals, RunError<E>> {
@@ -94,7 +95,7 @@ pub(super) fn run<E: std::error::Error + 'static>(
             let (tx_out, rx_out) = sync_channel(QUEUED_ROUNDS);
             let handle = thread::Builder::new()
                 .name(format!("mcp-trace-http-{w}"))
-                .spawn_scoped(scope, move || http_worker(stage, rx_in, tx_out))
+                .spawn_scoped(scope, move || http_worker(stage, prepare, rx_in, tx_out))
                 .map_err(|e| RunError::Worker(format!("cannot start an HTTP worker: {e}")))?;
             workers.push(handle);
             to_workers.push(tx_in);
@@ -106,7 +107,7 @@ pub(super) fn run<E: std::error::Error + 'static>(
                 let (tx_out, rx_out) = sync_channel(QUEUED_ROUNDS);
                 from_workers.push(rx_out);
                 reader.spawn_scoped(scope, move || {
-                    read_and_parse(merger, flow, progress.as_ref(), stage, &tx_out)
+                    read_and_parse(merger, flow, progress.as_ref(), stage, prepare, &tx_out)
                 })
             }
             None => reader.spawn_scoped(scope, move || {
@@ -189,11 +190,12 @@ fn read_and_parse(
     flow: FlowLimits,
     progress: Option<&indicatif::ProgressBar>,
     mut stage: HttpStage,
+    prepare: bool,
     tx: &SyncSender<FromWorker>,
 ) -> Result<(Stats, ReadTotals), Gone> {
     let mut stats = Stats::default();
     let mut out: Vec<HttpEvent> = Vec::new();
-    let mut batch: Vec<(u64, HttpEvent)> = Vec::new();
+    let mut batch: Vec<(u64, Event)> = Vec::new();
     let mut frames = 0u32;
     let mut bytes = 0usize;
     let totals = read_streams(merger, flow, progress, &mut stats, &mut |events, stats| {
@@ -203,7 +205,7 @@ fn read_and_parse(
             }
             stage.push(ev, stats, &mut out);
             // One batch per round: the order is already the final one.
-            batch.extend(out.drain(..).map(|h| (0, h)));
+            batch.extend(out.drain(..).map(|h| (0, Event::new(h, prepare))));
         }
         frames += 1;
         if frames >= ROUND_FRAMES || bytes >= ROUND_BYTES {
@@ -218,7 +220,7 @@ fn read_and_parse(
         Ok(())
     })?;
     stage.finish(&mut stats, &mut out);
-    batch.extend(out.drain(..).map(|h| (0, h)));
+    batch.extend(out.drain(..).map(|h| (0, Event::new(h, prepare))));
     tx.send(FromWorker::Finished(batch, Stats::default()))
         .map_err(|_| Gone)?;
     Ok((stats, totals))
@@ -276,6 +278,7 @@ fn shard(stream: u64, workers: usize) -> usize {
 /// One HTTP worker: a batch out for each batch in, tagged with the stream event's number.
 fn http_worker(
     mut stage: HttpStage,
+    prepare: bool,
     rx: Receiver<ToWorker>,
     tx: SyncSender<FromWorker>,
 ) -> Result<(), Gone> {
@@ -287,14 +290,17 @@ fn http_worker(
                 let mut batch = Vec::with_capacity(events.len());
                 for (seq, ev) in events {
                     stage.push(ev, &mut stats, &mut out);
-                    batch.extend(out.drain(..).map(|h| (seq, h)));
+                    batch.extend(out.drain(..).map(|h| (seq, Event::new(h, prepare))));
                 }
                 tx.send(FromWorker::Round(batch)).map_err(|_| Gone)?;
             }
             ToWorker::Finish => {
                 stage.finish(&mut stats, &mut out);
                 // `finish` flushes in stream order; the stream id orders them across workers.
-                let batch = out.drain(..).map(|h| (conn_of(&h), h)).collect();
+                let batch = out
+                    .drain(..)
+                    .map(|h| (conn_of(&h), Event::new(h, prepare)))
+                    .collect();
                 return tx
                     .send(FromWorker::Finished(batch, stats))
                     .map_err(|_| Gone);
@@ -323,8 +329,7 @@ fn consume<E: std::error::Error + 'static>(
     stats: &mut Stats,
     sink: &mut EventSink<'_, E>,
 ) -> Result<(), Stop<E>> {
-    let mut batches: Vec<std::vec::IntoIter<(u64, HttpEvent)>> =
-        Vec::with_capacity(from_workers.len());
+    let mut batches: Vec<std::vec::IntoIter<(u64, Event)>> = Vec::with_capacity(from_workers.len());
     loop {
         batches.clear();
         let mut finished = 0usize;
@@ -352,8 +357,8 @@ fn consume<E: std::error::Error + 'static>(
 /// Feeds the events of one round to `f` in ascending tag order. Each batch is already in
 /// order, and a tag lives in one batch only, so this is a plain k-way merge.
 fn merge_round<X>(
-    batches: &mut [std::vec::IntoIter<(u64, HttpEvent)>],
-    f: &mut dyn FnMut(HttpEvent) -> Result<(), X>,
+    batches: &mut [std::vec::IntoIter<(u64, Event)>],
+    f: &mut dyn FnMut(Event) -> Result<(), X>,
 ) -> Result<(), X> {
     if let [only] = batches {
         for (_, ev) in only {
@@ -361,7 +366,7 @@ fn merge_round<X>(
         }
         return Ok(());
     }
-    let mut heads: Vec<Option<(u64, HttpEvent)>> = batches.iter_mut().map(Iterator::next).collect();
+    let mut heads: Vec<Option<(u64, Event)>> = batches.iter_mut().map(Iterator::next).collect();
     loop {
         let mut best: Option<(usize, u64)> = None;
         for (i, head) in heads.iter().enumerate() {
@@ -445,7 +450,7 @@ mod tests {
         tx0.send(FromWorker::Round(Vec::new())).unwrap();
         drop(tx1);
         let mut stats = Stats::default();
-        let mut sink = |_: HttpEvent, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
+        let mut sink = |_: Event, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
         let res = consume(&[rx0, rx1], &mut stats, &mut sink);
         assert!(matches!(res, Err(Stop::Disconnected)));
         drop(tx0);
@@ -459,7 +464,7 @@ mod tests {
             .unwrap();
         tx1.send(FromWorker::Round(Vec::new())).unwrap();
         let mut stats = Stats::default();
-        let mut sink = |_: HttpEvent, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
+        let mut sink = |_: Event, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
         let res = consume(&[rx0, rx1], &mut stats, &mut sink);
         assert!(matches!(res, Err(Stop::Disconnected)));
     }
