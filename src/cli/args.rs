@@ -35,7 +35,8 @@ pub struct InputArgs {
     /// Never show the progress bar.
     #[arg(long)]
     pub no_progress: bool,
-    /// Worker threads for the packet and HTTP stages (flows sharded by hash); 0 = every core.
+    /// Threads: 2 or more read, decode and reassemble on one, parse HTTP and JSON bodies on the
+    /// others (streams sharded by id) and analyze MCP on the main one; 1 = one thread; 0 = every core.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub threads: usize,
     #[command(flatten)]
