@@ -9,9 +9,12 @@
 
 use crate::mcp::Exchange;
 use crate::mcp::session::fnv1a;
+use crate::report::row::OUTCOMES;
+use std::borrow::Cow;
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 /// The client host: `client_addr` without the port (`[ip]:port` for IPv6).
 pub(super) fn client_host(addr: &str) -> &str {
@@ -59,12 +62,14 @@ pub(super) struct Prior {
     /// The equivalence key: client host, endpoint, `rpc_method`, canonical params.
     pub call: Fingerprint,
     pub session: u64,
-    pub user_agent: Option<Box<str>>,
+    /// Shared between the requests of one client ([`RecentRequests`] interns it).
+    pub user_agent: Option<Arc<str>>,
     pub jsonrpc_id: Option<u64>,
     pub body: Option<Fingerprint>,
     pub auth_hash: Option<u64>,
     pub has_mrtr_fields: bool,
-    pub outcome: Box<str>,
+    /// One of the contract's outcome names (static), or an unexpected text.
+    pub outcome: Cow<'static, str>,
     pub http_status: Option<u16>,
     pub error_code: Option<i64>,
 }
@@ -95,7 +100,7 @@ impl Prior {
             ts_response: row.ts_response,
             call,
             session: session_hash_of(&row.session_key),
-            user_agent: row.user_agent.as_deref().map(Box::from),
+            user_agent: row.user_agent.as_deref().map(Arc::from),
             jsonrpc_id: row
                 .jsonrpc_id
                 .as_deref()
@@ -103,12 +108,23 @@ impl Prior {
             body: row.inference.body_fingerprint,
             auth_hash: row.inference.auth_hash,
             has_mrtr_fields: row.inference.has_mrtr_fields,
-            outcome: Box::from(row.outcome.as_str()),
+            outcome: static_outcome(&row.outcome),
             http_status: row.http_status,
             error_code: row.error_code,
         }
     }
 }
+
+/// The contract's name for `outcome` without an allocation, when it is one.
+fn static_outcome(outcome: &str) -> Cow<'static, str> {
+    match OUTCOMES.iter().find(|(name, _)| *name == outcome) {
+        Some((name, _)) => Cow::Borrowed(name),
+        None => Cow::Owned(outcome.to_string()),
+    }
+}
+
+/// Distinct user agents interned; past it new ones are kept unshared (still correct).
+const MAX_INTERNED_USER_AGENTS: usize = 4096;
 
 /// Hash of (equivalence key, session): the bucket of one call within one session.
 fn session_bucket(p: &Prior) -> u64 {
@@ -192,7 +208,8 @@ struct Entry {
     ts_request: i64,
     call: u64,
     session: u64,
-    prior: Option<Prior>,
+    /// Boxed: superseded entries (most of a busy window) then take 8 bytes, not 200.
+    prior: Option<Box<Prior>>,
     /// Buckets holding it (0 to 2).
     refs: u8,
 }
@@ -214,6 +231,7 @@ pub(super) struct RecentRequests {
     /// Indexed requests in insertion order; `entries[i]` has position `first + i`.
     entries: VecDeque<Entry>,
     first: usize,
+    user_agents: HashSet<Arc<str>>,
     /// Entries whose `prior` is still held.
     live: usize,
     limit: usize,
@@ -221,7 +239,7 @@ pub(super) struct RecentRequests {
 
 /// The request at `pos`, if still held.
 fn prior_at(entries: &VecDeque<Entry>, first: usize, pos: usize) -> Option<&Prior> {
-    entries.get(pos.checked_sub(first)?)?.prior.as_ref()
+    entries.get(pos.checked_sub(first)?)?.prior.as_deref()
 }
 
 impl RecentRequests {
@@ -231,6 +249,7 @@ impl RecentRequests {
             own_session: HashMap::new(),
             entries: VecDeque::new(),
             first: 0,
+            user_agents: HashSet::new(),
             live: 0,
             limit,
         }
@@ -284,9 +303,12 @@ impl RecentRequests {
     /// Make `row` the latest of its key, overall and in its session; the requests it
     /// supersedes are freed. Returns false (and indexes nothing) when the index already holds
     /// `limit` entries.
-    pub(super) fn insert(&mut self, row: Prior) -> bool {
+    pub(super) fn insert(&mut self, mut row: Prior) -> bool {
         if self.entries.len() >= self.limit {
             return false;
+        }
+        if let Some(ua) = row.user_agent.take() {
+            row.user_agent = Some(self.intern(ua));
         }
         let pos = self.first.wrapping_add(self.entries.len());
         let call = row.call.0;
@@ -303,7 +325,7 @@ impl RecentRequests {
             ts_request: row.ts_request,
             call,
             session,
-            prior: Some(row),
+            prior: Some(Box::new(row)),
             refs: 2,
         });
         self.live = self.live.saturating_add(1);
@@ -311,6 +333,17 @@ impl RecentRequests {
             self.release(old);
         }
         true
+    }
+
+    /// The shared copy of `ua`.
+    fn intern(&mut self, ua: Arc<str>) -> Arc<str> {
+        if let Some(known) = self.user_agents.get(&ua) {
+            return Arc::clone(known);
+        }
+        if self.user_agents.len() < MAX_INTERNED_USER_AGENTS {
+            self.user_agents.insert(Arc::clone(&ua));
+        }
+        ua
     }
 
     /// Entries held (live and superseded ones not yet expired).
