@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 // The pipeline makes many short-lived allocations (JSON values, payload pieces); mimalloc
 // serves them at a fraction of glibc malloc's cost (bench/README.md has the figures).
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
