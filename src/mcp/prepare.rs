@@ -5,8 +5,9 @@
 //! [`super::Analyzer::push`] prepares inline when handed nothing.
 
 use crate::http::HttpEvent;
-use crate::rpc::{JsonFingerprint, canonical_fingerprint, canonical_fingerprint_without};
-use serde_json::{Map, Value};
+use crate::rpc::JsonFingerprint;
+use crate::rpc::digest::{ParamsKeys, digest_body};
+use serde_json::Value;
 
 /// Top-level `params` members retry equivalence ignores (report-schema.md section 4).
 pub(super) const PARAMS_KEYS_IGNORED: [&str; 4] =
@@ -52,49 +53,38 @@ pub fn prepare(ev: &HttpEvent) -> Option<Box<PreparedPost>> {
     }
 }
 
-/// Parses `body` (a leading UTF-8 BOM is skipped) and fingerprints its elements.
+/// Parses `body` (a leading UTF-8 BOM is skipped) and fingerprints its elements in one pass;
+/// object `params` are cut to the members the analyzer reads (tool arguments, the bulk of a
+/// request, are hashed as they stream by and never built).
 pub(super) fn prepare_post(body: &[u8]) -> PreparedPost {
     let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
-    let mut parsed: Result<Value, String> = serde_json::from_slice(body).map_err(|e| e.to_string());
-    let mut fingerprints = Vec::new();
-    if let Ok(v) = &mut parsed {
-        let elements: &mut [Value] = match v {
-            Value::Array(items) => items,
-            other => std::slice::from_mut(other),
-        };
-        for element in elements {
-            fingerprints.push(ElementFingerprints {
-                body: canonical_fingerprint(element),
-                params: element
-                    .get("params")
-                    .map(|p| canonical_fingerprint_without(p, &PARAMS_KEYS_IGNORED)),
-            });
-            if let Some(Value::Object(params)) = element.get_mut("params") {
-                cut_params(params);
-            }
-        }
-    }
-    PreparedPost {
-        parsed,
-        fingerprints,
-    }
-}
-
-/// Keeps the members of `params` the analyzer reads (tool arguments can be megabytes).
-fn cut_params(params: &mut Map<String, Value>) {
-    params.retain(|k, _| {
-        PARAMS_KEYS_READ.contains(&k.as_str()) || PARAMS_KEYS_PRESENT.contains(&k.as_str())
-    });
-    for key in PARAMS_KEYS_PRESENT {
-        if let Some(v) = params.get_mut(key) {
-            *v = Value::Null;
-        }
+    let keys = ParamsKeys {
+        read: &PARAMS_KEYS_READ,
+        present: &PARAMS_KEYS_PRESENT,
+        ignored: &PARAMS_KEYS_IGNORED,
+    };
+    match digest_body(body, &keys) {
+        Ok((value, digests)) => PreparedPost {
+            parsed: Ok(value),
+            fingerprints: digests
+                .into_iter()
+                .map(|d| ElementFingerprints {
+                    body: d.body,
+                    params: d.params,
+                })
+                .collect(),
+        },
+        Err(e) => PreparedPost {
+            parsed: Err(e.to_string()),
+            fingerprints: Vec::new(),
+        },
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rpc::{canonical_fingerprint, canonical_fingerprint_without};
 
     #[test]
     fn fingerprints_are_taken_before_params_are_cut() {

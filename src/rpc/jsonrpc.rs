@@ -278,17 +278,17 @@ fn write_canonical(v: &Value, out: &mut String) {
     }
 }
 
-/// 128-bit fingerprint (XXH3-128, seed 0) of a JSON value up to
-/// [`canonical_json`] equality. Equal canonical texts give equal fingerprints; different ones
-/// collide with odds far below anything a capture can reach.
+/// 128-bit fingerprint of a JSON value up to [`canonical_json`] equality (see
+/// [`super::digest::value_fingerprint`]). Equal canonical texts give equal fingerprints;
+/// different ones collide with odds far below anything a capture can reach.
 pub type JsonFingerprint = (u64, u64);
 
 /// [`JsonFingerprint`] of `v`: equal exactly when `canonical_json` texts are equal (key order
 /// and spacing ignored; numbers by serde_json's number text, so `1`, `1.0` and `"1"` differ
-/// while `1E2` and `100.0` agree). One pass over `v`, no text built: strings are hashed
-/// raw with their length instead of escaped, an injective encoding like the escaping is.
+/// while `1E2` and `100.0` agree). Also what [`super::digest::digest_body`] computes while
+/// parsing, without the tree.
 pub fn canonical_fingerprint(v: &Value) -> JsonFingerprint {
-    canonical_fingerprint_without(v, &[])
+    super::digest::split(super::digest::value_fingerprint(v))
 }
 
 /// [`canonical_fingerprint`] of `v` with the top-level object keys in `skip` left out, as if
@@ -296,114 +296,18 @@ pub fn canonical_fingerprint(v: &Value) -> JsonFingerprint {
 /// ignores `_meta`, `progressToken`, `inputResponses`, `requestState` (report-schema.md
 /// section 4) without cloning the params to drop them.
 pub fn canonical_fingerprint_without(v: &Value, skip: &[&str]) -> JsonFingerprint {
-    let mut h = FingerprintWriter::new();
     match v {
-        Value::Object(map) if !skip.is_empty() => {
-            hash_object(map, |k| !skip.contains(&k), &mut h);
-        }
-        other => hash_value(other, &mut h),
+        Value::Object(map) => super::digest::split(super::digest::object_fingerprint(map, |k| {
+            !skip.contains(&k)
+        })),
+        other => canonical_fingerprint(other),
     }
-    h.finish()
 }
 
 /// [`JsonFingerprint`] of an opaque text (a stand-in where only a text is at hand); not
 /// comparable with [`canonical_fingerprint`].
 pub fn text_fingerprint(text: &str) -> JsonFingerprint {
-    let mut h = FingerprintWriter::new();
-    h.feed(text.as_bytes());
-    h.finish()
-}
-
-/// Byte sink that hashes what is written instead of keeping it.
-struct FingerprintWriter {
-    xxh: xxhash_rust::xxh3::Xxh3Default,
-}
-
-impl FingerprintWriter {
-    fn new() -> Self {
-        // Seed 0: the same value hashes alike in every run.
-        FingerprintWriter {
-            xxh: xxhash_rust::xxh3::Xxh3Default::new(),
-        }
-    }
-
-    /// XXH3 is streaming: how the bytes are split into writes does not matter.
-    fn feed(&mut self, bytes: &[u8]) {
-        self.xxh.update(bytes);
-    }
-
-    /// A string as tag, byte length, raw bytes: self-delimiting, so no escaping is needed.
-    fn feed_str(&mut self, s: &str) {
-        self.feed(b"\"");
-        self.feed(&(s.len() as u64).to_le_bytes());
-        self.feed(s.as_bytes());
-    }
-
-    fn finish(self) -> JsonFingerprint {
-        let h = self.xxh.digest128();
-        ((h >> 64) as u64, h as u64)
-    }
-}
-
-impl std::io::Write for FingerprintWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.feed(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Feeds `v` to `h` in a prefix-free encoding: every value starts with a tag byte
-/// (`n t f # " [ {`) and is self-delimiting, so distinct canonical texts feed distinct bytes.
-fn hash_value(v: &Value, h: &mut FingerprintWriter) {
-    match v {
-        Value::Null => h.feed(b"n"),
-        Value::Bool(true) => h.feed(b"t"),
-        Value::Bool(false) => h.feed(b"f"),
-        Value::Number(n) => {
-            // serde_json's number text, as canonical_json writes it; `;` never occurs in it.
-            // The writer never fails, so the result carries nothing.
-            h.feed(b"#");
-            let _ = serde_json::to_writer(&mut *h, n);
-            h.feed(b";");
-        }
-        Value::String(s) => h.feed_str(s),
-        Value::Array(items) => {
-            h.feed(b"[");
-            for item in items {
-                hash_value(item, h);
-            }
-            h.feed(b"]");
-        }
-        Value::Object(map) => hash_object(map, |_| true, h),
-    }
-}
-
-/// Object members in sorted key order (as [`canonical_json`]), those `keep` rejects left out.
-fn hash_object(
-    map: &serde_json::Map<String, Value>,
-    keep: impl Fn(&str) -> bool,
-    h: &mut FingerprintWriter,
-) {
-    h.feed(b"{");
-    // Without serde_json's `preserve_order` the map iterates sorted already: skip the sort.
-    if map.keys().is_sorted() {
-        for (k, val) in map.iter().filter(|(k, _)| keep(k)) {
-            h.feed_str(k);
-            hash_value(val, h);
-        }
-    } else {
-        let mut members: Vec<(&String, &Value)> = map.iter().filter(|(k, _)| keep(k)).collect();
-        members.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        for (k, val) in members {
-            h.feed_str(k);
-            hash_value(val, h);
-        }
-    }
-    h.feed(b"}");
+    super::digest::split(xxhash_rust::xxh3::xxh3_128(text.as_bytes()))
 }
 
 #[cfg(test)]

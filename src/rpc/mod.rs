@@ -4,6 +4,7 @@
 //! [`SseParser`] splits a `text/event-stream` body, fed piece by piece, into
 //! [`SseEvent`]s. Neither panics on any input.
 
+pub mod digest;
 mod jsonrpc;
 mod sse;
 

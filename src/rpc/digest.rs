@@ -1,0 +1,520 @@
+//! A request body digested in one pass: the canonical fingerprints of each JSON-RPC element
+//! and of its `params` are computed while parsing, and only the members the analyzer reads
+//! become `serde_json::Value`s. Tool arguments (the bulk of a request) are hashed as they
+//! stream by and never built into a tree.
+//!
+//! Fingerprints are Merkle-style (see [`value_fingerprint`]), so an object's fingerprint is
+//! made from its members' fingerprints in key order without keeping the members.
+
+use super::jsonrpc::JsonFingerprint;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::fmt;
+use xxhash_rust::xxh3::xxh3_128_with_seed;
+
+// One seed per kind of node: distinct kinds never hash alike by construction.
+const T_NULL: u64 = 1;
+const T_TRUE: u64 = 2;
+const T_FALSE: u64 = 3;
+const T_NUMBER: u64 = 4;
+const T_STRING: u64 = 5;
+const T_ARRAY: u64 = 6;
+const T_OBJECT: u64 = 7;
+const T_KEY: u64 = 8;
+
+/// 128-bit fingerprint of a JSON value, equal exactly when the canonical texts are equal
+/// (object keys sorted, no spacing; numbers by serde_json's number text). A leaf is XXH3-128
+/// of its text seeded by its kind; an array hashes its items' fingerprints in order; an object
+/// hashes (key fingerprint, value fingerprint) pairs in key order.
+pub fn value_fingerprint(v: &Value) -> u128 {
+    match v {
+        Value::Null => leaf(T_NULL, b""),
+        Value::Bool(true) => leaf(T_TRUE, b""),
+        Value::Bool(false) => leaf(T_FALSE, b""),
+        Value::Number(n) => leaf(T_NUMBER, n.to_string().as_bytes()),
+        Value::String(s) => leaf(T_STRING, s.as_bytes()),
+        Value::Array(items) => {
+            let mut buf = Vec::with_capacity(items.len().saturating_mul(16));
+            for item in items {
+                buf.extend_from_slice(&value_fingerprint(item).to_le_bytes());
+            }
+            leaf(T_ARRAY, &buf)
+        }
+        Value::Object(map) => object_fingerprint(map, |_| true),
+    }
+}
+
+/// [`value_fingerprint`] of an object's members that `keep` accepts.
+pub fn object_fingerprint(map: &Map<String, Value>, keep: impl Fn(&str) -> bool) -> u128 {
+    let mut members: Vec<(Cow<'_, str>, u128)> = map
+        .iter()
+        .filter(|(k, _)| keep(k))
+        .map(|(k, v)| (Cow::Borrowed(k.as_str()), value_fingerprint(v)))
+        .collect();
+    members_fingerprint(&mut members)
+}
+
+/// Splits a fingerprint into the two halves [`JsonFingerprint`] holds.
+pub fn split(fp: u128) -> JsonFingerprint {
+    ((fp >> 64) as u64, fp as u64)
+}
+
+fn leaf(kind: u64, bytes: &[u8]) -> u128 {
+    xxh3_128_with_seed(bytes, kind)
+}
+
+/// Object fingerprint from (key, value fingerprint) pairs in any order; for a repeated key the
+/// last one counts, as in `serde_json::Value`.
+fn members_fingerprint(members: &mut Vec<(Cow<'_, str>, u128)>) -> u128 {
+    // Stable: among equal keys the document order survives, and the last is kept below.
+    members.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut buf = Vec::with_capacity(members.len().saturating_mul(32));
+    let mut iter = members.iter().peekable();
+    while let Some((k, fp)) = iter.next() {
+        if iter.peek().is_some_and(|(next, _)| next == k) {
+            continue;
+        }
+        buf.extend_from_slice(&leaf(T_KEY, k.as_bytes()).to_le_bytes());
+        buf.extend_from_slice(&fp.to_le_bytes());
+    }
+    leaf(T_OBJECT, &buf)
+}
+
+/// What [`digest_body`] gives for one JSON-RPC element (the body, or an item of a batch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElementDigest {
+    /// Fingerprint of the whole element.
+    pub body: JsonFingerprint,
+    /// Fingerprint of its `params` without the `ignored` top-level keys, when it has params.
+    pub params: Option<JsonFingerprint>,
+}
+
+/// Parses a body, fingerprinting each element and its `params` (less `ignored` keys). The
+/// returned value is the body with every element's object `params` cut to the keys in `read`
+/// (values kept) and `present` (kept as `null`). Errors are serde_json's, as
+/// `serde_json::from_slice::<Value>` would report them.
+pub fn digest_body(
+    bytes: &[u8],
+    keys: &ParamsKeys<'_>,
+) -> Result<(Value, Vec<ElementDigest>), serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let out = BodySeed { keys }.deserialize(&mut de)?;
+    de.end()?;
+    Ok(out)
+}
+
+/// Which `params` members [`digest_body`] keeps and which the params fingerprint ignores.
+#[derive(Debug, Clone, Copy)]
+pub struct ParamsKeys<'a> {
+    pub read: &'a [&'a str],
+    pub present: &'a [&'a str],
+    pub ignored: &'a [&'a str],
+}
+
+/// An object key, borrowed from the input when it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> de::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+/// The fingerprint of any value, without building it.
+struct FingerprintSeed;
+
+impl<'de> DeserializeSeed<'de> for FingerprintSeed {
+    type Value = u128;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u128, D::Error> {
+        d.deserialize_any(FingerprintVisitor)
+    }
+}
+
+struct FingerprintVisitor;
+
+impl<'de> Visitor<'de> for FingerprintVisitor {
+    type Value = u128;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<u128, E> {
+        Ok(leaf(T_NULL, b""))
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<u128, E> {
+        Ok(leaf(if v { T_TRUE } else { T_FALSE }, b""))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u128, E> {
+        Ok(value_fingerprint(&Value::from(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u128, E> {
+        Ok(value_fingerprint(&Value::from(v)))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<u128, E> {
+        // serde_json's Value turns a float into its Number (finite floats only reach here).
+        Ok(value_fingerprint(&Value::from(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<u128, E> {
+        Ok(leaf(T_STRING, v.as_bytes()))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u128, A::Error> {
+        let mut buf = Vec::new();
+        while let Some(fp) = seq.next_element_seed(FingerprintSeed)? {
+            buf.extend_from_slice(&fp.to_le_bytes());
+        }
+        Ok(leaf(T_ARRAY, &buf))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<u128, A::Error> {
+        let mut members = Vec::new();
+        while let Some(Key(k)) = map.next_key()? {
+            let fp = map.next_value_seed(FingerprintSeed)?;
+            members.push((k, fp));
+        }
+        Ok(members_fingerprint(&mut members))
+    }
+}
+
+/// A value that is not an object, built as a `Value` (the visitor of the digest seeds, for
+/// the kinds they do not treat specially).
+fn scalar_or_array<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Value, A::Error> {
+    let mut items = Vec::new();
+    while let Some(v) = seq.next_element::<Value>()? {
+        items.push(v);
+    }
+    Ok(Value::Array(items))
+}
+
+/// Implements the non-object cases of a visitor by building a `Value` and handing it to
+/// `$done`, which turns it into the visitor's result.
+macro_rules! plain_values {
+    ($done:expr) => {
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($done(Value::Null))
+        }
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+            Ok($done(Value::Bool(v)))
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok($done(Value::from(v)))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok($done(Value::from(v)))
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            Ok($done(Value::from(v)))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok($done(Value::String(v.to_string())))
+        }
+        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+            Ok($done(Value::String(v)))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            Ok($done(scalar_or_array(seq)?))
+        }
+    };
+}
+
+/// `params`: (cut value, fingerprint of all of it, fingerprint without the ignored keys).
+struct ParamsSeed<'k> {
+    keys: &'k ParamsKeys<'k>,
+}
+
+type ParamsOut = (Value, u128, u128);
+
+fn plain_params(v: Value) -> ParamsOut {
+    let fp = value_fingerprint(&v);
+    (v, fp, fp)
+}
+
+impl<'de> DeserializeSeed<'de> for ParamsSeed<'_> {
+    type Value = ParamsOut;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ParamsOut, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ParamsSeed<'_> {
+    type Value = ParamsOut;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("JSON-RPC params")
+    }
+    plain_values!(plain_params);
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ParamsOut, A::Error> {
+        let mut cut = Map::new();
+        let mut members = Vec::new();
+        while let Some(Key(k)) = map.next_key()? {
+            let fp = if self.keys.read.contains(&k.as_ref()) {
+                let v: Value = map.next_value()?;
+                let fp = value_fingerprint(&v);
+                cut.insert(k.to_string(), v);
+                fp
+            } else {
+                let fp = map.next_value_seed(FingerprintSeed)?;
+                if self.keys.present.contains(&k.as_ref()) {
+                    cut.insert(k.to_string(), Value::Null);
+                }
+                fp
+            };
+            members.push((k, fp));
+        }
+        let all = members_fingerprint(&mut members.clone());
+        members.retain(|(k, _)| !self.keys.ignored.contains(&k.as_ref()));
+        let without = members_fingerprint(&mut members);
+        Ok((Value::Object(cut), all, without))
+    }
+}
+
+/// One element: (value with cut params, its digest).
+struct ElementSeed<'k> {
+    keys: &'k ParamsKeys<'k>,
+}
+
+type ElementOut = (Value, ElementDigest);
+
+fn plain_element(v: Value) -> ElementOut {
+    let body = split(value_fingerprint(&v));
+    (v, ElementDigest { body, params: None })
+}
+
+impl<'de> DeserializeSeed<'de> for ElementSeed<'_> {
+    type Value = ElementOut;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ElementOut, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ElementSeed<'_> {
+    type Value = ElementOut;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+    plain_values!(plain_element);
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ElementOut, A::Error> {
+        let mut element = Map::new();
+        let mut members = Vec::new();
+        let mut params = None;
+        while let Some(Key(k)) = map.next_key()? {
+            if k == "params" {
+                let (cut, all, without) = map.next_value_seed(ParamsSeed { keys: self.keys })?;
+                element.insert(k.to_string(), cut);
+                members.push((k, all));
+                params = Some(split(without));
+            } else {
+                let v: Value = map.next_value()?;
+                let fp = value_fingerprint(&v);
+                element.insert(k.to_string(), v);
+                members.push((k, fp));
+            }
+        }
+        let body = split(members_fingerprint(&mut members));
+        Ok((Value::Object(element), ElementDigest { body, params }))
+    }
+}
+
+/// The whole body: one element, or a batch of them.
+struct BodySeed<'k> {
+    keys: &'k ParamsKeys<'k>,
+}
+
+type BodyOut = (Value, Vec<ElementDigest>);
+
+impl<'de> DeserializeSeed<'de> for BodySeed<'_> {
+    type Value = BodyOut;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<BodyOut, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+fn plain_body(v: Value) -> BodyOut {
+    let (v, d) = plain_element(v);
+    (v, vec![d])
+}
+
+impl<'de> Visitor<'de> for BodySeed<'_> {
+    type Value = BodyOut;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC body")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<BodyOut, E> {
+        Ok(plain_body(Value::Null))
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<BodyOut, E> {
+        Ok(plain_body(Value::Bool(v)))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<BodyOut, E> {
+        Ok(plain_body(Value::from(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<BodyOut, E> {
+        Ok(plain_body(Value::from(v)))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<BodyOut, E> {
+        Ok(plain_body(Value::from(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<BodyOut, E> {
+        Ok(plain_body(Value::String(v.to_string())))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<BodyOut, A::Error> {
+        let mut items = Vec::new();
+        let mut digests = Vec::new();
+        while let Some((v, d)) = seq.next_element_seed(ElementSeed { keys: self.keys })? {
+            items.push(v);
+            digests.push(d);
+        }
+        Ok((Value::Array(items), digests))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<BodyOut, A::Error> {
+        let (v, d) = ElementSeed { keys: self.keys }.visit_map(map)?;
+        Ok((v, vec![d]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rpc::{canonical_fingerprint, canonical_fingerprint_without};
+
+    const IGNORED: [&str; 2] = ["_meta", "progressToken"];
+    const KEYS: ParamsKeys<'static> = ParamsKeys {
+        read: &["name", "_meta"],
+        present: &["big"],
+        ignored: &IGNORED,
+    };
+
+    /// The digest agrees with fingerprints of the fully parsed value, element by element.
+    fn check(text: &str) {
+        let (cut, digests) = digest_body(text.as_bytes(), &KEYS).unwrap();
+        let full: Value = serde_json::from_str(text).unwrap();
+        let elements: Vec<&Value> = match &full {
+            Value::Array(items) => items.iter().collect(),
+            other => vec![other],
+        };
+        assert_eq!(digests.len(), elements.len(), "{text}");
+        for (i, (d, e)) in digests.iter().zip(&elements).enumerate() {
+            assert_eq!(d.body, canonical_fingerprint(e), "element {i} of {text}");
+            let want = e
+                .as_object()
+                .and_then(|o| o.get("params"))
+                .map(|p| canonical_fingerprint_without(p, &IGNORED));
+            assert_eq!(d.params, want, "params of element {i} of {text}");
+        }
+        // Everything but object params is kept as parsed; params keep only `read`/`present`.
+        let cut_elements: Vec<&Value> = match &cut {
+            Value::Array(items) => items.iter().collect(),
+            other => vec![other],
+        };
+        for (c, e) in cut_elements.iter().zip(&elements) {
+            match (c, e) {
+                (Value::Object(c), Value::Object(e)) => {
+                    for (k, v) in e {
+                        match (k.as_str(), v) {
+                            ("params", Value::Object(p)) => {
+                                let cp = c.get("params").and_then(Value::as_object).unwrap();
+                                for (pk, pv) in p {
+                                    let kept = cp.get(pk);
+                                    match pk.as_str() {
+                                        "name" | "_meta" => assert_eq!(kept, Some(pv)),
+                                        "big" => assert_eq!(kept, Some(&Value::Null)),
+                                        _ => assert_eq!(kept, None, "{pk} kept"),
+                                    }
+                                }
+                            }
+                            _ => assert_eq!(c.get(k), Some(v), "{k} of {text}"),
+                        }
+                    }
+                    assert_eq!(c.len(), e.len());
+                }
+                (c, e) => assert_eq!(c, e),
+            }
+        }
+    }
+
+    #[test]
+    fn agrees_with_the_parsed_value() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"b":[1,2.5,"x"],"a":null},"_meta":{"progressToken":3},"big":"zzz"}}"#,
+            r#"{"params":{"z":1,"name":"n"},"method":"m","jsonrpc":"2.0","id":"s"}"#,
+            r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":2,"method":"b","params":[1,{"k":"v"}]},3,"x",null,[1]]"#,
+            r#"{"params":{"a":1,"a":2,"name":"first","name":"second"},"params":{"b":true}}"#,
+            r#"{"k\u0061":"\u00e9\n","params":{"n\u0061me":"e\"sc","progressToken":1e2}}"#,
+            r#"{"params":{"x":-0,"y":1E300,"z":0.1,"w":18446744073709551615,"v":-9223372036854775808}}"#,
+            r#"{"params":"a string","id":1}"#,
+            r#"17"#,
+            r#""top""#,
+            r#"[]"#,
+            r#"{}"#,
+        ] {
+            check(text);
+        }
+    }
+
+    #[test]
+    fn errors_are_serde_jsons() {
+        for bad in ["{", "[1,]", "{\"a\":1} x", "", "nul"] {
+            let ours = digest_body(bad.as_bytes(), &KEYS).unwrap_err().to_string();
+            let theirs = serde_json::from_str::<Value>(bad).unwrap_err().to_string();
+            assert_eq!(ours, theirs, "{bad}");
+        }
+        let deep = "[".repeat(200) + &"]".repeat(200);
+        let ours = digest_body(deep.as_bytes(), &KEYS).unwrap_err().to_string();
+        assert!(ours.starts_with("recursion limit exceeded"), "{ours}");
+    }
+
+    fn json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            (-1e6f64..1e6).prop_map(Value::from),
+            "[a-c\"\\\\é\n]{0,4}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop::sample::select(vec![
+                        "name",
+                        "_meta",
+                        "big",
+                        "params",
+                        "a",
+                        "progressToken"
+                    ]),
+                    inner,
+                    0..4
+                )
+                .prop_map(|m| Value::Object(
+                    m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+                )),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn random_bodies_agree(v in json(), batch in proptest::bool::ANY) {
+            let element = serde_json::json!({"jsonrpc": "2.0", "id": 1, "params": v});
+            let body = if batch { Value::Array(vec![element, v.clone()]) } else { element };
+            check(&body.to_string());
+            check(&v.to_string());
+        }
+    }
+}
