@@ -183,7 +183,7 @@ pub fn parse_request_line(line: &[u8]) -> Option<(String, String, String)> {
     if method_len == 0 || method_len > METHOD_LIMIT || line.get(method_len) != Some(&b' ') {
         return None;
     }
-    let method = String::from_utf8_lossy(line.get(..method_len)?).into_owned();
+    let method = text(line.get(..method_len)?);
     let rest = trim_spaces(line.get(method_len..)?);
     if rest.is_empty() {
         return None;
@@ -196,11 +196,7 @@ pub fn parse_request_line(line: &[u8]) -> Option<(String, String, String)> {
         None if rest.starts_with(b"HTTP/") => (&b""[..], rest.get(5..)?),
         _ => (rest, &b"0.9"[..]),
     };
-    Some((
-        method,
-        String::from_utf8_lossy(uri).into_owned(),
-        String::from_utf8_lossy(version).into_owned(),
-    ))
+    Some((method, text(uri), text(version)))
 }
 
 fn trim_spaces(s: &[u8]) -> &[u8] {
@@ -233,11 +229,7 @@ pub fn parse_status_line(line: &[u8]) -> Option<(String, u16, String)> {
         acc.saturating_mul(10).saturating_add(u16::from(d - b'0'))
     });
     let reason = trim_spaces(after.get(3..)?);
-    Some((
-        String::from_utf8_lossy(version).into_owned(),
-        status,
-        String::from_utf8_lossy(reason).into_owned(),
-    ))
+    Some((text(version), status, text(reason)))
 }
 
 /// Splits a head into its lines (without CR/LF), dropping the final empty line.
@@ -284,10 +276,7 @@ fn parse_fields(lines: &[&[u8]], anomalies: &mut Vec<String>) -> Headers {
         if name.last().is_some_and(|&b| b == b' ' || b == b'\t') {
             push_anomaly(anomalies, "http.bad_header_line");
         }
-        fields.push((
-            String::from_utf8_lossy(trim_ws(name)).into_owned(),
-            String::from_utf8_lossy(trim_ws(value)).into_owned(),
-        ));
+        fields.push((text(trim_ws(name)), text(trim_ws(value))));
     }
     Headers(fields)
 }
@@ -313,12 +302,7 @@ fn httparse_headers(headers: &[httparse::Header<'_>]) -> Headers {
     Headers(
         headers
             .iter()
-            .map(|h| {
-                (
-                    h.name.to_string(),
-                    String::from_utf8_lossy(trim_ws(h.value)).into_owned(),
-                )
-            })
+            .map(|h| (h.name.to_string(), text(trim_ws(h.value))))
             .collect(),
     )
 }
@@ -440,6 +424,15 @@ pub fn find_message_start(
         i = i.saturating_add(1);
     }
     None
+}
+
+/// Header text as a `String`: valid UTF-8 (nearly always) through the fast validator, other
+/// bytes replaced by U+FFFD.
+fn text(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
 }
 
 #[cfg(test)]

@@ -1508,7 +1508,7 @@ impl Analyzer {
         if ev.data.trim().is_empty() {
             return; // priming event or keep-alive (2025-11-25 transports)
         }
-        match rpc::parse_body(ev.data.as_bytes()) {
+        match rpc::parse_response_body(ev.data.as_bytes()) {
             Err(e) => {
                 stats.anomaly("rpc.sse_data_not_json");
                 let targets: Vec<usize> = self.open_requests(&local);
@@ -1588,7 +1588,7 @@ impl Analyzer {
             return;
         }
         let fin = match &msg {
-            RpcMessage::Result { result, .. } => Final::Result(slim_result(result)),
+            RpcMessage::Result { result, .. } => Final::Result(rpc::digest::slim_result(result)),
             RpcMessage::Error { code, message, .. } => Final::Error {
                 code: *code,
                 message: message.clone(),
@@ -1771,7 +1771,7 @@ impl Analyzer {
             return;
         };
         let body = std::mem::take(&mut ctx.body);
-        let parsed = rpc::parse_body(&body);
+        let parsed = rpc::parse_response_body(&body);
         let ok = (200..300).contains(&status);
         let all_accepted_kinds = ctx.rows.iter().all(|&i| {
             self.rows.get(i).is_some_and(|r| {
@@ -1909,51 +1909,6 @@ impl Analyzer {
             r.anomalies.push(name.to_string());
         }
     }
-}
-
-/// The parts of a result classification and session facts read (`resultType`, `isError`,
-/// `task`, `protocolVersion`, and each content block's `type`), so a row waiting for release
-/// does not hold a whole tool result. Every verdict is the same as on the full result.
-fn slim_result(result: &Value) -> Value {
-    let Some(o) = result.as_object() else {
-        return result.clone();
-    };
-    let mut slim = serde_json::Map::new();
-    for key in ["resultType", "isError", "protocolVersion"] {
-        if let Some(v) = o.get(key) {
-            slim.insert(key.to_string(), v.clone());
-        }
-    }
-    if let Some(task) = o.get("task") {
-        // Only whether it is an object counts.
-        let kept = if task.is_object() {
-            Value::Object(serde_json::Map::new())
-        } else {
-            Value::Null
-        };
-        slim.insert("task".to_string(), kept);
-    }
-    if let Some(content) = o.get("content") {
-        // Only whether it is an array of blocks with a string `type` counts.
-        let kept = match content.as_array() {
-            Some(blocks) => Value::Array(
-                blocks
-                    .iter()
-                    .map(|b| match b.get("type") {
-                        Some(t @ Value::String(_)) => {
-                            let mut m = serde_json::Map::new();
-                            m.insert("type".to_string(), t.clone());
-                            Value::Object(m)
-                        }
-                        _ => Value::Null,
-                    })
-                    .collect(),
-            ),
-            None => Value::Null,
-        };
-        slim.insert("content".to_string(), kept);
-    }
-    Value::Object(slim)
 }
 
 /// A parsed POST body and the fingerprints of its elements (see [`super::prepare`]).

@@ -385,6 +385,348 @@ impl<'de> Visitor<'de> for BodySeed<'_> {
     }
 }
 
+/// The parts of a result classification and session facts read (`resultType`, `isError`,
+/// `task`, `protocolVersion`, and each content block's `type`), so a row waiting for release
+/// does not hold a whole tool result. Every verdict is the same as on the full result.
+pub fn slim_result(result: &Value) -> Value {
+    let Some(o) = result.as_object() else {
+        return result.clone();
+    };
+    let mut slim = serde_json::Map::new();
+    for key in ["resultType", "isError", "protocolVersion"] {
+        if let Some(v) = o.get(key) {
+            slim.insert(key.to_string(), v.clone());
+        }
+    }
+    if let Some(task) = o.get("task") {
+        // Only whether it is an object counts.
+        let kept = if task.is_object() {
+            Value::Object(serde_json::Map::new())
+        } else {
+            Value::Null
+        };
+        slim.insert("task".to_string(), kept);
+    }
+    if let Some(content) = o.get("content") {
+        // Only whether it is an array of blocks with a string `type` counts.
+        let kept = match content.as_array() {
+            Some(blocks) => Value::Array(
+                blocks
+                    .iter()
+                    .map(|b| match b.get("type") {
+                        Some(t @ Value::String(_)) => {
+                            let mut m = serde_json::Map::new();
+                            m.insert("type".to_string(), t.clone());
+                            Value::Object(m)
+                        }
+                        _ => Value::Null,
+                    })
+                    .collect(),
+            ),
+            None => Value::Null,
+        };
+        slim.insert("content".to_string(), kept);
+    }
+    Value::Object(slim)
+}
+
+/// A response body (or SSE `data`) parsed with each element's object `result` cut to what
+/// classification reads: `resultType`, `isError`, `protocolVersion` as they are, `task` as
+/// `{}` when an object (else `null`), `content` as its blocks' `type`s (`{"type": t}`, or
+/// `null` for a block without a string type; `null` when not an array). Members other than
+/// `jsonrpc`, `id`, `method`, `params`, `result` and `error` are skipped unbuilt. Tool
+/// results (the bulk of a response) are thus scanned, never built into a tree. Errors are
+/// serde_json's, as for `serde_json::from_slice::<Value>`.
+pub fn slim_response_body(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let v = ResponseBodySeed.deserialize(&mut de)?;
+    de.end()?;
+    Ok(v)
+}
+
+/// Envelope members a response element keeps.
+const ENVELOPE_KEYS: [&str; 5] = ["jsonrpc", "id", "method", "params", "error"];
+
+struct ResponseBodySeed;
+
+impl<'de> DeserializeSeed<'de> for ResponseBodySeed {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+fn same(v: Value) -> Value {
+    v
+}
+
+impl<'de> Visitor<'de> for ResponseBodySeed {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC body")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element_seed(ResponseElementSeed)? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
+        ResponseElementSeed.visit_map(map)
+    }
+}
+
+/// One element of a response body.
+struct ResponseElementSeed;
+
+impl<'de> DeserializeSeed<'de> for ResponseElementSeed {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ResponseElementSeed {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+    plain_values!(same);
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut element = Map::new();
+        while let Some(Key(k)) = map.next_key()? {
+            if k == "result" {
+                let v = map.next_value_seed(SlimResultSeed)?;
+                element.insert(k.into_owned(), v);
+            } else if ENVELOPE_KEYS.contains(&k.as_ref()) {
+                let v: Value = map.next_value()?;
+                element.insert(k.into_owned(), v);
+            } else {
+                map.next_value::<de::IgnoredAny>()?;
+            }
+        }
+        Ok(Value::Object(element))
+    }
+}
+
+/// `result`: an object is cut (see [`slim_response_body`]); anything else is kept whole.
+struct SlimResultSeed;
+
+impl<'de> DeserializeSeed<'de> for SlimResultSeed {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SlimResultSeed {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC result")
+    }
+    plain_values!(same);
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut slim = Map::new();
+        while let Some(Key(k)) = map.next_key()? {
+            match k.as_ref() {
+                "resultType" | "isError" | "protocolVersion" => {
+                    let v: Value = map.next_value()?;
+                    slim.insert(k.into_owned(), v);
+                }
+                "task" => {
+                    let is_object = map.next_value_seed(IsObjectSeed)?;
+                    let kept = if is_object {
+                        Value::Object(Map::new())
+                    } else {
+                        Value::Null
+                    };
+                    slim.insert(k.into_owned(), kept);
+                }
+                "content" => {
+                    let v = map.next_value_seed(ContentTypesSeed)?;
+                    slim.insert(k.into_owned(), v);
+                }
+                _ => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Value::Object(slim))
+    }
+}
+
+/// Whether a value is an object, skipping it.
+struct IsObjectSeed;
+
+impl<'de> DeserializeSeed<'de> for IsObjectSeed {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for IsObjectSeed {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(false)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        while map
+            .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(true)
+    }
+}
+
+/// `content`: an array becomes its blocks' string `type`s; anything else `null`.
+struct ContentTypesSeed;
+
+impl<'de> DeserializeSeed<'de> for ContentTypesSeed {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ContentTypesSeed {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a content array")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut blocks = Vec::new();
+        while let Some(b) = seq.next_element_seed(BlockTypeSeed)? {
+            blocks.push(b);
+        }
+        Ok(Value::Array(blocks))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        while map
+            .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(Value::Null)
+    }
+}
+
+/// A content block: `{"type": t}` when it is an object with a string `type` (the last one
+/// given), else `null`.
+struct BlockTypeSeed;
+
+impl<'de> DeserializeSeed<'de> for BlockTypeSeed {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for BlockTypeSeed {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a content block")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(Value::Null)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut ty: Option<Value> = None;
+        while let Some(Key(k)) = map.next_key()? {
+            if k == "type" {
+                ty = Some(map.next_value()?);
+            } else {
+                map.next_value::<de::IgnoredAny>()?;
+            }
+        }
+        Ok(match ty {
+            Some(t @ Value::String(_)) => {
+                let mut m = Map::new();
+                m.insert("type".to_string(), t);
+                Value::Object(m)
+            }
+            _ => Value::Null,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

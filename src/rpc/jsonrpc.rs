@@ -126,6 +126,20 @@ pub fn parse_body(bytes: &[u8]) -> Result<Vec<RpcMessage>, RpcError> {
     parse_value(value)
 }
 
+/// [`parse_body`] for a response body or SSE `data`: results come cut as by
+/// [`super::digest::slim_result`] and members outside the envelope are skipped unbuilt, so a
+/// large tool result is scanned but never built. Same messages, ids, errors and verdicts as
+/// [`parse_body`]; an `Invalid` message's `raw` holds only the envelope members.
+pub fn parse_response_body(bytes: &[u8]) -> Result<Vec<RpcMessage>, RpcError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(RpcError::Empty);
+    }
+    let value =
+        super::digest::slim_response_body(bytes).map_err(|e| RpcError::NotJson(e.to_string()))?;
+    parse_value(value)
+}
+
 /// Classify an already parsed JSON value (object or batch array).
 pub fn parse_value(value: Value) -> Result<Vec<RpcMessage>, RpcError> {
     match value {
@@ -570,7 +584,10 @@ mod tests {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..2).prop_map(Value::Array),
                 prop::collection::vec(
-                    (prop::sample::select(vec!["a", "b", "_meta", ""]), inner),
+                    (
+                        prop::sample::select(vec!["a", "b", "_meta", "", "type"]),
+                        inner
+                    ),
                     0..2
                 )
                 .prop_map(|kv| Value::Object(
@@ -603,7 +620,81 @@ mod tests {
                     canonical_fingerprint_without(a, &["_meta"]),
                     canonical_fingerprint(&stripped)
                 );
+                // Any value as a result, an error's data, a whole element or a batch member.
+                let as_result = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": a});
+                let as_content = serde_json::json!(
+                    {"jsonrpc": "2.0", "id": 2, "result": {"content": a, "task": a, "isError": a}}
+                );
+                let as_error = serde_json::json!(
+                    {"jsonrpc": "2.0", "id": 3, "error": {"code": 1, "message": "m", "data": a}}
+                );
+                let batch = Value::Array(vec![as_result.clone(), a.clone(), as_content.clone()]);
+                for v in [&as_result, &as_content, &as_error, &batch, a] {
+                    assert_slim_agrees(&v.to_string());
+                }
             }
+        }
+    }
+
+    /// `parse_response_body` gives `parse_body`'s messages with results cut (and an invalid
+    /// message's `raw` limited to the envelope members).
+    fn assert_slim_agrees(text: &str) {
+        use crate::rpc::digest::slim_result;
+        let full = parse_body(text.as_bytes());
+        let slim = parse_response_body(text.as_bytes());
+        match (full, slim) {
+            (Ok(full), Ok(slim)) => {
+                assert_eq!(full.len(), slim.len(), "{text}");
+                for (f, s) in full.iter().zip(&slim) {
+                    match (f, s) {
+                        (
+                            RpcMessage::Result { id: a, result: r },
+                            RpcMessage::Result { id: b, result: q },
+                        ) => {
+                            assert_eq!(a, b, "{text}");
+                            assert_eq!(&slim_result(r), q, "{text}");
+                            assert_eq!(&slim_result(q), q, "slim_result is idempotent");
+                        }
+                        (
+                            RpcMessage::Invalid {
+                                reason: a, id: x, ..
+                            },
+                            RpcMessage::Invalid {
+                                reason: b, id: y, ..
+                            },
+                        ) => {
+                            assert_eq!((a, x), (b, y), "{text}");
+                            assert_eq!(f.method(), s.method(), "{text}");
+                            assert_eq!(f.is_response(), s.is_response(), "{text}");
+                        }
+                        (f, s) => assert_eq!(f, s, "{text}"),
+                    }
+                }
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{text}"),
+            (a, b) => panic!("{text}: {a:?} vs {b:?}"),
+        }
+    }
+
+    #[test]
+    fn response_bodies_parse_slim_with_the_same_verdicts() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"},{"type":5},3,{"x":1}],"isError":true,"structuredContent":{"a":[1,2]},"task":{"id":"t"},"_meta":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":"a","result":{"resultType":"input_required","content":"nope","task":7}}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"bad","data":{"x":[1]}}},{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}]"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":5}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"result":{},"extra":[1,2,3]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"?"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"a","type":"b"}],"content":[{"type":1}]}}"#,
+            r#"{"id":null,"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}"#,
+            r#"[]"#,
+            r#"7"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"#,
+            "\u{feff}",
+            "  ",
+        ] {
+            assert_slim_agrees(text);
         }
     }
 
