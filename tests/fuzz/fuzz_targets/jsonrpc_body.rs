@@ -1,9 +1,13 @@
-//! JSON-RPC envelopes: single messages and batches, any bytes. Also a differential check:
-//! the one-pass digest of a body must agree with fingerprints of the fully parsed value.
+//! JSON-RPC envelopes: single messages and batches, any bytes. Also differential checks: the
+//! one-pass digest of a body must agree with fingerprints of the fully parsed value, and the
+//! slim response parse with the full one (results cut alike, same verdicts).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mcp_trace::rpc::digest::{ParamsKeys, digest_body};
-use mcp_trace::rpc::{canonical_fingerprint, canonical_fingerprint_without, canonical_json, parse_body};
+use mcp_trace::rpc::digest::{ParamsKeys, digest_body, slim_result};
+use mcp_trace::rpc::{
+    RpcMessage, canonical_fingerprint, canonical_fingerprint_without, canonical_json, parse_body,
+    parse_response_body,
+};
 use serde_json::Value;
 
 const IGNORED: [&str; 2] = ["_meta", "progressToken"];
@@ -14,6 +18,30 @@ const KEYS: ParamsKeys<'static> = ParamsKeys {
 };
 
 fuzz_target!(|data: &[u8]| {
+    match (parse_body(data), parse_response_body(data)) {
+        (Ok(full), Ok(slim)) => {
+            assert_eq!(full.len(), slim.len());
+            for (f, s) in full.iter().zip(&slim) {
+                match (f, s) {
+                    (RpcMessage::Result { id: a, result: r }, RpcMessage::Result { id: b, result: q }) => {
+                        assert_eq!(a, b);
+                        assert_eq!(&slim_result(r), q);
+                    }
+                    (
+                        RpcMessage::Invalid { reason: a, id: x, .. },
+                        RpcMessage::Invalid { reason: b, id: y, .. },
+                    ) => {
+                        assert_eq!((a, x), (b, y));
+                        assert_eq!(f.method(), s.method());
+                        assert_eq!(f.is_response(), s.is_response());
+                    }
+                    (f, s) => assert_eq!(f, s),
+                }
+            }
+        }
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+        (a, b) => panic!("full and slim parses disagree: {a:?} vs {b:?}"),
+    }
     if let Ok(messages) = parse_body(data) {
         for m in &messages {
             let _ = m.method();
