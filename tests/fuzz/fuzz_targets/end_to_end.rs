@@ -19,6 +19,14 @@ fuzz_target!(|data: &[u8]| {
         s.packets_total,
         s.packets_decoded + s.packets_skipped_total()
     );
+    // Every captured TCP payload byte and every HTTP head begun is accounted for.
+    let unused: u64 = s.tcp_bytes_unused.values().sum();
+    assert_eq!(
+        s.tcp_payload_bytes_seen,
+        s.tcp_payload_bytes + s.duplicate_bytes + unused
+    );
+    let skipped: u64 = s.http_messages_skipped.values().sum();
+    assert_eq!(s.http_messages, s.http_messages_parsed + skipped);
     let summary = run_summary(&RunInfo {
         inputs: &a.inputs,
         stats: s,
