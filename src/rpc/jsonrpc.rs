@@ -129,14 +129,26 @@ pub fn parse_body(bytes: &[u8]) -> Result<Vec<RpcMessage>, RpcError> {
 /// [`parse_body`] for a response body or SSE `data`: results come cut as by
 /// [`super::digest::slim_result`] and members outside the envelope are skipped unbuilt, so a
 /// large tool result is scanned but never built. Same messages, ids, errors and verdicts as
-/// [`parse_body`]; an `Invalid` message's `raw` holds only the envelope members.
+/// [`parse_body`] (an `Invalid` message's `raw` holds only the envelope members), with two
+/// differences, both inside skipped members and both valid JSON by RFC 8259's grammar, which
+/// [`parse_body`] refuses because it builds Rust strings and recurses: nesting deeper than
+/// serde_json's 128 levels (the skipping is iterative, so no stack is at risk) and `\u`
+/// escapes of lone surrogates ("invalid unicode code point" there).
 pub fn parse_response_body(bytes: &[u8]) -> Result<Vec<RpcMessage>, RpcError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(RpcError::Empty);
     }
-    let value =
-        super::digest::slim_response_body(bytes).map_err(|e| RpcError::NotJson(e.to_string()))?;
+    let value = match super::digest::slim_response_body(bytes) {
+        Ok(v) => v,
+        Err(slim) => {
+            // Skipping reports some positions one column off: the full parser's message is
+            // the one shown for every other body, so it is the one kept (error path only).
+            let full = serde_json::from_slice::<Value>(bytes).err();
+            let e = full.map_or_else(|| slim.to_string(), |f| f.to_string());
+            return Err(RpcError::NotJson(e));
+        }
+    };
     parse_value(value)
 }
 
@@ -672,8 +684,34 @@ mod tests {
                 }
             }
             (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{text}"),
+            // Valid JSON in a skipped member that `parse_body` cannot build.
+            (Err(RpcError::NotJson(e)), Ok(_))
+                if e.starts_with("recursion limit exceeded")
+                    || e.starts_with("invalid unicode code point") => {}
             (a, b) => panic!("{text}: {a:?} vs {b:?}"),
         }
+    }
+
+    #[test]
+    fn deep_results_are_valid_json_for_the_slim_parse() {
+        let deep = "[".repeat(300) + &"]".repeat(300);
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"structuredContent":{deep},"isError":false}}}}"#
+        );
+        assert!(parse_body(body.as_bytes()).is_err());
+        let msgs = parse_response_body(body.as_bytes()).unwrap();
+        assert!(
+            matches!(&msgs[..], [RpcMessage::Result { result, .. }] if result["isError"] == false)
+        );
+        let surrogate =
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\ud800"}]}}"#;
+        assert!(parse_body(surrogate.as_bytes()).is_err());
+        assert!(parse_response_body(surrogate.as_bytes()).is_ok());
+        // Depth where a member is built (here `error.data`) still meets serde_json's limit.
+        let err = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":1,"message":"m","data":{deep}}}}}"#
+        );
+        assert!(parse_response_body(err.as_bytes()).is_err());
     }
 
     #[test]
@@ -691,6 +729,8 @@ mod tests {
             r#"[]"#,
             r#"7"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":\"a\u{1}b\"}}",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"extra\":\"a\u{1}b\",\"result\":{}}",
             "\u{feff}",
             "  ",
         ] {

@@ -5,7 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 use mcp_trace::rpc::digest::{ParamsKeys, digest_body, slim_result};
 use mcp_trace::rpc::{
-    RpcMessage, canonical_fingerprint, canonical_fingerprint_without, canonical_json, parse_body,
+    RpcError, RpcMessage, canonical_fingerprint, canonical_fingerprint_without, canonical_json, parse_body,
     parse_response_body,
 };
 use serde_json::Value;
@@ -40,6 +40,11 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+        // Valid JSON inside a skipped member that the full parse cannot build (see
+        // `parse_response_body`): deep nesting, lone-surrogate escapes.
+        (Err(RpcError::NotJson(e)), Ok(_))
+            if e.starts_with("recursion limit exceeded")
+                || e.starts_with("invalid unicode code point") => {}
         (a, b) => panic!("full and slim parses disagree: {a:?} vs {b:?}"),
     }
     if let Ok(messages) = parse_body(data) {
