@@ -42,7 +42,7 @@
 //! [`Analyzer::finish`] releases everything at the end, as one batch.
 
 use super::classify::{self, Final, Kind, RowFacts};
-use super::prepare::{ElementFingerprints, PreparedPost, prepare_post};
+use super::prepare::{PreparedPost, prepare_post};
 use super::retry::RetryInference;
 use super::session::{
     ContextKey, DerivedSessions, SessionFacts, SessionInfo, fnv1a, host_of, legacy_session_param,
@@ -52,6 +52,7 @@ use super::{Exchange, InferenceConfig, InferenceInputs};
 use crate::anomaly::Stats;
 use crate::http::{BodyEnd, ExchangeRef, HttpEvent, HttpRequest, ResponseHead};
 use crate::limits::Limits;
+use crate::rpc::digest::ElementDigest;
 use crate::rpc::{self, RpcId, RpcMessage, SseEvent, SseParser};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -1914,7 +1915,7 @@ impl Analyzer {
 /// A parsed POST body and the fingerprints of its elements (see [`super::prepare`]).
 struct PreparedBody {
     value: Value,
-    fingerprints: Vec<ElementFingerprints>,
+    fingerprints: Vec<ElementDigest>,
 }
 
 /// MCP by content: a JSON object (or batch of objects) with a `jsonrpc` member.

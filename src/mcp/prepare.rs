@@ -5,8 +5,7 @@
 //! [`super::Analyzer::push`] prepares inline when handed nothing.
 
 use crate::http::HttpEvent;
-use crate::rpc::JsonFingerprint;
-use crate::rpc::digest::{ParamsKeys, digest_body};
+use crate::rpc::digest::{ElementDigest, ParamsKeys, digest_body};
 use serde_json::Value;
 
 /// Top-level `params` members retry equivalence ignores (report-schema.md section 4).
@@ -32,14 +31,7 @@ pub struct PreparedPost {
     pub(super) parsed: Result<Value, String>,
     /// Per JSON-RPC element (one, or each of a batch): the canonical fingerprint of the whole
     /// element and of its `params` without [`PARAMS_KEYS_IGNORED`], taken before cutting.
-    pub(super) fingerprints: Vec<ElementFingerprints>,
-}
-
-/// Fingerprints of one element of a POST body.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct ElementFingerprints {
-    pub body: JsonFingerprint,
-    pub params: Option<JsonFingerprint>,
+    pub(super) fingerprints: Vec<ElementDigest>,
 }
 
 /// The preparation of `ev` when it is a POST request (the only event whose body the analyzer
@@ -64,15 +56,9 @@ pub(super) fn prepare_post(body: &[u8]) -> PreparedPost {
         ignored: &PARAMS_KEYS_IGNORED,
     };
     match digest_body(body, &keys) {
-        Ok((value, digests)) => PreparedPost {
+        Ok((value, fingerprints)) => PreparedPost {
             parsed: Ok(value),
-            fingerprints: digests
-                .into_iter()
-                .map(|d| ElementFingerprints {
-                    body: d.body,
-                    params: d.params,
-                })
-                .collect(),
+            fingerprints,
         },
         Err(e) => PreparedPost {
             parsed: Err(e.to_string()),

@@ -66,11 +66,24 @@ fn leaf(kind: u64, bytes: &[u8]) -> u128 {
 
 /// Object fingerprint from (key, value fingerprint) pairs in any order; for a repeated key the
 /// last one counts, as in `serde_json::Value`.
-fn members_fingerprint(members: &mut Vec<(Cow<'_, str>, u128)>) -> u128 {
-    // Stable: among equal keys the document order survives, and the last is kept below.
+fn members_fingerprint(members: &mut [(Cow<'_, str>, u128)]) -> u128 {
+    sort_members(members);
+    sorted_members_fingerprint(members, |_| true)
+}
+
+/// Stable: among equal keys the document order survives, so the last one can be kept.
+fn sort_members(members: &mut [(Cow<'_, str>, u128)]) {
     members.sort_by(|a, b| a.0.cmp(&b.0));
+}
+
+/// [`members_fingerprint`] of members already sorted by [`sort_members`], those `keep`
+/// accepts.
+fn sorted_members_fingerprint(
+    members: &[(Cow<'_, str>, u128)],
+    keep: impl Fn(&str) -> bool,
+) -> u128 {
     let mut buf = Vec::with_capacity(members.len().saturating_mul(32));
-    let mut iter = members.iter().peekable();
+    let mut iter = members.iter().filter(|(k, _)| keep(k)).peekable();
     while let Some((k, fp)) = iter.next() {
         if iter.peek().is_some_and(|(next, _)| next == k) {
             continue;
@@ -190,9 +203,8 @@ impl<'de> Visitor<'de> for FingerprintVisitor {
     }
 }
 
-/// A value that is not an object, built as a `Value` (the visitor of the digest seeds, for
-/// the kinds they do not treat specially).
-fn scalar_or_array<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Value, A::Error> {
+/// An array built as a `Value` (for seeds that only treat objects specially).
+fn array_of_values<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Value, A::Error> {
     let mut items = Vec::new();
     while let Some(v) = seq.next_element::<Value>()? {
         items.push(v);
@@ -200,9 +212,33 @@ fn scalar_or_array<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Value, A::Error
     Ok(Value::Array(items))
 }
 
-/// Implements the non-object cases of a visitor by building a `Value` and handing it to
-/// `$done`, which turns it into the visitor's result.
-macro_rules! plain_values {
+fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+fn skip_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map
+        .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+        .is_some()
+    {}
+    Ok(())
+}
+
+/// A seed that is its own visitor, for any JSON value.
+macro_rules! seed_via_visitor {
+    ($seed:ty, $out:ty) => {
+        impl<'de> DeserializeSeed<'de> for $seed {
+            type Value = $out;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<$out, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+    };
+}
+
+/// Visits of the scalar kinds: each builds its `Value` and hands it to `$done`.
+macro_rules! scalar_values {
     ($done:expr) => {
         fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
             Ok($done(Value::Null))
@@ -225,8 +261,39 @@ macro_rules! plain_values {
         fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
             Ok($done(Value::String(v)))
         }
+    };
+}
+
+/// Every kind but objects built as a `Value` and handed to `$done`.
+macro_rules! plain_values {
+    ($done:expr) => {
+        scalar_values!($done);
         fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-            Ok($done(scalar_or_array(seq)?))
+            Ok($done(array_of_values(seq)?))
+        }
+    };
+}
+
+/// Visits of the scalar kinds that only answer `$v`.
+macro_rules! constant_scalars {
+    ($v:expr) => {
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($v)
         }
     };
 }
@@ -243,12 +310,7 @@ fn plain_params(v: Value) -> ParamsOut {
     (v, fp, fp)
 }
 
-impl<'de> DeserializeSeed<'de> for ParamsSeed<'_> {
-    type Value = ParamsOut;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ParamsOut, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_via_visitor!(ParamsSeed<'_>, ParamsOut);
 
 impl<'de> Visitor<'de> for ParamsSeed<'_> {
     type Value = ParamsOut;
@@ -274,9 +336,9 @@ impl<'de> Visitor<'de> for ParamsSeed<'_> {
             };
             members.push((k, fp));
         }
-        let all = members_fingerprint(&mut members.clone());
-        members.retain(|(k, _)| !self.keys.ignored.contains(&k.as_ref()));
-        let without = members_fingerprint(&mut members);
+        sort_members(&mut members);
+        let all = sorted_members_fingerprint(&members, |_| true);
+        let without = sorted_members_fingerprint(&members, |k| !self.keys.ignored.contains(&k));
         Ok((Value::Object(cut), all, without))
     }
 }
@@ -293,12 +355,7 @@ fn plain_element(v: Value) -> ElementOut {
     (v, ElementDigest { body, params: None })
 }
 
-impl<'de> DeserializeSeed<'de> for ElementSeed<'_> {
-    type Value = ElementOut;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ElementOut, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_via_visitor!(ElementSeed<'_>, ElementOut);
 
 impl<'de> Visitor<'de> for ElementSeed<'_> {
     type Value = ElementOut;
@@ -335,12 +392,7 @@ struct BodySeed<'k> {
 
 type BodyOut = (Value, Vec<ElementDigest>);
 
-impl<'de> DeserializeSeed<'de> for BodySeed<'_> {
-    type Value = BodyOut;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<BodyOut, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_via_visitor!(BodySeed<'_>, BodyOut);
 
 fn plain_body(v: Value) -> BodyOut {
     let (v, d) = plain_element(v);
@@ -352,24 +404,7 @@ impl<'de> Visitor<'de> for BodySeed<'_> {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC body")
     }
-    fn visit_unit<E: de::Error>(self) -> Result<BodyOut, E> {
-        Ok(plain_body(Value::Null))
-    }
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<BodyOut, E> {
-        Ok(plain_body(Value::Bool(v)))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<BodyOut, E> {
-        Ok(plain_body(Value::from(v)))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<BodyOut, E> {
-        Ok(plain_body(Value::from(v)))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<BodyOut, E> {
-        Ok(plain_body(Value::from(v)))
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<BodyOut, E> {
-        Ok(plain_body(Value::String(v.to_string())))
-    }
+    scalar_values!(plain_body);
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<BodyOut, A::Error> {
         let mut items = Vec::new();
         let mut digests = Vec::new();
@@ -449,12 +484,7 @@ const ENVELOPE_KEYS: [&str; 5] = ["jsonrpc", "id", "method", "params", "error"];
 
 struct ResponseBodySeed;
 
-impl<'de> DeserializeSeed<'de> for ResponseBodySeed {
-    type Value = Value;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_via_visitor!(ResponseBodySeed, Value);
 
 fn same(v: Value) -> Value {
     v
@@ -465,24 +495,7 @@ impl<'de> Visitor<'de> for ResponseBodySeed {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC body")
     }
-    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_string()))
-    }
+    scalar_values!(same);
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::new();
         while let Some(v) = seq.next_element_seed(ResponseElementSeed)? {
@@ -498,12 +511,7 @@ impl<'de> Visitor<'de> for ResponseBodySeed {
 /// One element of a response body.
 struct ResponseElementSeed;
 
-impl<'de> DeserializeSeed<'de> for ResponseElementSeed {
-    type Value = Value;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_via_visitor!(ResponseElementSeed, Value);
 
 impl<'de> Visitor<'de> for ResponseElementSeed {
     type Value = Value;
@@ -531,12 +539,7 @@ impl<'de> Visitor<'de> for ResponseElementSeed {
 /// `result`: an object is cut (see [`slim_response_body`]); anything else is kept whole.
 struct SlimResultSeed;
 
-impl<'de> DeserializeSeed<'de> for SlimResultSeed {
-    type Value = Value;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_via_visitor!(SlimResultSeed, Value);
 
 impl<'de> Visitor<'de> for SlimResultSeed {
     type Value = Value;
@@ -577,82 +580,33 @@ impl<'de> Visitor<'de> for SlimResultSeed {
 /// Whether a value is an object, skipping it.
 struct IsObjectSeed;
 
-impl<'de> DeserializeSeed<'de> for IsObjectSeed {
-    type Value = bool;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_via_visitor!(IsObjectSeed, bool);
 
 impl<'de> Visitor<'de> for IsObjectSeed {
     type Value = bool;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
-        Ok(false)
+    constant_scalars!(false);
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+        skip_seq(seq).map(|()| false)
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
-        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
-        Ok(false)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-        while map
-            .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
-            .is_some()
-        {}
-        Ok(true)
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
+        skip_map(map).map(|()| true)
     }
 }
 
 /// `content`: an array becomes its blocks' string `type`s; anything else `null`.
 struct ContentTypesSeed;
 
-impl<'de> DeserializeSeed<'de> for ContentTypesSeed {
-    type Value = Value;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_via_visitor!(ContentTypesSeed, Value);
 
 impl<'de> Visitor<'de> for ContentTypesSeed {
     type Value = Value;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a content array")
     }
-    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
+    constant_scalars!(Value::Null);
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut blocks = Vec::new();
         while let Some(b) = seq.next_element_seed(BlockTypeSeed)? {
@@ -660,12 +614,8 @@ impl<'de> Visitor<'de> for ContentTypesSeed {
         }
         Ok(Value::Array(blocks))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        while map
-            .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
-            .is_some()
-        {}
-        Ok(Value::Null)
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
+        skip_map(map).map(|()| Value::Null)
     }
 }
 
@@ -673,39 +623,16 @@ impl<'de> Visitor<'de> for ContentTypesSeed {
 /// given), else `null`.
 struct BlockTypeSeed;
 
-impl<'de> DeserializeSeed<'de> for BlockTypeSeed {
-    type Value = Value;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_via_visitor!(BlockTypeSeed, Value);
 
 impl<'de> Visitor<'de> for BlockTypeSeed {
     type Value = Value;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a content block")
     }
-    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
-        Ok(Value::Null)
+    constant_scalars!(Value::Null);
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Value, A::Error> {
+        skip_seq(seq).map(|()| Value::Null)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut ty: Option<Value> = None;
