@@ -23,6 +23,7 @@ pub mod capture;
 pub mod cli;
 pub mod decode;
 pub mod flow;
+pub mod hashing;
 pub mod http;
 pub mod limits;
 pub mod mcp;

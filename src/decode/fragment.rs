@@ -5,7 +5,7 @@
 //! arrived first is the one a receiver with the same policy would keep).
 //! Memory is bounded by [`MAX_FRAGMENTED_DATAGRAMS`] × [`MAX_DATAGRAM_BYTES`].
 
-use std::collections::HashMap;
+use crate::hashing::HashMap;
 use std::net::IpAddr;
 
 /// Most datagrams held in reassembly at once; a fragment of a new datagram

@@ -36,7 +36,7 @@ use super::slab::{List, Slab};
 use super::{CloseReason, FlowLimits, Side, StreamEvent, StreamEventKind};
 use crate::anomaly::Stats;
 use crate::decode::Segment;
-use std::collections::HashMap;
+use crate::hashing::HashMap;
 use std::net::SocketAddr;
 
 /// Capture time between two idle sweeps (lazy expiry keeps the per-packet cost flat).
@@ -181,7 +181,7 @@ impl FlowTable {
     pub fn new(limits: FlowLimits) -> FlowTable {
         FlowTable {
             limits,
-            index: HashMap::new(),
+            index: HashMap::default(),
             flows: Slab::default(),
             next_stream: 0,
             now_ns: i64::MIN,

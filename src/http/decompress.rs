@@ -188,7 +188,7 @@ impl ContentDecoder {
 
     fn feed_decoder(&mut self, input: &[u8], out: &mut Vec<u8>, anomalies: &mut Vec<String>) {
         match &self.mode {
-            Mode::Raw => self.emit(input.to_vec(), out, anomalies),
+            Mode::Raw => self.emit(input, out, anomalies),
             Mode::Stopped | Mode::Sniffing(_) => {}
             Mode::Decoding(_) => {
                 if !self.produced && self.raw_prefix.len() < RAW_KEEP_LIMIT {
@@ -210,13 +210,13 @@ impl ContentDecoder {
                             }
                             Err(_) => {
                                 let produced = inner.take_output();
-                                self.emit(produced, out, anomalies);
+                                self.emit(&produced, out, anomalies);
                                 self.fail(out, anomalies);
                                 return;
                             }
                         }
                         let produced = inner.take_output();
-                        self.emit(produced, out, anomalies);
+                        self.emit(&produced, out, anomalies);
                     }
                 }
             }
@@ -231,13 +231,13 @@ impl ContentDecoder {
         let pass_raw = !self.produced && held.len() < RAW_KEEP_LIMIT;
         self.mode = Mode::Raw;
         if pass_raw {
-            self.emit(held, out, anomalies);
+            self.emit(&held, out, anomalies);
         } else {
             self.mode = Mode::Stopped;
         }
     }
 
-    fn emit(&mut self, data: Vec<u8>, out: &mut Vec<u8>, anomalies: &mut Vec<String>) {
+    fn emit(&mut self, data: &[u8], out: &mut Vec<u8>, anomalies: &mut Vec<String>) {
         if data.is_empty() {
             return;
         }
@@ -254,7 +254,7 @@ impl ContentDecoder {
             push_anomaly(anomalies, "http.decompression_limit");
             self.mode = Mode::Stopped;
         } else {
-            out.extend_from_slice(&data);
+            out.extend_from_slice(data);
             self.decoded = self.decoded.saturating_add(len);
         }
     }
@@ -266,7 +266,7 @@ impl ContentDecoder {
                 let result = inner.finish();
                 let produced = inner.take_output();
                 self.mode = Mode::Decoding(inner);
-                self.emit(produced, out, anomalies);
+                self.emit(&produced, out, anomalies);
                 if result.is_err() && complete {
                     if self.produced {
                         push_anomaly(anomalies, "http.bad_content_encoding");
@@ -280,7 +280,7 @@ impl ContentDecoder {
                 if !held.is_empty() {
                     push_anomaly(anomalies, "http.bad_content_encoding");
                     self.mode = Mode::Raw;
-                    self.emit(held, out, anomalies);
+                    self.emit(&held, out, anomalies);
                 }
             }
             other => self.mode = other,

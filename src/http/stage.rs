@@ -4,8 +4,8 @@ use super::HttpEvent;
 use super::conn::Conn;
 use crate::anomaly::Stats;
 use crate::flow::{CloseReason, StreamEvent, StreamEventKind};
+use crate::hashing::HashMap;
 use crate::limits::Limits;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// StreamEvents in, HttpEvents out. Never panics on any input.
@@ -29,7 +29,7 @@ impl HttpStage {
         HttpStage {
             inputs,
             limits,
-            conns: HashMap::new(),
+            conns: HashMap::default(),
         }
     }
 

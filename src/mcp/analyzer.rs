@@ -50,12 +50,13 @@ use super::session::{
 };
 use super::{Exchange, InferenceConfig, InferenceInputs};
 use crate::anomaly::Stats;
+use crate::hashing::{HashMap, HashSet};
 use crate::http::{BodyEnd, ExchangeRef, HttpEvent, HttpRequest, ResponseHead};
 use crate::limits::Limits;
 use crate::rpc::digest::ElementDigest;
 use crate::rpc::{self, RpcId, RpcMessage, SseEvent, SseParser};
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 /// Open (unanswered) client requests kept per session; beyond it the oldest
 /// stops waiting for a cross-stream response (`mcp.pending_limit`).
@@ -319,16 +320,16 @@ impl Analyzer {
             aside: BTreeSet::new(),
             next_id: 1,
             retry: RetryInference::with_limit(&cfg, limits.retry_rows),
-            infos: HashMap::new(),
-            released_ids: HashMap::new(),
+            infos: HashMap::default(),
+            released_ids: HashMap::default(),
             released_order: VecDeque::new(),
             last_aside_scan: i64::MIN,
             evicted_infos: 0,
-            ctxs: HashMap::new(),
-            scopes: HashMap::new(),
+            ctxs: HashMap::default(),
+            scopes: HashMap::default(),
             derived: DerivedSessions::default(),
-            endpoints: HashSet::new(),
-            legacy: HashMap::new(),
+            endpoints: HashSet::default(),
+            legacy: HashMap::default(),
             preflights: VecDeque::new(),
             last_ts: i64::MIN,
         }
@@ -709,7 +710,7 @@ impl Analyzer {
                 .clone()
                 .or_else(|| info.user_agent.clone());
         }
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         anomalies.retain(|a| seen.insert(a.clone()));
         ex.anomalies = (!anomalies.is_empty()).then(|| anomalies.join(";"));
         if ex.attempt == 0 {

@@ -42,9 +42,10 @@ mod index;
 pub use chain::{RetryChain, retry_chains};
 
 use crate::anomaly::Stats;
+use crate::hashing::HashMap;
 use crate::mcp::{Exchange, InferenceConfig};
 use index::{Prior, RecentRequests, session_hash_of};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Most requests held in the repeat index at once (live ones within the repeat window plus
 /// superseded ones not yet expired). Beyond it a request is not indexed, so a later repeat of
@@ -214,10 +215,10 @@ impl RetryInference {
             cfg: *cfg,
             window_us: cfg.repeat_window_ms.saturating_mul(1000),
             recent: RecentRequests::new(limit),
-            sessions: HashMap::new(),
+            sessions: HashMap::default(),
             sweep_at: SESSION_SWEEP_MIN,
             known_ids: Vec::new(),
-            attempts: HashMap::new(),
+            attempts: HashMap::default(),
             attempt_order: VecDeque::new(),
             now_us: i64::MIN,
             anomalies: RetryAnomalies::default(),

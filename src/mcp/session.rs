@@ -8,7 +8,7 @@
 //! every `initialize`/`server/discover`, after `session_gap_ms` of silence, or
 //! when the declared clientInfo changes).
 
-use std::collections::HashMap;
+use crate::hashing::HashMap;
 
 /// Most client contexts tracked for derived keys; beyond it the least
 /// recently used context is forgotten (its next request starts a new session)

@@ -2,8 +2,8 @@
 //! incrementally from exchanges in any order, so memory grows with sessions, not rows.
 
 use super::row::{Cell, ColType, ColumnSpec, OUTCOMES, Table, outcome_index};
+use crate::hashing::HashMap;
 use crate::mcp::{Exchange, InferenceConfig};
-use std::collections::HashMap;
 
 /// One session.
 #[derive(Debug, Clone, Default, PartialEq)]

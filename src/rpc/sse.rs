@@ -114,14 +114,23 @@ impl SseParser {
             }
         }
         while !rest.is_empty() {
-            match rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+            match memchr::memchr2(b'\n', b'\r', rest) {
                 None => {
                     self.push_line_bytes(rest);
                     rest = &[];
                 }
                 Some(pos) => {
                     let (head, tail) = rest.split_at(pos);
-                    self.push_line_bytes(head);
+                    let whole_line_fits = self.line.is_empty()
+                        && !self.skipping
+                        && self.data.len().saturating_add(head.len()) <= self.max_event_bytes;
+                    if whole_line_fits {
+                        // The usual case: the line lies within this piece and is read in place.
+                        self.line_done(head, ts_us, out);
+                    } else {
+                        self.push_line_bytes(head);
+                        self.end_line(ts_us, out);
+                    }
                     let is_cr = tail.first() == Some(&b'\r');
                     let mut after = tail.get(1..).unwrap_or_default();
                     if is_cr {
@@ -131,7 +140,6 @@ impl SseParser {
                             Some(_) => {}
                         }
                     }
-                    self.end_line(ts_us, out);
                     rest = after;
                 }
             }
@@ -221,8 +229,8 @@ impl SseParser {
             return;
         }
         self.open_fields = true;
-        // Valid UTF-8 (the usual case) is checked by the fast validator, borrowed as is.
-        let text = match std::str::from_utf8(line) {
+        // Valid UTF-8 (the usual case) is checked by the SIMD validator, borrowed as is.
+        let text = match simdutf8::basic::from_utf8(line) {
             Ok(s) => std::borrow::Cow::Borrowed(s),
             Err(_) => String::from_utf8_lossy(line),
         };

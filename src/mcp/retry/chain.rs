@@ -6,8 +6,9 @@
 //! may both repeat the same exchange), so members are listed by `exchange_id`.
 
 use super::is_success_outcome;
+use crate::hashing::HashMap;
 use crate::mcp::Exchange;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// One logical call that was attempted more than once.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,14 +7,13 @@
 //! Entries older than the repeat window are expired in arrival order, so memory follows the
 //! number of distinct requests inside one window, capped by a fixed limit.
 
+use crate::hashing::{HashMap, HashSet};
 use crate::mcp::Exchange;
-use crate::mcp::session::fnv1a;
 use crate::report::row::OUTCOMES;
 use std::borrow::Cow;
-use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{Hash, Hasher};
+use std::collections::VecDeque;
 use std::sync::Arc;
+use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
 /// The client host: `client_addr` without the port (`[ip]:port` for IPv6).
 pub(super) fn client_host(addr: &str) -> &str {
@@ -30,24 +29,24 @@ pub(super) fn client_host(addr: &str) -> &str {
     }
 }
 
-/// Two independent 64-bit hashes (SipHash with fixed keys, FNV-1a) of the same text.
+/// XXH3-128 of a text, as two halves.
 pub(super) type Fingerprint = (u64, u64);
 
-/// Fingerprint of `parts` (each length-prefixed, so ("ab","c") and ("a","bc") differ).
+/// Fingerprint of `parts` (each length-prefixed, so ("ab","c") and ("a","bc") differ). XXH3 is
+/// unseeded here: the same input hashes the same in every run.
 pub(super) fn fingerprint(parts: &[&[u8]]) -> Fingerprint {
-    // DefaultHasher::new() uses fixed keys: the same input hashes the same in every run.
-    let mut h = DefaultHasher::new();
+    let mut h = Xxh3::new();
     for part in parts {
-        part.hash(&mut h);
+        h.update(&(part.len() as u64).to_le_bytes());
+        h.update(part);
     }
-    (h.finish(), fnv1a(parts))
+    let full = h.digest128();
+    ((full >> 64) as u64, full as u64)
 }
 
 /// Hash of a session key (session facts and "same session" compare it).
 pub(super) fn session_hash_of(key: &str) -> u64 {
-    let mut h = DefaultHasher::new();
-    key.hash(&mut h);
-    h.finish()
+    xxh3_64(key.as_bytes())
 }
 
 /// What the rules read of a request, in about 200 bytes: texts that are only compared for
@@ -128,10 +127,12 @@ const MAX_INTERNED_USER_AGENTS: usize = 4096;
 
 /// Hash of (equivalence key, session): the bucket of one call within one session.
 fn session_bucket(p: &Prior) -> u64 {
-    let mut h = DefaultHasher::new();
-    p.call.hash(&mut h);
-    p.session.hash(&mut h);
-    h.finish()
+    let mut bytes = [0u8; 24];
+    let (a, b) = p.call;
+    for (slot, word) in bytes.chunks_exact_mut(8).zip([a, b, p.session]) {
+        slot.copy_from_slice(&word.to_le_bytes());
+    }
+    xxh3_64(&bytes)
 }
 
 /// The positions whose keys hashed alike: almost always one, so it is held inline.
@@ -245,11 +246,11 @@ fn prior_at(entries: &VecDeque<Entry>, first: usize, pos: usize) -> Option<&Prio
 impl RecentRequests {
     pub(super) fn new(limit: usize) -> Self {
         RecentRequests {
-            any_session: HashMap::new(),
-            own_session: HashMap::new(),
+            any_session: HashMap::default(),
+            own_session: HashMap::default(),
             entries: VecDeque::new(),
             first: 0,
-            user_agents: HashSet::new(),
+            user_agents: HashSet::default(),
             live: 0,
             limit,
         }
@@ -458,7 +459,7 @@ mod tests {
     /// Keys that hash alike share a bucket: positions are replaced only where `same` says so.
     #[test]
     fn bucket_holds_colliding_keys_apart() {
-        let mut map = HashMap::new();
+        let mut map = HashMap::default();
         assert_eq!(replace_or_push(&mut map, 7, 1, |_| false), None);
         assert_eq!(replace_or_push(&mut map, 7, 2, |p| p == 9), None);
         assert_eq!(map[&7].positions(), &[1, 2]);

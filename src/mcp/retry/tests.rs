@@ -945,7 +945,7 @@ mod prop {
     /// The whole-slice algorithm this module had before it became incremental: session facts
     /// from every row (later ones included), resumed rows found by scanning the slice.
     fn whole_slice(rows: &mut [Exchange], cfg: &InferenceConfig) -> RetryAnomalies {
-        let mut sessions: HashMap<u64, SessionFacts> = HashMap::new();
+        let mut sessions: HashMap<u64, SessionFacts> = HashMap::default();
         for row in rows.iter() {
             let is_404 = row.http_status == Some(404) && row.session_id.is_some();
             let is_start = row.kind == "request"
