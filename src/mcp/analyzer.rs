@@ -583,7 +583,7 @@ impl Analyzer {
         let Some(row) = self.rows.get(i) else {
             return;
         };
-        let mut ex = self.build_exchange(row, id, true).0;
+        let mut ex = self.build_exchange(row, row.ex.clone(), id, true).0;
         self.retry.push(&mut ex);
         if let Some(r) = self.rows.get_mut(i) {
             r.ex.exchange_id = id;
@@ -614,7 +614,8 @@ impl Analyzer {
             .reserved
             .as_ref()
             .map_or(row.ex.exchange_id, |r| r.exchange_id);
-        let (mut ex, anomalies) = self.build_exchange(&row, id, false);
+        let taken = std::mem::take(&mut row.ex);
+        let (mut ex, anomalies) = self.build_exchange(&row, taken, id, false);
         for a in anomalies {
             stats.anomaly(a);
         }
@@ -648,14 +649,15 @@ impl Analyzer {
 
     /// The row's columns, classified (report-schema.md section 3). `provisional`: the row is
     /// still open and is judged as if the capture ended now. Returns the classification's
-    /// anomalies, to be counted once the row is final.
+    /// anomalies, to be counted once the row is final. `ex` is the row's own (taken when the
+    /// row is released, a copy while it is open).
     fn build_exchange(
         &self,
         row: &Row,
+        mut ex: Exchange,
         id: u64,
         provisional: bool,
     ) -> (Exchange, Vec<&'static str>) {
-        let mut ex = row.ex.clone();
         ex.exchange_id = id;
         ex.inference.resumes = row.resumes_row.and_then(|r| self.id_of(r));
         let info = self.infos.get(&ex.session_key).map(|(i, _)| i);
@@ -671,7 +673,7 @@ impl Analyzer {
         let mut facts = facts_of(row, &ex, close_cancels);
         if provisional {
             let end = BodyEnd::CaptureEnd;
-            if !row.http_done && row.ex.http_status.is_none() {
+            if !row.http_done && ex.http_status.is_none() {
                 facts.no_response = Some(end);
             } else if row.kind == Kind::Stream {
                 facts.stream_row_end = facts.stream_row_end.or(Some(end));
@@ -727,8 +729,13 @@ impl Analyzer {
         if r.tentative {
             return;
         }
-        let (scope, facts) = (r.scope.clone(), r.facts.clone());
-        self.absorb(&scope, &facts, self.last_ts);
+        absorb_into(
+            &mut self.infos,
+            &mut self.evicted_infos,
+            &r.scope,
+            &r.facts,
+            self.last_ts,
+        );
     }
 
     /// An answered `initialize` tells its session's negotiated revision.
@@ -746,33 +753,6 @@ impl Analyzer {
                 .map(str::to_string);
             self.absorb_row(i);
         }
-    }
-
-    /// Adds a row's facts to its session's (the first of each wins; report-schema.md section 4).
-    fn absorb(&mut self, scope: &str, facts: &SessionFacts, ts: i64) {
-        if !self.infos.contains_key(scope) {
-            if self.infos.len() >= MAX_SESSION_INFOS {
-                self.evict_infos();
-            }
-            self.infos
-                .insert(scope.to_string(), (SessionInfo::default(), ts));
-        }
-        if let Some((info, last)) = self.infos.get_mut(scope) {
-            info.absorb(facts);
-            *last = (*last).max(ts);
-        }
-    }
-
-    /// Forgets the least recently active half of the session facts.
-    fn evict_infos(&mut self) {
-        let mut lasts: Vec<i64> = self.infos.values().map(|(_, t)| *t).collect();
-        let mid = lasts.len() / 2;
-        if lasts.is_empty() {
-            return;
-        }
-        let (_, &mut cut, _) = lasts.select_nth_unstable(mid);
-        self.infos.retain(|_, (_, t)| *t > cut);
-        self.evicted_infos = self.evicted_infos.saturating_add(1);
     }
 
     // ---- requests -------------------------------------------------------
@@ -1956,6 +1936,39 @@ fn fill_params_facts(r: &mut Row, method: Option<&str>, p: &Value) {
         let s = |k: &str| ci.get(k).and_then(Value::as_str).map(str::to_string);
         r.facts.client_info = Some((s("name"), s("version")));
     }
+}
+
+/// Adds a row's facts to its session `scope`'s (the first of each wins; report-schema.md
+/// section 4), making room first when the table is full.
+fn absorb_into(
+    infos: &mut HashMap<String, (SessionInfo, i64)>,
+    evicted: &mut u64,
+    scope: &str,
+    facts: &SessionFacts,
+    ts: i64,
+) {
+    if !infos.contains_key(scope) {
+        if infos.len() >= MAX_SESSION_INFOS {
+            evict_infos(infos, evicted);
+        }
+        infos.insert(scope.to_string(), (SessionInfo::default(), ts));
+    }
+    if let Some((info, last)) = infos.get_mut(scope) {
+        info.absorb(facts);
+        *last = (*last).max(ts);
+    }
+}
+
+/// Forgets the least recently active half of the session facts.
+fn evict_infos(infos: &mut HashMap<String, (SessionInfo, i64)>, evicted: &mut u64) {
+    let mut lasts: Vec<i64> = infos.values().map(|(_, t)| *t).collect();
+    let mid = lasts.len() / 2;
+    if lasts.is_empty() {
+        return;
+    }
+    let (_, &mut cut, _) = lasts.select_nth_unstable(mid);
+    infos.retain(|_, (_, t)| *t > cut);
+    *evicted = evicted.saturating_add(1);
 }
 
 fn facts_of(row: &Row, ex: &Exchange, close_cancels: bool) -> RowFacts {

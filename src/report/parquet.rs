@@ -45,12 +45,13 @@ enum ColumnBuffer {
     I64(Vec<Option<i64>>),
     F64(Vec<Option<f64>>),
     Bool(Vec<Option<bool>>),
-    Str(Vec<Option<String>>),
+    /// Built in place: a cell costs a copy into the column's buffer, not an allocation.
+    Str(StringChunkedBuilder),
     Timestamp(Vec<Option<i64>>),
 }
 
 impl ColumnBuffer {
-    fn new(ty: ColType) -> Self {
+    fn new(ty: ColType, name: &str) -> Self {
         match ty {
             ColType::U64 => ColumnBuffer::U64(Vec::new()),
             ColType::U32 => ColumnBuffer::U32(Vec::new()),
@@ -58,7 +59,10 @@ impl ColumnBuffer {
             ColType::I64 => ColumnBuffer::I64(Vec::new()),
             ColType::F64 => ColumnBuffer::F64(Vec::new()),
             ColType::Bool => ColumnBuffer::Bool(Vec::new()),
-            ColType::Str => ColumnBuffer::Str(Vec::new()),
+            ColType::Str => ColumnBuffer::Str(StringChunkedBuilder::new(
+                PlSmallStr::from_str(name),
+                PARQUET_ROW_GROUP_ROWS,
+            )),
             ColType::Timestamp => ColumnBuffer::Timestamp(Vec::new()),
         }
     }
@@ -78,8 +82,8 @@ impl ColumnBuffer {
             (ColumnBuffer::F64(v), Cell::Null) => v.push(None),
             (ColumnBuffer::Bool(v), Cell::Bool(x)) => v.push(Some(x)),
             (ColumnBuffer::Bool(v), Cell::Null) => v.push(None),
-            (ColumnBuffer::Str(v), Cell::Str(x)) => v.push(Some(x.to_string())),
-            (ColumnBuffer::Str(v), Cell::Null) => v.push(None),
+            (ColumnBuffer::Str(v), Cell::Str(x)) => v.append_value(x),
+            (ColumnBuffer::Str(v), Cell::Null) => v.append_null(),
             (ColumnBuffer::Timestamp(v), Cell::Timestamp(x)) => v.push(Some(x)),
             (ColumnBuffer::Timestamp(v), Cell::Null) => v.push(None),
             _ => return false,
@@ -97,7 +101,10 @@ impl ColumnBuffer {
             ColumnBuffer::I64(v) => Series::new(name, std::mem::take(v)),
             ColumnBuffer::F64(v) => Series::new(name, std::mem::take(v)),
             ColumnBuffer::Bool(v) => Series::new(name, std::mem::take(v)),
-            ColumnBuffer::Str(v) => Series::new(name, std::mem::take(v)),
+            ColumnBuffer::Str(v) => {
+                let fresh = StringChunkedBuilder::new(name, PARQUET_ROW_GROUP_ROWS);
+                std::mem::replace(v, fresh).finish().into_series()
+            }
             ColumnBuffer::Timestamp(v) => {
                 Int64Chunked::from_iter_options(name, std::mem::take(v).into_iter())
                     .into_datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
@@ -150,7 +157,10 @@ impl ParquetSink {
             file,
             writer,
             columns: T::COLUMNS,
-            buffers: T::COLUMNS.iter().map(|c| ColumnBuffer::new(c.ty)).collect(),
+            buffers: T::COLUMNS
+                .iter()
+                .map(|c| ColumnBuffer::new(c.ty, c.name))
+                .collect(),
             buffered_rows: 0,
         })
     }
