@@ -498,17 +498,20 @@ impl Conn {
             self.req.state = ReadState::Head;
             return 0;
         };
-        let mut decoded = Vec::new();
-        let (consumed, done, failed) = read_framed(&mut msg.reader, bytes, &mut decoded);
+        let before = msg.body.len();
+        let (consumed, done, failed) = read_plain(
+            &mut msg.reader,
+            &mut msg.decoder,
+            bytes,
+            &mut msg.body,
+            &mut msg.anomalies,
+        );
         msg.wire_len = msg.wire_len.saturating_add(consumed as u64);
-        let mut plain = Vec::new();
-        msg.decoder.feed(&decoded, &mut plain, &mut msg.anomalies);
-        let room = self.limits.body_bytes.saturating_sub(msg.body.len());
-        if plain.len() > room {
+        let room = self.limits.body_bytes.saturating_sub(before);
+        if msg.body.len().saturating_sub(before) > room {
             push_anomaly(&mut msg.anomalies, "http.request_body_limit");
+            msg.body.truncate(before.saturating_add(room));
         }
-        msg.body
-            .extend_from_slice(plain.get(..plain.len().min(room)).unwrap_or_default());
         if failed {
             push_anomaly(&mut msg.anomalies, "http.bad_chunked");
             msg.complete = false;
@@ -532,11 +535,15 @@ impl Conn {
             self.resp.state = ReadState::Head;
             return 0;
         };
-        let mut decoded = Vec::new();
-        let (consumed, done, failed) = read_framed(&mut msg.reader, bytes, &mut decoded);
-        msg.wire_len = msg.wire_len.saturating_add(consumed as u64);
         let mut plain = Vec::new();
-        msg.decoder.feed(&decoded, &mut plain, &mut msg.anomalies);
+        let (consumed, done, failed) = read_plain(
+            &mut msg.reader,
+            &mut msg.decoder,
+            bytes,
+            &mut plain,
+            &mut msg.anomalies,
+        );
+        msg.wire_len = msg.wire_len.saturating_add(consumed as u64);
         let xref = msg.xref.clone();
         if !plain.is_empty() {
             self.emit(
@@ -687,22 +694,31 @@ impl Conn {
     }
 }
 
-/// Reads framed body bytes: appends the body content (de-chunked, still
-/// content-coded) to `out`. Returns (consumed, body done, framing error).
-fn read_framed(reader: &mut BodyReader, bytes: &[u8], out: &mut Vec<u8>) -> (usize, bool, bool) {
+/// Reads framed body bytes and appends their content-decoded form to `plain`. Returns
+/// (consumed, body done, framing error). Length- and close-framed bytes are a slice of the
+/// input and go to the decoder as they are; only chunked bodies need a de-chunked copy.
+fn read_plain(
+    reader: &mut BodyReader,
+    decoder: &mut ContentDecoder,
+    bytes: &[u8],
+    plain: &mut Vec<u8>,
+    anomalies: &mut Vec<String>,
+) -> (usize, bool, bool) {
     match reader {
         BodyReader::Length(rem) => {
             let take = usize::try_from(*rem).unwrap_or(usize::MAX).min(bytes.len());
-            out.extend_from_slice(bytes.get(..take).unwrap_or_default());
+            decoder.feed(bytes.get(..take).unwrap_or_default(), plain, anomalies);
             *rem = rem.saturating_sub(take as u64);
             (take, *rem == 0, false)
         }
         BodyReader::Chunked(c) => {
-            let (n, r) = c.feed(bytes, out);
+            let mut decoded = Vec::new();
+            let (n, r) = c.feed(bytes, &mut decoded);
+            decoder.feed(&decoded, plain, anomalies);
             (n, c.is_done(), r.is_err())
         }
         BodyReader::Close => {
-            out.extend_from_slice(bytes);
+            decoder.feed(bytes, plain, anomalies);
             (bytes.len(), false, false)
         }
     }
