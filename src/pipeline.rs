@@ -21,7 +21,7 @@ use crate::decode::{Decoded, Decoder};
 use crate::flow::{FlowLimits, FlowTable, StreamEvent};
 use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
 use crate::limits::Limits;
-use crate::mcp::{self, Analyzer, Exchange, InferenceConfig, PreparedPost};
+use crate::mcp::{Analyzer, Exchange, InferenceConfig, Prepared, Preparer};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
@@ -124,8 +124,8 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
     let mut analyzer = Analyzer::with_limits(cfg.inference, cfg.limits);
     let mut ready: Vec<Exchange> = Vec::new();
     let mut events = 0u32;
-    let mut totals = run_http(paths, cfg, true, &mut |ev, stats, streaming| {
-        analyzer.push_prepared(ev.http, ev.post, stats);
+    let mut totals = run_http(paths, cfg, Some(cfg.limits), &mut |ev, stats, streaming| {
+        analyzer.push_prepared(ev.http, ev.prepared, stats);
         events = events.wrapping_add(1);
         if streaming && events.is_multiple_of(DRAIN_EVERY_EVENTS) {
             analyzer.drain_ready(analyzer.last_event_us(), stats, &mut ready);
@@ -149,7 +149,7 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
 /// `mcp-trace http`: every HTTP exchange, MCP or not.
 pub fn http_rows(paths: &[String]) -> Result<(Vec<HttpRow>, Stats), RunError<Infallible>> {
     let mut log = HttpLog::new();
-    let totals = run_http(paths, &Config::default(), false, &mut |ev, _, _| {
+    let totals = run_http(paths, &Config::default(), None, &mut |ev, _, _| {
         log.push(&ev.http);
         Ok::<(), RunError<Infallible>>(())
     })?;
@@ -168,18 +168,18 @@ fn display_name(path: &str) -> Arc<str> {
     Arc::from(name)
 }
 
-/// An HTTP event and, for `analyze`, the JSON work on it that needs no analyzer state, done
-/// on the thread that produced the event (see [`crate::mcp::prepare`]).
+/// An HTTP event and, for `analyze`, the body work on it that needs no analyzer state, done
+/// on the thread that produced the event (see [`crate::mcp::Preparer`]).
 #[derive(Debug)]
 pub struct Event {
     pub http: HttpEvent,
-    pub post: Option<Box<PreparedPost>>,
+    pub prepared: Option<Prepared>,
 }
 
 impl Event {
-    fn new(http: HttpEvent, prepare: bool) -> Event {
-        let post = if prepare { mcp::prepare(&http) } else { None };
-        Event { http, post }
+    fn new(http: HttpEvent, preparer: Option<&mut Preparer>) -> Event {
+        let prepared = preparer.and_then(|p| p.prepare(&http));
+        Event { http, prepared }
     }
 }
 
@@ -192,7 +192,7 @@ type HttpSink<'a, E> = dyn FnMut(Event, &mut Stats, bool) -> Result<(), RunError
 fn run_http<E: std::error::Error + 'static>(
     paths: &[String],
     cfg: &Config,
-    prepare: bool,
+    prepare: Option<Limits>,
     sink: &mut HttpSink<'_, E>,
 ) -> Result<Totals, RunError<E>> {
     let mut stats = Stats::default();
@@ -236,6 +236,7 @@ fn run_http<E: std::error::Error + 'static>(
     } else {
         let mut http = HttpStage::with_limits(names.clone(), cfg.limits);
         let mut http_events: Vec<HttpEvent> = Vec::new();
+        let mut preparer = prepare.map(Preparer::new);
         let read = read_streams::<RunError<E>>(
             merger,
             cfg.flow,
@@ -246,14 +247,14 @@ fn run_http<E: std::error::Error + 'static>(
                     http.push(ev, stats, &mut http_events);
                 }
                 for ev in http_events.drain(..) {
-                    sink(Event::new(ev, prepare), stats, in_order)?;
+                    sink(Event::new(ev, preparer.as_mut()), stats, in_order)?;
                 }
                 Ok(())
             },
         )?;
         http.finish(&mut stats, &mut http_events);
         for ev in http_events.drain(..) {
-            sink(Event::new(ev, prepare), &mut stats, in_order)?;
+            sink(Event::new(ev, preparer.as_mut()), &mut stats, in_order)?;
         }
         read
     };
@@ -269,8 +270,9 @@ fn run_http<E: std::error::Error + 'static>(
         bytes_read += data.len() as u64;
         let events = har::read_har(&name, &data, conn_base, &mut stats)?;
         conn_base += events.len() as u64 + 1;
+        let mut preparer = prepare.map(Preparer::new);
         for ev in events {
-            sink(Event::new(ev, prepare), &mut stats, false)?;
+            sink(Event::new(ev, preparer.as_mut()), &mut stats, false)?;
         }
         inputs.push(info);
     }

@@ -42,7 +42,9 @@
 //! [`Analyzer::finish`] releases everything at the end, as one batch.
 
 use super::classify::{self, Final, Kind, RowFacts};
-use super::prepare::{PreparedPost, prepare_post};
+use super::prepare::{
+    BodyPiece, Prepared, PreparedEnd, PreparedPost, PreparedSse, Preparer, prepare_post,
+};
 use super::retry::RetryInference;
 use super::session::{
     ContextKey, DerivedSessions, SessionFacts, SessionInfo, fnv1a, host_of, legacy_session_param,
@@ -54,7 +56,7 @@ use crate::hashing::{HashMap, HashSet};
 use crate::http::{BodyEnd, ExchangeRef, HttpEvent, HttpRequest, ResponseHead};
 use crate::limits::Limits;
 use crate::rpc::digest::ElementDigest;
-use crate::rpc::{self, RpcId, RpcMessage, SseEvent, SseParser};
+use crate::rpc::{self, RpcError, RpcId, RpcMessage};
 use serde_json::Value;
 use std::collections::{BTreeSet, VecDeque};
 
@@ -260,8 +262,8 @@ struct Ctx {
     had_sid: bool,
     status: Option<u16>,
     media: Option<String>,
-    sse: Option<SseParser>,
-    body: Vec<u8>,
+    /// A 2xx event stream (its events come split and parsed by the [`Preparer`]).
+    sse: bool,
     body_overflow: bool,
 }
 
@@ -279,6 +281,8 @@ struct LegacySession {
 pub struct Analyzer {
     cfg: InferenceConfig,
     limits: Limits,
+    /// Prepares the events handed to [`Analyzer::push`] (the pipeline prepares its own).
+    preparer: Preparer,
     rows: RowStore,
     /// Rows without an id, by (`ts_request`, arrival): the release order.
     pending: BTreeSet<(i64, usize)>,
@@ -315,6 +319,7 @@ impl Analyzer {
         Analyzer {
             cfg,
             limits,
+            preparer: Preparer::new(limits),
             rows: RowStore::default(),
             pending: BTreeSet::new(),
             aside: BTreeSet::new(),
@@ -337,20 +342,21 @@ impl Analyzer {
 
     /// Process one HTTP event (events of one exchange in order: request, head, body pieces, end).
     pub fn push(&mut self, ev: HttpEvent, stats: &mut Stats) {
-        self.push_prepared(ev, None, stats);
+        let prepared = self.preparer.prepare(&ev);
+        self.push_prepared(ev, prepared, stats);
     }
 
-    /// [`Analyzer::push`] with the body work of [`super::prepare`] already done (elsewhere,
-    /// perhaps on another thread); `None` prepares here when needed.
-    pub fn push_prepared(
-        &mut self,
-        ev: HttpEvent,
-        post: Option<Box<PreparedPost>>,
-        stats: &mut Stats,
-    ) {
+    /// [`Analyzer::push`] with the body work already done by a [`Preparer`] that saw every
+    /// event, in order (elsewhere, perhaps on another thread). A POST without it is prepared
+    /// here.
+    pub fn push_prepared(&mut self, ev: HttpEvent, prepared: Option<Prepared>, stats: &mut Stats) {
         match ev {
             HttpEvent::Request(req) => {
                 self.last_ts = self.last_ts.max(req.ts_last_us);
+                let post = match prepared {
+                    Some(Prepared::Post(p)) => Some(p),
+                    _ => None,
+                };
                 self.on_request(req, post, stats);
             }
             HttpEvent::ResponseHead {
@@ -359,9 +365,11 @@ impl Analyzer {
                 self.last_ts = self.last_ts.max(ts_us);
                 self.on_head(ctx_key(&xref), &head);
             }
-            HttpEvent::ResponseBody { xref, ts_us, data } => {
+            HttpEvent::ResponseBody { xref, ts_us, .. } => {
                 self.last_ts = self.last_ts.max(ts_us);
-                self.on_body(ctx_key(&xref), ts_us, &data, stats);
+                if let Some(Prepared::Body(piece)) = prepared {
+                    self.on_body(ctx_key(&xref), piece, stats);
+                }
             }
             HttpEvent::ResponseEnd {
                 xref,
@@ -377,7 +385,11 @@ impl Analyzer {
                 if client_closed {
                     self.mark_client_closed(key);
                 }
-                self.on_end(key, ts_us, end, wire_len, anomalies, stats);
+                let body = match prepared {
+                    Some(Prepared::End(b)) => Some(*b),
+                    _ => None,
+                };
+                self.on_end(key, ts_us, end, wire_len, anomalies, body, stats);
             }
             HttpEvent::NoResponse {
                 xref,
@@ -437,7 +449,8 @@ impl Analyzer {
         for key in left {
             let has_head = self.ctxs.get(&key).is_some_and(|c| c.status.is_some());
             if has_head {
-                self.on_end(key, self.last_ts, BodyEnd::CaptureEnd, 0, Vec::new(), stats);
+                let (ts, end) = (self.last_ts, BodyEnd::CaptureEnd);
+                self.on_end(key, ts, end, 0, Vec::new(), None, stats);
             } else {
                 self.on_no_response(key, BodyEnd::CaptureEnd);
             }
@@ -783,8 +796,7 @@ impl Analyzer {
             had_sid: sid.is_some(),
             status: None,
             media: None,
-            sse: None,
-            body: Vec::new(),
+            sse: false,
             body_overflow: false,
         };
 
@@ -1331,7 +1343,7 @@ impl Analyzer {
             .filter(|s| !s.is_empty() && !ctx.had_sid && !is_legacy)
             .map(str::to_string);
         if (200..300).contains(&head.status) && media.as_deref() == Some("text/event-stream") {
-            ctx.sse = Some(SseParser::with_max_event_bytes(self.limits.sse_event_bytes));
+            ctx.sse = true;
         }
         let rows = ctx.rows.clone();
         if let Some(sid) = &new_sid {
@@ -1377,27 +1389,26 @@ impl Analyzer {
         }
     }
 
-    fn on_body(&mut self, key: CtxKey, ts: i64, data: &[u8], stats: &mut Stats) {
+    fn on_body(&mut self, key: CtxKey, piece: BodyPiece, stats: &mut Stats) {
         let Some(ctx) = self.ctxs.get_mut(&key) else {
             return;
         };
-        let mut events = Vec::new();
-        if let Some(p) = ctx.sse.as_mut() {
-            p.feed(data, ts, &mut events);
-        } else if ctx.body.len().saturating_add(data.len()) > self.limits.body_bytes {
-            if !ctx.body_overflow {
+        match piece {
+            BodyPiece::Sse(events) if ctx.sse => {
+                for ev in events {
+                    self.on_sse_event(key, ev, stats);
+                }
+            }
+            BodyPiece::Json { dropped: true } if !ctx.sse && !ctx.body_overflow => {
                 ctx.body_overflow = true;
                 stats.anomaly("mcp.body_too_large");
             }
-        } else {
-            ctx.body.extend_from_slice(data);
-        }
-        for ev in events {
-            self.on_sse_event(key, ev, stats);
+            _ => {}
         }
     }
 
-    fn on_sse_event(&mut self, key: CtxKey, ev: SseEvent, stats: &mut Stats) {
+    fn on_sse_event(&mut self, key: CtxKey, prepared: PreparedSse, stats: &mut Stats) {
+        let PreparedSse { event: ev, parsed } = prepared;
         let Some(ctx) = self.ctxs.get_mut(&key) else {
             return;
         };
@@ -1487,10 +1498,11 @@ impl Analyzer {
                 self.remember_event_id(&scope, id, origin);
             }
         }
-        if ev.data.trim().is_empty() {
-            return; // priming event or keep-alive (2025-11-25 transports)
-        }
-        match rpc::parse_response_body(ev.data.as_bytes()) {
+        // Blank data: a priming event or keep-alive (2025-11-25 transports).
+        let Some(parsed) = parsed else {
+            return;
+        };
+        match parsed {
             Err(e) => {
                 stats.anomaly("rpc.sse_data_not_json");
                 let targets: Vec<usize> = self.open_requests(&local);
@@ -1681,6 +1693,7 @@ impl Analyzer {
         end: BodyEnd,
         wire_len: u64,
         anomalies: Vec<String>,
+        body: Option<PreparedEnd>,
         stats: &mut Stats,
     ) {
         let Some(mut ctx) = self.ctxs.remove(&key) else {
@@ -1694,10 +1707,13 @@ impl Analyzer {
                 r.http_done = true;
             }
         }
-        if let Some(mut parser) = ctx.sse.take() {
-            let mut events = Vec::new();
-            parser.finish(&mut events);
-            let parser_anomalies = parser.take_anomalies();
+        if ctx.sse {
+            // Without the preparer's end (the input ended inside the stream) there is no
+            // parser state to finish.
+            let (events, parser_anomalies) = match body {
+                Some(PreparedEnd::Sse { events, anomalies }) => (events, anomalies),
+                _ => (Vec::new(), Vec::new()),
+            };
             self.ctxs.insert(key, ctx);
             for ev in events {
                 self.on_sse_event(key, ev, stats);
@@ -1743,17 +1759,26 @@ impl Analyzer {
             }
             return;
         }
-        self.json_response(&mut ctx, ts, stats);
+        let (parsed, blank) = match body {
+            Some(PreparedEnd::Json { parsed, blank }) => (parsed, blank),
+            _ => (Err(RpcError::Empty), true),
+        };
+        self.json_response(&mut ctx, ts, parsed, blank, stats);
         self.close_ctx(ctx, end);
     }
 
     /// A non-SSE response body: the JSON-RPC answer, or the error detail of an HTTP error.
-    fn json_response(&mut self, ctx: &mut Ctx, ts: i64, stats: &mut Stats) {
+    fn json_response(
+        &mut self,
+        ctx: &mut Ctx,
+        ts: i64,
+        parsed: Result<Vec<RpcMessage>, RpcError>,
+        blank: bool,
+        stats: &mut Stats,
+    ) {
         let Some(status) = ctx.status else {
             return;
         };
-        let body = std::mem::take(&mut ctx.body);
-        let parsed = rpc::parse_response_body(&body);
         let ok = (200..300).contains(&status);
         let all_accepted_kinds = ctx.rows.iter().all(|&i| {
             self.rows.get(i).is_some_and(|r| {
@@ -1792,7 +1817,7 @@ impl Analyzer {
         if all_accepted_kinds {
             // 202 (or any 2xx) for notifications/responses: a body there is an anomaly,
             // except the legacy transport's text `Accepted`.
-            if !legacy && !body.iter().all(u8::is_ascii_whitespace) {
+            if !legacy && !blank {
                 for i in ctx.rows.clone() {
                     self.note(i, "mcp.body_on_accepted", stats);
                 }

@@ -1,11 +1,20 @@
-//! The JSON work on a POST body that needs no analyzer state: parsing, the retry
-//! fingerprints, and cutting `params` down to the members the analyzer reads. It is a pure
-//! function of the request, so the pipeline runs it on the thread that produced the HTTP
-//! event ([`prepare`]) and the analyzer's thread, the one that cannot be split, does less.
-//! [`super::Analyzer::push`] prepares inline when handed nothing.
+//! The body work that needs no analyzer state, done by a [`Preparer`] on the thread that
+//! produced the HTTP events, so the analyzer's thread (the one that cannot be split) does
+//! less:
+//! - a POST body: parsing, the retry fingerprints, and cutting `params` down to the members
+//!   the analyzer reads;
+//! - a response body: SSE events split and each `data` parsed, or a JSON body gathered (up
+//!   to the body limit) and parsed at its end.
+//!
+//! It depends only on the events of one exchange, in order, and every exchange's events stay
+//! on one thread, so each producer keeps its own [`Preparer`].
+//! [`super::Analyzer::push`] prepares with the analyzer's own.
 
-use crate::http::HttpEvent;
+use crate::hashing::HashMap;
+use crate::http::{ExchangeRef, HttpEvent, ResponseHead};
+use crate::limits::Limits;
 use crate::rpc::digest::{ElementDigest, ParamsKeys, digest_body};
+use crate::rpc::{self, RpcError, RpcMessage, SseEvent, SseParser};
 use serde_json::Value;
 
 /// Top-level `params` members retry equivalence ignores (report-schema.md section 4).
@@ -34,15 +43,153 @@ pub struct PreparedPost {
     pub(super) fingerprints: Vec<ElementDigest>,
 }
 
-/// The preparation of `ev` when it is a POST request (the only event whose body the analyzer
-/// parses up front).
-pub fn prepare(ev: &HttpEvent) -> Option<Box<PreparedPost>> {
-    match ev {
-        HttpEvent::Request(req) if req.head.method.eq_ignore_ascii_case("POST") => {
-            Some(Box::new(prepare_post(&req.body)))
+/// What a [`Preparer`] made of one event.
+#[derive(Debug)]
+pub enum Prepared {
+    /// A POST request's body.
+    Post(Box<PreparedPost>),
+    /// A response body piece: the SSE events it completed, or (JSON and other bodies)
+    /// whether it was dropped for the body limit.
+    Body(BodyPiece),
+    /// A response's end: the last SSE state, or the whole body parsed.
+    End(Box<PreparedEnd>),
+}
+
+/// See [`Prepared::Body`].
+#[derive(Debug)]
+pub enum BodyPiece {
+    Sse(Vec<PreparedSse>),
+    /// The piece did not fit under the body limit and was not kept.
+    Json {
+        dropped: bool,
+    },
+}
+
+/// See [`Prepared::End`].
+#[derive(Debug)]
+pub enum PreparedEnd {
+    /// Events the end of the stream completed (none, by the spec) and the parser's anomalies.
+    Sse {
+        events: Vec<PreparedSse>,
+        anomalies: Vec<&'static str>,
+    },
+    /// The gathered body: its parse and whether it was only whitespace.
+    Json {
+        parsed: Result<Vec<RpcMessage>, RpcError>,
+        blank: bool,
+    },
+}
+
+/// An SSE event with its `data` parsed (`None` when the data is blank: a priming event or
+/// keep-alive).
+#[derive(Debug)]
+pub struct PreparedSse {
+    pub event: SseEvent,
+    pub parsed: Option<Result<Vec<RpcMessage>, RpcError>>,
+}
+
+/// The body of a response being read.
+#[derive(Debug)]
+enum ResponseBody {
+    Sse(SseParser),
+    Json(Vec<u8>),
+}
+
+/// One producer's preparation state: the response bodies in progress, by exchange.
+#[derive(Debug)]
+pub struct Preparer {
+    limits: Limits,
+    responses: HashMap<(u64, u32), ResponseBody>,
+}
+
+fn key_of(xref: &ExchangeRef) -> (u64, u32) {
+    (xref.conn.conn, xref.depth)
+}
+
+impl Preparer {
+    /// No response in progress; bodies are bounded by `limits` as the analyzer's were.
+    pub fn new(limits: Limits) -> Self {
+        Preparer {
+            limits,
+            responses: HashMap::default(),
         }
-        _ => None,
     }
+
+    /// The preparation `ev` needs, if any. Events must come in their exchange's order.
+    pub fn prepare(&mut self, ev: &HttpEvent) -> Option<Prepared> {
+        match ev {
+            HttpEvent::Request(req) if req.head.method.eq_ignore_ascii_case("POST") => {
+                Some(Prepared::Post(Box::new(prepare_post(&req.body))))
+            }
+            HttpEvent::Request(_) => None,
+            HttpEvent::ResponseHead { xref, head, .. } => {
+                self.responses.insert(key_of(xref), self.body_for(head));
+                None
+            }
+            HttpEvent::ResponseBody { xref, ts_us, data } => {
+                let body = self.responses.get_mut(&key_of(xref))?;
+                Some(Prepared::Body(match body {
+                    ResponseBody::Sse(parser) => {
+                        let mut events = Vec::new();
+                        parser.feed(data, *ts_us, &mut events);
+                        BodyPiece::Sse(events.into_iter().map(parse_event).collect())
+                    }
+                    ResponseBody::Json(buf) => {
+                        // The analyzer's rule: a piece that would pass the limit is dropped.
+                        let dropped = buf.len().saturating_add(data.len()) > self.limits.body_bytes;
+                        if !dropped {
+                            buf.extend_from_slice(data);
+                        }
+                        BodyPiece::Json { dropped }
+                    }
+                }))
+            }
+            HttpEvent::ResponseEnd { xref, .. } => {
+                let body = self.responses.remove(&key_of(xref))?;
+                Some(Prepared::End(Box::new(match body {
+                    ResponseBody::Sse(mut parser) => {
+                        let mut events = Vec::new();
+                        parser.finish(&mut events);
+                        PreparedEnd::Sse {
+                            events: events.into_iter().map(parse_event).collect(),
+                            anomalies: parser.take_anomalies(),
+                        }
+                    }
+                    ResponseBody::Json(buf) => PreparedEnd::Json {
+                        parsed: rpc::parse_response_body(&buf),
+                        blank: buf.iter().all(u8::is_ascii_whitespace),
+                    },
+                })))
+            }
+            HttpEvent::NoResponse { xref, .. } => {
+                self.responses.remove(&key_of(xref));
+                None
+            }
+        }
+    }
+
+    /// An event stream for a 2xx `text/event-stream` response (the analyzer's test), else a
+    /// body gathered whole.
+    fn body_for(&self, head: &ResponseHead) -> ResponseBody {
+        let sse = (200..300).contains(&head.status)
+            && head.headers.media_type().as_deref() == Some("text/event-stream");
+        if sse {
+            ResponseBody::Sse(SseParser::with_max_event_bytes(self.limits.sse_event_bytes))
+        } else {
+            ResponseBody::Json(Vec::new())
+        }
+    }
+
+    /// Responses whose end has not come yet.
+    pub fn open_responses(&self) -> usize {
+        self.responses.len()
+    }
+}
+
+fn parse_event(event: SseEvent) -> PreparedSse {
+    let parsed =
+        (!event.data.trim().is_empty()).then(|| rpc::parse_response_body(event.data.as_bytes()));
+    PreparedSse { event, parsed }
 }
 
 /// Parses `body` (a leading UTF-8 BOM is skipped) and fingerprints its elements in one pass;

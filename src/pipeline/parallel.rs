@@ -28,6 +28,8 @@ use crate::anomaly::Stats;
 use crate::capture::Merger;
 use crate::flow::{FlowLimits, StreamEvent, StreamEventKind};
 use crate::http::{HttpEvent, HttpStage};
+use crate::limits::Limits;
+use crate::mcp::Preparer;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::{self, ScopedJoinHandle};
 
@@ -72,7 +74,7 @@ pub(super) fn run<E: std::error::Error + 'static>(
     flow: FlowLimits,
     stages: Vec<HttpStage>,
     progress: Option<indicatif::ProgressBar>,
-    prepare: bool,
+    prepare: Option<Limits>,
     stats: &mut Stats,
     sink: &mut EventSink<'_, E>,
 ) -> Result<ReadTotals, RunError<E>> {
@@ -190,11 +192,12 @@ fn read_and_parse(
     flow: FlowLimits,
     progress: Option<&indicatif::ProgressBar>,
     mut stage: HttpStage,
-    prepare: bool,
+    prepare: Option<Limits>,
     tx: &SyncSender<FromWorker>,
 ) -> Result<(Stats, ReadTotals), Gone> {
     let mut stats = Stats::default();
     let mut out: Vec<HttpEvent> = Vec::new();
+    let mut preparer = prepare.map(Preparer::new);
     let mut batch: Vec<(u64, Event)> = Vec::new();
     let mut frames = 0u32;
     let mut bytes = 0usize;
@@ -205,7 +208,7 @@ fn read_and_parse(
             }
             stage.push(ev, stats, &mut out);
             // One batch per round: the order is already the final one.
-            batch.extend(out.drain(..).map(|h| (0, Event::new(h, prepare))));
+            batch.extend(out.drain(..).map(|h| (0, Event::new(h, preparer.as_mut()))));
         }
         frames += 1;
         if frames >= ROUND_FRAMES || bytes >= ROUND_BYTES {
@@ -220,7 +223,7 @@ fn read_and_parse(
         Ok(())
     })?;
     stage.finish(&mut stats, &mut out);
-    batch.extend(out.drain(..).map(|h| (0, Event::new(h, prepare))));
+    batch.extend(out.drain(..).map(|h| (0, Event::new(h, preparer.as_mut()))));
     tx.send(FromWorker::Finished(batch, Stats::default()))
         .map_err(|_| Gone)?;
     Ok((stats, totals))
@@ -278,19 +281,23 @@ fn shard(stream: u64, workers: usize) -> usize {
 /// One HTTP worker: a batch out for each batch in, tagged with the stream event's number.
 fn http_worker(
     mut stage: HttpStage,
-    prepare: bool,
+    prepare: Option<Limits>,
     rx: Receiver<ToWorker>,
     tx: SyncSender<FromWorker>,
 ) -> Result<(), Gone> {
     let mut stats = Stats::default();
     let mut out: Vec<HttpEvent> = Vec::new();
+    let mut preparer = prepare.map(Preparer::new);
     while let Ok(msg) = rx.recv() {
         match msg {
             ToWorker::Round(events) => {
                 let mut batch = Vec::with_capacity(events.len());
                 for (seq, ev) in events {
                     stage.push(ev, &mut stats, &mut out);
-                    batch.extend(out.drain(..).map(|h| (seq, Event::new(h, prepare))));
+                    batch.extend(
+                        out.drain(..)
+                            .map(|h| (seq, Event::new(h, preparer.as_mut()))),
+                    );
                 }
                 tx.send(FromWorker::Round(batch)).map_err(|_| Gone)?;
             }
@@ -299,7 +306,7 @@ fn http_worker(
                 // `finish` flushes in stream order; the stream id orders them across workers.
                 let batch = out
                     .drain(..)
-                    .map(|h| (conn_of(&h), Event::new(h, prepare)))
+                    .map(|h| (conn_of(&h), Event::new(h, preparer.as_mut())))
                     .collect();
                 return tx
                     .send(FromWorker::Finished(batch, stats))

@@ -30,7 +30,7 @@ fn http_events(paths: &[String], threads: usize) -> (Vec<String>, Value) {
         ..Config::default()
     };
     let mut events = Vec::new();
-    let totals = super::run_http(paths, &cfg, true, &mut |ev, _, _| {
+    let totals = super::run_http(paths, &cfg, Some(cfg.limits), &mut |ev, _, _| {
         events.push(format!("{ev:?}"));
         Ok::<(), RunError<Infallible>>(())
     })
