@@ -267,6 +267,14 @@ struct Ctx {
     body_overflow: bool,
 }
 
+/// How a response ended (the HTTP stage's `ResponseEnd`).
+struct Ended {
+    ts: i64,
+    end: BodyEnd,
+    wire_len: u64,
+    anomalies: Vec<String>,
+}
+
 #[derive(Debug)]
 struct LegacySession {
     end: Option<BodyEnd>,
@@ -389,7 +397,13 @@ impl Analyzer {
                     Some(Prepared::End(b)) => Some(*b),
                     _ => None,
                 };
-                self.on_end(key, ts_us, end, wire_len, anomalies, body, stats);
+                let ended = Ended {
+                    ts: ts_us,
+                    end,
+                    wire_len,
+                    anomalies,
+                };
+                self.on_end(key, ended, body, stats);
             }
             HttpEvent::NoResponse {
                 xref,
@@ -449,8 +463,13 @@ impl Analyzer {
         for key in left {
             let has_head = self.ctxs.get(&key).is_some_and(|c| c.status.is_some());
             if has_head {
-                let (ts, end) = (self.last_ts, BodyEnd::CaptureEnd);
-                self.on_end(key, ts, end, 0, Vec::new(), None, stats);
+                let ended = Ended {
+                    ts: self.last_ts,
+                    end: BodyEnd::CaptureEnd,
+                    wire_len: 0,
+                    anomalies: Vec::new(),
+                };
+                self.on_end(key, ended, None, stats);
             } else {
                 self.on_no_response(key, BodyEnd::CaptureEnd);
             }
@@ -1686,16 +1705,13 @@ impl Analyzer {
         self.close_open(i);
     }
 
-    fn on_end(
-        &mut self,
-        key: CtxKey,
-        ts: i64,
-        end: BodyEnd,
-        wire_len: u64,
-        anomalies: Vec<String>,
-        body: Option<PreparedEnd>,
-        stats: &mut Stats,
-    ) {
+    fn on_end(&mut self, key: CtxKey, ended: Ended, body: Option<PreparedEnd>, stats: &mut Stats) {
+        let Ended {
+            ts,
+            end,
+            wire_len,
+            anomalies,
+        } = ended;
         let Some(mut ctx) = self.ctxs.remove(&key) else {
             return;
         };

@@ -118,11 +118,18 @@ pub fn digest_body(
 /// UTF-8 as a whole (nearly all) is validated once, with SIMD, and read as `str`: serde_json
 /// then skips its per-string validation, a third of its time on long strings. Other bodies go
 /// through the byte reader, so errors and verdicts are the same either way.
-fn run_seed<'a, S: DeserializeSeed<'a>>(
+///
+/// A `str` body is first read by [`super::fastjson`], which scans strings with SIMD; whenever
+/// it succeeds serde_json would have visited alike, and on any error serde_json reads the body
+/// again and decides.
+fn run_seed<'a, S: DeserializeSeed<'a> + Copy>(
     bytes: &'a [u8],
     seed: S,
 ) -> Result<S::Value, serde_json::Error> {
     if let Ok(text) = simdutf8::basic::from_utf8(bytes) {
+        if let Ok(out) = super::fastjson::from_str_seed(text, seed) {
+            return Ok(out);
+        }
         let mut de = serde_json::Deserializer::from_str(text);
         let out = seed.deserialize(&mut de)?;
         de.end()?;
@@ -404,6 +411,7 @@ impl<'de> Visitor<'de> for ElementSeed<'_> {
 }
 
 /// The whole body: one element, or a batch of them.
+#[derive(Clone, Copy)]
 struct BodySeed<'k> {
     keys: &'k ParamsKeys<'k>,
 }
@@ -497,6 +505,7 @@ pub fn slim_response_body(bytes: &[u8]) -> Result<Value, serde_json::Error> {
 /// Envelope members a response element keeps.
 const ENVELOPE_KEYS: [&str; 5] = ["jsonrpc", "id", "method", "params", "error"];
 
+#[derive(Clone, Copy)]
 struct ResponseBodySeed;
 
 seed_via_visitor!(ResponseBodySeed, Value);
@@ -799,6 +808,121 @@ mod tests {
             let body = if batch { Value::Array(vec![element, v.clone()]) } else { element };
             check(&body.to_string());
             check(&v.to_string());
+        }
+    }
+
+    /// Runs `digest_body` and `slim_response_body` with the fast reader and with serde_json
+    /// alone: same values, digests and errors. Whether the fast reader answered both.
+    fn same_as_serde_json(text: &[u8]) -> bool {
+        use crate::rpc::fastjson::test_hooks;
+        let before = test_hooks::hits();
+        let fast = digest_body(text, &KEYS);
+        let digest_fast = test_hooks::hits() > before;
+        let slow = test_hooks::serde_json_only(|| digest_body(text, &KEYS));
+        let shown = String::from_utf8_lossy(text);
+        match (&fast, &slow) {
+            (Ok((v, d)), Ok((w, e))) => {
+                assert_eq!(v, w, "{shown}");
+                assert_eq!(v.to_string(), w.to_string(), "{shown}");
+                assert_eq!(d, e, "{shown}");
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{shown}"),
+            (a, b) => panic!("{shown}: {a:?} vs {b:?}"),
+        }
+        let before = test_hooks::hits();
+        let fast = slim_response_body(text);
+        let slim_fast = test_hooks::hits() > before;
+        let slow = test_hooks::serde_json_only(|| slim_response_body(text));
+        match (&fast, &slow) {
+            (Ok(v), Ok(w)) => {
+                assert_eq!(v, w, "{shown}");
+                assert_eq!(v.to_string(), w.to_string(), "{shown}");
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{shown}"),
+            (a, b) => panic!("{shown}: {a:?} vs {b:?}"),
+        }
+        digest_fast && slim_fast
+    }
+
+    #[test]
+    fn fast_reader_agrees_with_serde_json() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"b":[1,2.5,"x"],"a":null},"_meta":{"progressToken":3},"big":"zzz"}}"#,
+            r#"{"params":{"z":1,"name":"n"},"method":"m","jsonrpc":"2.0","id":"s"}"#,
+            r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":2,"method":"b","params":[1,{"k":"v"}]},3,"x",null,[1]]"#,
+            r#"{"params":{"a":1,"a":2,"name":"first","name":"second"},"params":{"b":true}}"#,
+            r#"{"k\u0061":"\u00e9\n","params":{"n\u0061me":"e\"sc","progressToken":1e2}}"#,
+            r#"{"params":{"x":-0,"y":1E300,"z":0.1,"w":18446744073709551615,"v":-9223372036854775808}}"#,
+            r#"{"params":"a string","id":1}"#,
+            r#"17"#,
+            r#""top""#,
+            r#"[]"#,
+            r#"{}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hello \"world\"\n"},{"type":3},{"text":"x"},5],"isError":false,"task":{"id":"t"},"structuredContent":{"deep":[[[{"a":"\ud83d\ude00"}]]]},"protocolVersion":"2025-06-18","_meta":{"k":[1,2]}}}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"result":{"content":{"type":"text"},"task":[1]}},{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"bad"}}]"#,
+        ] {
+            assert!(same_as_serde_json(text.as_bytes()), "fell back on {text}");
+        }
+        let deep = "[".repeat(200) + &"]".repeat(200);
+        let long = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
+            "line with \\\"quotes\\\" and \\u00e9\\n".repeat(300)
+        );
+        assert!(same_as_serde_json(long.as_bytes()));
+        for bad in [
+            "{",
+            "[1,]",
+            "{\"a\":1} x",
+            "",
+            "nul",
+            deep.as_str(),
+            r#"{"result":{"skipped":"\ud800"}}"#,
+            r#"{"result":{"skipped":[1,]}}"#,
+            r#"{"result":{"content":[{"type":"text","text":"a\u0001"}]}}"#,
+            "{\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"a\u{1}\"}]}}",
+            r#"{"params":{"name":01}}"#,
+            r#"{"params":{"name":1e999}}"#,
+        ] {
+            same_as_serde_json(bad.as_bytes());
+        }
+        // Not UTF-8: serde_json's byte reader alone.
+        same_as_serde_json(b"{\"params\":{\"name\":\"\xff\"}}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn random_bodies_same_as_serde_json(v in json(), batch in proptest::bool::ANY) {
+            let element = serde_json::json!({"jsonrpc": "2.0", "id": 1, "params": v});
+            let body = if batch { Value::Array(vec![element, v.clone()]) } else { element };
+            proptest::prop_assert!(same_as_serde_json(body.to_string().as_bytes()));
+            proptest::prop_assert!(same_as_serde_json(v.to_string().as_bytes()));
+            let pretty = serde_json::to_string_pretty(&body).unwrap();
+            proptest::prop_assert!(same_as_serde_json(pretty.as_bytes()));
+            let response = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {
+                "content": [{"type": "text", "text": v.to_string()}, v],
+                "isError": false, "task": v, "structuredContent": v, "other": v,
+            }});
+            proptest::prop_assert!(same_as_serde_json(response.to_string().as_bytes()));
+        }
+
+        /// Skipped members (`IgnoredAny`) of responses: from valid or nearly valid text the
+        /// fast reader never accepts what serde_json rejects.
+        #[test]
+        fn skipped_members_same_as_serde_json(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "[", "]", "{", "}", ",", ":", " ", "\"", "\"k\"", "\\", "\\u", "\\uD800", "1",
+                "-", ".", "e", "0", "null", "tru", "é", "\u{1}", "\\n", "\\q",
+            ]), 0..20),
+        ) {
+            let soup = parts.concat();
+            for text in [
+                format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"skipped":{soup},"isError":true}}}}"#),
+                format!(r#"{{"jsonrpc":"2.0","id":1,"extra":[{soup}],"result":{{}}}}"#),
+                format!(r#"{{"id":1,"result":{{"content":[{{"type":"text","text":"{soup}","other":{soup}}}]}}}}"#),
+                format!(r#"{{"id":1,"result":{{"task":{{"x":{soup}}}}}}}"#),
+            ] {
+                same_as_serde_json(text.as_bytes());
+            }
         }
     }
 }

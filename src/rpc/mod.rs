@@ -5,6 +5,7 @@
 //! [`SseEvent`]s. Neither panics on any input.
 
 pub mod digest;
+mod fastjson;
 mod jsonrpc;
 mod sse;
 
