@@ -21,7 +21,7 @@ use crate::decode::{Decoded, Decoder};
 use crate::flow::{FlowLimits, FlowTable, StreamEvent};
 use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
 use crate::limits::Limits;
-use crate::mcp::{Analyzer, Exchange, InferenceConfig, Prepared, Preparer};
+use crate::mcp::{Analyzer, Exchange, InferenceConfig, PrepareScope, Prepared, Preparer};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
@@ -124,17 +124,30 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
     let mut analyzer = Analyzer::with_limits(cfg.inference, cfg.limits);
     let mut ready: Vec<Exchange> = Vec::new();
     let mut events = 0u32;
-    let mut totals = run_http(paths, cfg, Some(cfg.limits), &mut |ev, stats, streaming| {
-        analyzer.push_prepared(ev.http, ev.prepared, stats);
-        events = events.wrapping_add(1);
-        if streaming && events.is_multiple_of(DRAIN_EVERY_EVENTS) {
-            analyzer.drain_ready(analyzer.last_event_us(), stats, &mut ready);
-            for ex in ready.drain(..) {
-                on_row(ex).map_err(RunError::Sink)?;
+    // Two threads: the reader also runs the HTTP stage, so the analyzer's thread takes the
+    // response bodies (bench/README.md has the split).
+    let scope = if cfg.threads == 2 {
+        analyzer.prepare_responses_here();
+        PrepareScope::Posts
+    } else {
+        PrepareScope::All
+    };
+    let mut totals = run_http(
+        paths,
+        cfg,
+        Some((cfg.limits, scope)),
+        &mut |ev, stats, streaming| {
+            analyzer.push_prepared(ev.http, ev.prepared, stats);
+            events = events.wrapping_add(1);
+            if streaming && events.is_multiple_of(DRAIN_EVERY_EVENTS) {
+                analyzer.drain_ready(analyzer.last_event_us(), stats, &mut ready);
+                for ex in ready.drain(..) {
+                    on_row(ex).map_err(RunError::Sink)?;
+                }
             }
-        }
-        Ok(())
-    })?;
+            Ok(())
+        },
+    )?;
     for ex in analyzer.finish(&mut totals.stats) {
         on_row(ex).map_err(RunError::Sink)?;
     }
@@ -192,7 +205,7 @@ type HttpSink<'a, E> = dyn FnMut(Event, &mut Stats, bool) -> Result<(), RunError
 fn run_http<E: std::error::Error + 'static>(
     paths: &[String],
     cfg: &Config,
-    prepare: Option<Limits>,
+    prepare: Option<(Limits, PrepareScope)>,
     sink: &mut HttpSink<'_, E>,
 ) -> Result<Totals, RunError<E>> {
     let mut stats = Stats::default();
@@ -236,7 +249,7 @@ fn run_http<E: std::error::Error + 'static>(
     } else {
         let mut http = HttpStage::with_limits(names.clone(), cfg.limits);
         let mut http_events: Vec<HttpEvent> = Vec::new();
-        let mut preparer = prepare.map(Preparer::new);
+        let mut preparer = prepare.map(|(limits, scope)| Preparer::new(limits, scope));
         let read = read_streams::<RunError<E>>(
             merger,
             cfg.flow,
@@ -270,7 +283,7 @@ fn run_http<E: std::error::Error + 'static>(
         bytes_read += data.len() as u64;
         let events = har::read_har(&name, &data, conn_base, &mut stats)?;
         conn_base += events.len() as u64 + 1;
-        let mut preparer = prepare.map(Preparer::new);
+        let mut preparer = prepare.map(|(limits, scope)| Preparer::new(limits, scope));
         for ev in events {
             sink(Event::new(ev, preparer.as_mut()), &mut stats, false)?;
         }

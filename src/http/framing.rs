@@ -26,10 +26,9 @@ pub enum Framing {
 /// (`http.bad_transfer_encoding` when it is not last).
 fn te_chunked(headers: &Headers, anomalies: &mut Vec<String>) -> Option<bool> {
     let values: Vec<&str> = headers
-        .0
         .iter()
         .filter(|(n, _)| n.eq_ignore_ascii_case("transfer-encoding"))
-        .map(|(_, v)| v.as_str())
+        .map(|(_, v)| v)
         .collect();
     if values.is_empty() {
         return None;
@@ -53,7 +52,6 @@ fn content_length(headers: &Headers, anomalies: &mut Vec<String>) -> Option<Resu
     let mut found: Option<u64> = None;
     let mut any = false;
     for (_, v) in headers
-        .0
         .iter()
         .filter(|(n, _)| n.eq_ignore_ascii_case("content-length"))
     {
@@ -167,12 +165,7 @@ mod tests {
     use super::*;
 
     fn h(pairs: &[(&str, &str)]) -> Headers {
-        Headers(
-            pairs
-                .iter()
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .collect(),
-        )
+        pairs.iter().copied().collect()
     }
 
     fn resp(status: u16, pairs: &[(&str, &str)]) -> ResponseHead {

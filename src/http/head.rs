@@ -278,7 +278,7 @@ fn parse_fields(lines: &[&[u8]], anomalies: &mut Vec<String>) -> Headers {
         }
         fields.push((text(trim_ws(name)), text(trim_ws(value))));
     }
-    Headers(fields)
+    Headers::from(fields)
 }
 
 fn trim_ws(s: &[u8]) -> &[u8] {
@@ -299,12 +299,10 @@ pub fn push_anomaly(anomalies: &mut Vec<String>, name: &str) {
 }
 
 fn httparse_headers(headers: &[httparse::Header<'_>]) -> Headers {
-    Headers(
-        headers
-            .iter()
-            .map(|h| (h.name.to_string(), text(trim_ws(h.value))))
-            .collect(),
-    )
+    headers
+        .iter()
+        .map(|h| (h.name, String::from_utf8_lossy(trim_ws(h.value))))
+        .collect()
 }
 
 /// Parses a request head (start line through the empty line; leading empty

@@ -58,17 +58,69 @@ pub struct ConnInfo {
     pub capture: Arc<str>,
 }
 
-/// Header list in wire order; names compare case-insensitively.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Headers(pub Vec<(String, String)>);
+/// Header list in wire order; names compare case-insensitively. All names and values share
+/// one text buffer (two allocations per head instead of two per field).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Headers {
+    text: String,
+    /// Byte ends of each field's name and value in `text` (each starts where the last ended).
+    ends: Vec<(u32, u32)>,
+}
 
 impl Headers {
+    /// Appends a field. Past 4 GiB of header text (impossible under the head limit) fields
+    /// are dropped rather than mis-indexed.
+    pub fn push(&mut self, name: &str, value: &str) {
+        let room = u32::MAX as usize;
+        if self
+            .text
+            .len()
+            .saturating_add(name.len())
+            .saturating_add(value.len())
+            > room
+        {
+            return;
+        }
+        self.text.push_str(name);
+        let name_end = self.text.len() as u32;
+        self.text.push_str(value);
+        self.ends.push((name_end, self.text.len() as u32));
+    }
+
+    /// (name, value) in wire order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        let mut start = 0usize;
+        self.ends.iter().map(move |&(name_end, value_end)| {
+            let (n, v) = (name_end as usize, value_end as usize);
+            let name = self.text.get(start..n).unwrap_or_default();
+            let value = self.text.get(n..v).unwrap_or_default();
+            start = v;
+            (name, value)
+        })
+    }
+
+    /// Number of fields.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// No fields.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The fields as owned pairs.
+    pub fn to_pairs(&self) -> Vec<(String, String)> {
+        self.iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
     /// First value of `name` (case-insensitive).
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
+        self.iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v)
     }
 
     /// Media type of `Content-Type` without parameters, lower-cased.
@@ -80,6 +132,28 @@ impl Headers {
                 .trim()
                 .to_ascii_lowercase()
         })
+    }
+}
+
+impl std::fmt::Debug for Headers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<N: AsRef<str>, V: AsRef<str>> FromIterator<(N, V)> for Headers {
+    fn from_iter<I: IntoIterator<Item = (N, V)>>(fields: I) -> Self {
+        let mut h = Headers::default();
+        for (n, v) in fields {
+            h.push(n.as_ref(), v.as_ref());
+        }
+        h
+    }
+}
+
+impl From<Vec<(String, String)>> for Headers {
+    fn from(fields: Vec<(String, String)>) -> Self {
+        fields.into_iter().collect()
     }
 }
 

@@ -43,7 +43,8 @@
 
 use super::classify::{self, Final, Kind, RowFacts};
 use super::prepare::{
-    BodyPiece, Prepared, PreparedEnd, PreparedPost, PreparedSse, Preparer, prepare_post,
+    BodyPiece, PrepareScope, Prepared, PreparedEnd, PreparedPost, PreparedSse, Preparer,
+    prepare_post,
 };
 use super::retry::RetryInference;
 use super::session::{
@@ -289,8 +290,10 @@ struct LegacySession {
 pub struct Analyzer {
     cfg: InferenceConfig,
     limits: Limits,
-    /// Prepares the events handed to [`Analyzer::push`] (the pipeline prepares its own).
+    /// Prepares the events handed to [`Analyzer::push`] (the pipeline prepares its own), and
+    /// the responses when [`Analyzer::prepare_responses_here`] was called.
     preparer: Preparer,
+    prepares_responses: bool,
     rows: RowStore,
     /// Rows without an id, by (`ts_request`, arrival): the release order.
     pending: BTreeSet<(i64, usize)>,
@@ -327,7 +330,8 @@ impl Analyzer {
         Analyzer {
             cfg,
             limits,
-            preparer: Preparer::new(limits),
+            preparer: Preparer::new(limits, PrepareScope::All),
+            prepares_responses: false,
             rows: RowStore::default(),
             pending: BTreeSet::new(),
             aside: BTreeSet::new(),
@@ -351,13 +355,29 @@ impl Analyzer {
     /// Process one HTTP event (events of one exchange in order: request, head, body pieces, end).
     pub fn push(&mut self, ev: HttpEvent, stats: &mut Stats) {
         let prepared = self.preparer.prepare(&ev);
-        self.push_prepared(ev, prepared, stats);
+        self.consume(ev, prepared, stats);
+    }
+
+    /// From now on response events come unprepared (their producer's [`Preparer`] has scope
+    /// [`PrepareScope::Posts`]) and are prepared here: with two cores the producing thread
+    /// is the busier one.
+    pub fn prepare_responses_here(&mut self) {
+        self.prepares_responses = true;
     }
 
     /// [`Analyzer::push`] with the body work already done by a [`Preparer`] that saw every
     /// event, in order (elsewhere, perhaps on another thread). A POST without it is prepared
     /// here.
     pub fn push_prepared(&mut self, ev: HttpEvent, prepared: Option<Prepared>, stats: &mut Stats) {
+        let prepared = if self.prepares_responses && !matches!(ev, HttpEvent::Request(_)) {
+            self.preparer.prepare(&ev)
+        } else {
+            prepared
+        };
+        self.consume(ev, prepared, stats);
+    }
+
+    fn consume(&mut self, ev: HttpEvent, prepared: Option<Prepared>, stats: &mut Stats) {
         match ev {
             HttpEvent::Request(req) => {
                 self.last_ts = self.last_ts.max(req.ts_last_us);

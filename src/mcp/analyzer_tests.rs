@@ -27,11 +27,7 @@ struct C {
 }
 
 fn hdrs(h: &[(&str, &str)]) -> Headers {
-    Headers(
-        h.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-    )
+    h.iter().copied().collect()
 }
 
 impl Run {

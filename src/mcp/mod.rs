@@ -21,7 +21,9 @@ pub use analyzer::{
     REORDER_SLACK_US, STREAM_RESUME_HOLD_US, TENTATIVE_HOLD_US,
 };
 pub use exchange::{Exchange, InferenceInputs};
-pub use prepare::{BodyPiece, Prepared, PreparedEnd, PreparedPost, PreparedSse, Preparer};
+pub use prepare::{
+    BodyPiece, PrepareScope, Prepared, PreparedEnd, PreparedPost, PreparedSse, Preparer,
+};
 pub use session::MAX_DERIVED_CONTEXTS;
 
 /// Thresholds of retry and session inference (report-schema.md section 4).

@@ -95,10 +95,21 @@ enum ResponseBody {
     Json(Vec<u8>),
 }
 
+/// Which events a [`Preparer`] prepares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrepareScope {
+    /// POST bodies only: the analyzer prepares the responses on its own thread (see
+    /// [`super::Analyzer::prepare_responses_here`]), when that thread has room to spare.
+    Posts,
+    /// POST and response bodies.
+    All,
+}
+
 /// One producer's preparation state: the response bodies in progress, by exchange.
 #[derive(Debug)]
 pub struct Preparer {
     limits: Limits,
+    scope: PrepareScope,
     responses: HashMap<(u64, u32), ResponseBody>,
 }
 
@@ -108,9 +119,10 @@ fn key_of(xref: &ExchangeRef) -> (u64, u32) {
 
 impl Preparer {
     /// No response in progress; bodies are bounded by `limits` as the analyzer's were.
-    pub fn new(limits: Limits) -> Self {
+    pub fn new(limits: Limits, scope: PrepareScope) -> Self {
         Preparer {
             limits,
+            scope,
             responses: HashMap::default(),
         }
     }
@@ -122,6 +134,7 @@ impl Preparer {
                 Some(Prepared::Post(Box::new(prepare_post(&req.body))))
             }
             HttpEvent::Request(_) => None,
+            _ if self.scope == PrepareScope::Posts => None,
             HttpEvent::ResponseHead { xref, head, .. } => {
                 self.responses.insert(key_of(xref), self.body_for(head));
                 None

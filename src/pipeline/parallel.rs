@@ -29,7 +29,7 @@ use crate::capture::Merger;
 use crate::flow::{FlowLimits, StreamEvent, StreamEventKind};
 use crate::http::{HttpEvent, HttpStage};
 use crate::limits::Limits;
-use crate::mcp::Preparer;
+use crate::mcp::{PrepareScope, Preparer};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::{self, ScopedJoinHandle};
 
@@ -74,7 +74,7 @@ pub(super) fn run<E: std::error::Error + 'static>(
     flow: FlowLimits,
     stages: Vec<HttpStage>,
     progress: Option<indicatif::ProgressBar>,
-    prepare: Option<Limits>,
+    prepare: Option<(Limits, PrepareScope)>,
     stats: &mut Stats,
     sink: &mut EventSink<'_, E>,
 ) -> Result<ReadTotals, RunError<E>> {
@@ -192,12 +192,12 @@ fn read_and_parse(
     flow: FlowLimits,
     progress: Option<&indicatif::ProgressBar>,
     mut stage: HttpStage,
-    prepare: Option<Limits>,
+    prepare: Option<(Limits, PrepareScope)>,
     tx: &SyncSender<FromWorker>,
 ) -> Result<(Stats, ReadTotals), Gone> {
     let mut stats = Stats::default();
     let mut out: Vec<HttpEvent> = Vec::new();
-    let mut preparer = prepare.map(Preparer::new);
+    let mut preparer = prepare.map(|(limits, scope)| Preparer::new(limits, scope));
     let mut batch: Vec<(u64, Event)> = Vec::new();
     let mut frames = 0u32;
     let mut bytes = 0usize;
@@ -281,13 +281,13 @@ fn shard(stream: u64, workers: usize) -> usize {
 /// One HTTP worker: a batch out for each batch in, tagged with the stream event's number.
 fn http_worker(
     mut stage: HttpStage,
-    prepare: Option<Limits>,
+    prepare: Option<(Limits, PrepareScope)>,
     rx: Receiver<ToWorker>,
     tx: SyncSender<FromWorker>,
 ) -> Result<(), Gone> {
     let mut stats = Stats::default();
     let mut out: Vec<HttpEvent> = Vec::new();
-    let mut preparer = prepare.map(Preparer::new);
+    let mut preparer = prepare.map(|(limits, scope)| Preparer::new(limits, scope));
     while let Ok(msg) = rx.recv() {
         match msg {
             ToWorker::Round(events) => {

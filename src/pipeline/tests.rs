@@ -30,10 +30,15 @@ fn http_events(paths: &[String], threads: usize) -> (Vec<String>, Value) {
         ..Config::default()
     };
     let mut events = Vec::new();
-    let totals = super::run_http(paths, &cfg, Some(cfg.limits), &mut |ev, _, _| {
-        events.push(format!("{ev:?}"));
-        Ok::<(), RunError<Infallible>>(())
-    })
+    let totals = super::run_http(
+        paths,
+        &cfg,
+        Some((cfg.limits, crate::mcp::PrepareScope::All)),
+        &mut |ev, _, _| {
+            events.push(format!("{ev:?}"));
+            Ok::<(), RunError<Infallible>>(())
+        },
+    )
     .unwrap_or_else(|e| panic!("{paths:?} threads={threads}: {e}"));
     (events, serde_json::to_value(&totals.stats).unwrap())
 }

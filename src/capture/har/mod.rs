@@ -406,7 +406,7 @@ fn entry_events(
             headers.insert(0, ("Host".to_string(), host));
         }
     }
-    let req_headers = Headers(headers);
+    let req_headers = Headers::from(headers);
     let req_raw = q
         .post_text
         .as_deref()
@@ -502,7 +502,7 @@ fn response_events(
     out: &mut Vec<HttpEvent>,
 ) {
     let mut anomalies = Vec::new();
-    let headers = Headers(split_pseudo(r.headers).0);
+    let headers = Headers::from(split_pseudo(r.headers).0);
     let media = headers.media_type().or_else(|| {
         r.mime_type.as_deref().map(|m| {
             m.split(';')

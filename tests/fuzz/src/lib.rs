@@ -337,7 +337,7 @@ pub fn http_events(data: &[u8]) -> Vec<HttpEvent> {
                     "application/json, text/event-stream".to_string(),
                 ));
             }
-            Headers(h)
+            Headers::from(h)
         };
         let ev = match op % 5 {
             0 => {
