@@ -299,10 +299,20 @@ pub fn push_anomaly(anomalies: &mut Vec<String>, name: &str) {
 }
 
 fn httparse_headers(headers: &[httparse::Header<'_>]) -> Headers {
-    headers
+    let text_bytes = headers
         .iter()
-        .map(|h| (h.name, String::from_utf8_lossy(trim_ws(h.value))))
-        .collect()
+        .map(|h| h.name.len().saturating_add(h.value.len()))
+        .fold(0usize, usize::saturating_add);
+    let mut out = Headers::with_capacity(headers.len(), text_bytes);
+    for h in headers {
+        let value = trim_ws(h.value);
+        // Valid UTF-8 (nearly always) is checked by the fast validator and borrowed as is.
+        match std::str::from_utf8(value) {
+            Ok(v) => out.push(h.name, v),
+            Err(_) => out.push(h.name, &String::from_utf8_lossy(value)),
+        }
+    }
+    out
 }
 
 /// Parses a request head (start line through the empty line; leading empty

@@ -68,6 +68,14 @@ pub struct Headers {
 }
 
 impl Headers {
+    /// Room for `fields` fields of `text_bytes` bytes of names and values in all.
+    pub fn with_capacity(fields: usize, text_bytes: usize) -> Self {
+        Headers {
+            text: String::with_capacity(text_bytes),
+            ends: Vec::with_capacity(fields),
+        }
+    }
+
     /// Appends a field. Past 4 GiB of header text (impossible under the head limit) fields
     /// are dropped rather than mis-indexed.
     pub fn push(&mut self, name: &str, value: &str) {
@@ -118,9 +126,21 @@ impl Headers {
 
     /// First value of `name` (case-insensitive).
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v)
+        let bytes = self.text.as_bytes();
+        let mut start = 0usize;
+        for &(name_end, value_end) in &self.ends {
+            let (n, v) = (name_end as usize, value_end as usize);
+            // Lengths first: most fields are rejected without looking at their text.
+            if n.saturating_sub(start) == name.len()
+                && bytes
+                    .get(start..n)
+                    .is_some_and(|f| f.eq_ignore_ascii_case(name.as_bytes()))
+            {
+                return self.text.get(n..v);
+            }
+            start = v;
+        }
+        None
     }
 
     /// Media type of `Content-Type` without parameters, lower-cased.
