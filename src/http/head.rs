@@ -157,18 +157,17 @@ fn probe_request(line: &[u8], complete: bool, strictness: Strictness) -> Option<
     if !complete {
         return (line.len() < START_LINE_LIMIT).then_some(Probe::NeedMore);
     }
-    let parsed = parse_request_line(line)?;
+    let (method, uri, version) = split_request_line(line)?;
     let ok = match strictness {
-        Strictness::Strict => parsed.2 == "1.0" || parsed.2 == "1.1",
+        Strictness::Strict => version == b"1.0" || version == b"1.1",
         // An HTTP/0.9 line must look like one (`GET /x`), or any text with a
         // space in it (`EHLO host`, `USER x`) would pass as a request.
         Strictness::Lenient => {
-            parsed.2 != "0.9"
-                || (parsed
-                    .0
-                    .bytes()
-                    .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
-                    && (parsed.1.starts_with('/') || parsed.1.starts_with('*')))
+            version != b"0.9"
+                || (method
+                    .iter()
+                    .all(|&b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
+                    && (uri.starts_with(b"/") || uri.starts_with(b"*")))
         }
     };
     ok.then_some(Probe::Request)
@@ -179,11 +178,17 @@ fn probe_request(line: &[u8], complete: bool, strictness: Strictness) -> Option<
 /// `0.9`), an empty target (`OPTIONS HTTP/1.1`), extra spaces, and any
 /// version text after `HTTP/`.
 pub fn parse_request_line(line: &[u8]) -> Option<(String, String, String)> {
+    let (method, uri, version) = split_request_line(line)?;
+    Some((text(method), text(uri), text(version)))
+}
+
+/// [`parse_request_line`] without copying: (method, target, version) as they are in `line`.
+fn split_request_line(line: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
     let method_len = line.iter().take_while(|&&b| is_tchar(b)).count();
     if method_len == 0 || method_len > METHOD_LIMIT || line.get(method_len) != Some(&b' ') {
         return None;
     }
-    let method = text(line.get(..method_len)?);
+    let method = line.get(..method_len)?;
     let rest = trim_spaces(line.get(method_len..)?);
     if rest.is_empty() {
         return None;
@@ -196,7 +201,7 @@ pub fn parse_request_line(line: &[u8]) -> Option<(String, String, String)> {
         None if rest.starts_with(b"HTTP/") => (&b""[..], rest.get(5..)?),
         _ => (rest, &b"0.9"[..]),
     };
-    Some((method, text(uri), text(version)))
+    Some((method, uri, version))
 }
 
 fn trim_spaces(s: &[u8]) -> &[u8] {
