@@ -58,11 +58,10 @@ pub enum Prepared {
 /// See [`Prepared::Body`].
 #[derive(Debug)]
 pub enum BodyPiece {
+    /// The events this piece of an event stream completed.
     Sse(Vec<PreparedSse>),
-    /// The piece did not fit under the body limit and was not kept.
-    Json {
-        dropped: bool,
-    },
+    /// A piece of any other body; `dropped`: it did not fit under the body limit.
+    Json { dropped: bool },
 }
 
 /// See [`Prepared::End`].
@@ -230,7 +229,140 @@ pub(super) fn prepare_post(body: &[u8]) -> PreparedPost {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::{BodyEnd, ConnInfo, Headers, ResponseHead};
     use crate::rpc::{canonical_fingerprint, canonical_fingerprint_without};
+    use std::sync::Arc;
+
+    fn xref(depth: u32) -> ExchangeRef {
+        ExchangeRef {
+            conn: Arc::new(ConnInfo {
+                conn: 7,
+                tcp_stream: Some(0),
+                client_addr: "10.0.0.1:40000".into(),
+                server_addr: "10.0.0.2:8080".into(),
+                capture: Arc::from("t.pcap"),
+            }),
+            depth,
+        }
+    }
+
+    fn head(depth: u32, status: u16, media: &str) -> HttpEvent {
+        HttpEvent::ResponseHead {
+            xref: xref(depth),
+            ts_us: 1,
+            frame: 0,
+            head: ResponseHead {
+                status,
+                reason: "R".into(),
+                version: "1.1".into(),
+                headers: [("Content-Type", media)].into_iter().collect::<Headers>(),
+            },
+        }
+    }
+
+    fn body(depth: u32, data: &str) -> HttpEvent {
+        HttpEvent::ResponseBody {
+            xref: xref(depth),
+            ts_us: 2,
+            data: data.as_bytes().to_vec(),
+        }
+    }
+
+    fn end(depth: u32) -> HttpEvent {
+        HttpEvent::ResponseEnd {
+            xref: xref(depth),
+            ts_us: 3,
+            end: BodyEnd::Complete,
+            wire_len: 0,
+            decoded_len: 0,
+            anomalies: vec![],
+            client_closed: false,
+        }
+    }
+
+    #[test]
+    fn event_streams_come_split_and_parsed() {
+        let mut p = Preparer::new(Limits::default(), PrepareScope::All);
+        assert!(p.prepare(&head(1, 200, "text/event-stream")).is_none());
+        let piece = p.prepare(&body(
+            1,
+            "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\ndata:",
+        ));
+        let Some(Prepared::Body(BodyPiece::Sse(events))) = piece else {
+            panic!("{piece:?}");
+        };
+        assert_eq!(events.len(), 1);
+        assert!(matches!(&events[0].parsed, Some(Ok(m)) if m.len() == 1));
+        let Some(Prepared::End(end)) = p.prepare(&end(1)) else {
+            panic!("no end");
+        };
+        let PreparedEnd::Sse { events, anomalies } = *end else {
+            panic!("not SSE");
+        };
+        assert!(events.is_empty());
+        assert_eq!(anomalies, vec!["rpc.sse_unterminated_event"]);
+        assert_eq!(p.open_responses(), 0);
+    }
+
+    #[test]
+    fn other_bodies_are_gathered_to_the_limit_and_parsed_at_the_end() {
+        let limits = Limits {
+            body_bytes: 8,
+            ..Limits::default()
+        };
+        let mut p = Preparer::new(limits, PrepareScope::All);
+        // A 2xx event stream only counts as one with its media type; errors are bodies.
+        p.prepare(&head(1, 404, "text/event-stream"));
+        let kept = p.prepare(&body(1, "{\"a\":"));
+        assert!(matches!(
+            kept,
+            Some(Prepared::Body(BodyPiece::Json { dropped: false }))
+        ));
+        let over = p.prepare(&body(1, "1234567"));
+        assert!(matches!(
+            over,
+            Some(Prepared::Body(BodyPiece::Json { dropped: true }))
+        ));
+        // A later piece that fits is still taken, as the analyzer did.
+        let fits = p.prepare(&body(1, "1}"));
+        assert!(matches!(
+            fits,
+            Some(Prepared::Body(BodyPiece::Json { dropped: false }))
+        ));
+        let Some(Prepared::End(end)) = p.prepare(&end(1)) else {
+            panic!("no end");
+        };
+        let PreparedEnd::Json { parsed, blank } = *end else {
+            panic!("not JSON");
+        };
+        assert!(!blank);
+        assert!(parsed.is_ok(), "{parsed:?}");
+        assert_eq!(p.open_responses(), 0);
+    }
+
+    #[test]
+    fn state_ends_with_the_response_and_the_posts_scope_keeps_none() {
+        let mut p = Preparer::new(Limits::default(), PrepareScope::All);
+        p.prepare(&head(1, 200, "application/json"));
+        p.prepare(&head(2, 200, "application/json"));
+        assert_eq!(p.open_responses(), 2);
+        p.prepare(&HttpEvent::NoResponse {
+            xref: xref(2),
+            ts_us: 3,
+            end: BodyEnd::Rst,
+            client_closed: false,
+        });
+        assert!(matches!(p.prepare(&end(1)), Some(Prepared::End(_))));
+        assert_eq!(p.open_responses(), 0);
+        // Events of an unknown response prepare nothing.
+        assert!(p.prepare(&body(9, "x")).is_none());
+
+        let mut posts = Preparer::new(Limits::default(), PrepareScope::Posts);
+        posts.prepare(&head(1, 200, "text/event-stream"));
+        assert!(posts.prepare(&body(1, "data: 1\n\n")).is_none());
+        assert!(posts.prepare(&end(1)).is_none());
+        assert_eq!(posts.open_responses(), 0);
+    }
 
     #[test]
     fn fingerprints_are_taken_before_params_are_cut() {
