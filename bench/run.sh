@@ -95,16 +95,18 @@ results, cap, run_json, truth_json, baseline_out, stdin_json = sys.argv[1:7]
 rows = [l.rstrip("\n").split("\t") for l in open(results)]
 best = {}
 for tool, f, _round, wall, rss in rows:
-    b = best.setdefault(tool, {"file": f, "wall": float("inf"), "rss": 0, "n": 0})
+    b = best.setdefault(tool, {"file": f, "wall": float("inf"), "rss": 0, "n": 0, "walls": []})
     b["wall"] = min(b["wall"], float(wall))
+    b["walls"].append(float(wall))
     b["rss"] = max(b["rss"], int(rss))
     b["n"] += 1
 
 def truth(f):
     return json.load(open(f[:-5] + ".truth.json" if f.endswith(".pcap") else f + ".truth.json"))
 
-print(f"\n| tool | capture | MB | best wall s | MB/s | packets/s | peak RSS MB |")
-print("|---|---|---:|---:|---:|---:|---:|")
+# Best of the rounds for the rates; the median shows how noisy the machine was.
+print(f"\n| tool | capture | MB | best wall s | median wall s | MB/s | packets/s | peak RSS MB |")
+print("|---|---|---:|---:|---:|---:|---:|---:|")
 speed = {}
 for tool in ["mcp-trace", "mcp-trace-stdin", "baseline", "tshark"]:
     if tool not in best:
@@ -114,8 +116,11 @@ for tool in ["mcp-trace", "mcp-trace-stdin", "baseline", "tshark"]:
     pk = truth(b["file"])["packets"]
     wall = max(b["wall"], 1e-3)
     speed[tool] = mb / wall
-    print(f"| {tool} | {os.path.basename(b['file'])} | {mb:.0f} | {wall:.2f} | {mb / wall:.1f} | "
-          f"{pk / wall:,.0f} | {b['rss'] / 1024:.0f} |")
+    walls = sorted(b["walls"])
+    mid = len(walls) // 2
+    median = walls[mid] if len(walls) % 2 else (walls[mid - 1] + walls[mid]) / 2
+    print(f"| {tool} | {os.path.basename(b['file'])} | {mb:.0f} | {wall:.2f} | {median:.2f} | "
+          f"{mb / wall:.1f} | {pk / wall:,.0f} | {b['rss'] / 1024:.0f} |")
 print()
 if "tshark" in speed:
     print(f"mcp-trace vs tshark (MB/s ratio): {speed['mcp-trace'] / speed['tshark']:.1f}x faster")
