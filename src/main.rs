@@ -13,9 +13,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[cfg(feature = "mimalloc")]
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// Freed pages go back to the OS after 1 ms instead of mimalloc's default second. Polars frees its buffers after every row group, and within the default delay they
-/// still count as resident: about 40 MB of peak RSS on a 1 GB capture written as Parquet
-/// (bench/README.md). `MIMALLOC_PURGE_DELAY` in the environment still wins.
+/// Freed pages go back to the OS after 1 ms instead of mimalloc's default second. Polars
+/// frees its buffers after every row group, and within the default delay they still count as
+/// resident: about 40 MB of peak RSS on a 1 GB capture written as Parquet (bench/README.md).
+/// `MIMALLOC_PURGE_DELAY` in the environment still wins.
 #[cfg(feature = "mimalloc")]
 fn tune_allocator() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {

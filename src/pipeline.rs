@@ -249,7 +249,7 @@ fn run_http<E: std::error::Error + 'static>(
     } else {
         let mut http = HttpStage::with_limits(names.clone(), cfg.limits);
         let mut http_events: Vec<HttpEvent> = Vec::new();
-        let mut preparer = prepare.map(|(limits, scope)| Preparer::new(limits, scope));
+        let mut preparer = prepare.map(Preparer::from);
         let read = read_streams::<RunError<E>>(
             merger,
             cfg.flow,
@@ -283,7 +283,7 @@ fn run_http<E: std::error::Error + 'static>(
         bytes_read += data.len() as u64;
         let events = har::read_har(&name, &data, conn_base, &mut stats)?;
         conn_base += events.len() as u64 + 1;
-        let mut preparer = prepare.map(|(limits, scope)| Preparer::new(limits, scope));
+        let mut preparer = prepare.map(Preparer::from);
         for ev in events {
             sink(Event::new(ev, preparer.as_mut()), &mut stats, false)?;
         }

@@ -107,16 +107,6 @@ impl Headers {
         })
     }
 
-    /// Number of fields.
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    /// No fields.
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
     /// The fields as owned pairs.
     pub fn to_pairs(&self) -> Vec<(String, String)> {
         self.iter()

@@ -44,7 +44,7 @@
 use super::classify::{self, Final, Kind, RowFacts};
 use super::prepare::{
     BodyPiece, PrepareScope, Prepared, PreparedEnd, PreparedPost, PreparedSse, Preparer,
-    prepare_post,
+    is_event_stream, prepare_post,
 };
 use super::retry::RetryInference;
 use super::session::{
@@ -1381,7 +1381,7 @@ impl Analyzer {
             .map(str::trim)
             .filter(|s| !s.is_empty() && !ctx.had_sid && !is_legacy)
             .map(str::to_string);
-        if (200..300).contains(&head.status) && media.as_deref() == Some("text/event-stream") {
+        if is_event_stream(head.status, media.as_deref()) {
             ctx.sse = true;
         }
         let rows = ctx.rows.clone();

@@ -112,6 +112,13 @@ pub struct Preparer {
     responses: HashMap<(u64, u32), ResponseBody>,
 }
 
+/// A fresh preparer per producer, from the run's limits and scope.
+impl From<(Limits, PrepareScope)> for Preparer {
+    fn from((limits, scope): (Limits, PrepareScope)) -> Self {
+        Preparer::new(limits, scope)
+    }
+}
+
 fn key_of(xref: &ExchangeRef) -> (u64, u32) {
     (xref.conn.conn, xref.depth)
 }
@@ -180,12 +187,9 @@ impl Preparer {
         }
     }
 
-    /// An event stream for a 2xx `text/event-stream` response (the analyzer's test), else a
-    /// body gathered whole.
+    /// An event stream for a response [`is_event_stream`] accepts, else a body gathered whole.
     fn body_for(&self, head: &ResponseHead) -> ResponseBody {
-        let sse = (200..300).contains(&head.status)
-            && head.headers.media_type().as_deref() == Some("text/event-stream");
-        if sse {
+        if is_event_stream(head.status, head.headers.media_type().as_deref()) {
             ResponseBody::Sse(SseParser::with_max_event_bytes(self.limits.sse_event_bytes))
         } else {
             ResponseBody::Json(Vec::new())
@@ -196,6 +200,12 @@ impl Preparer {
     pub fn open_responses(&self) -> usize {
         self.responses.len()
     }
+}
+
+/// A response whose body is read as an event stream: a 2xx `text/event-stream` (`media` is
+/// the lower-cased media type). The analyzer and the preparer both decide by this.
+pub(super) fn is_event_stream(status: u16, media: Option<&str>) -> bool {
+    (200..300).contains(&status) && media == Some("text/event-stream")
 }
 
 fn parse_event(event: SseEvent) -> PreparedSse {

@@ -197,7 +197,7 @@ fn read_and_parse(
 ) -> Result<(Stats, ReadTotals), Gone> {
     let mut stats = Stats::default();
     let mut out: Vec<HttpEvent> = Vec::new();
-    let mut preparer = prepare.map(|(limits, scope)| Preparer::new(limits, scope));
+    let mut preparer = prepare.map(Preparer::from);
     let mut batch: Vec<(u64, Event)> = Vec::new();
     let mut frames = 0u32;
     let mut bytes = 0usize;
@@ -287,7 +287,7 @@ fn http_worker(
 ) -> Result<(), Gone> {
     let mut stats = Stats::default();
     let mut out: Vec<HttpEvent> = Vec::new();
-    let mut preparer = prepare.map(|(limits, scope)| Preparer::new(limits, scope));
+    let mut preparer = prepare.map(Preparer::from);
     while let Ok(msg) = rx.recv() {
         match msg {
             ToWorker::Round(events) => {

@@ -130,16 +130,20 @@ fn run_seed<'a, S: DeserializeSeed<'a> + Copy>(
         if let Ok(out) = super::fastjson::from_str_seed(text, seed) {
             return Ok(out);
         }
-        let mut de = serde_json::Deserializer::from_str(text);
-        let out = seed.deserialize(&mut de)?;
-        de.end()?;
-        Ok(out)
+        serde_json_seed(serde_json::Deserializer::from_str(text), seed)
     } else {
-        let mut de = serde_json::Deserializer::from_slice(bytes);
-        let out = seed.deserialize(&mut de)?;
-        de.end()?;
-        Ok(out)
+        serde_json_seed(serde_json::Deserializer::from_slice(bytes), seed)
     }
+}
+
+/// `seed` read by serde_json, then only whitespace allowed.
+fn serde_json_seed<'a, R: serde_json::de::Read<'a>, S: DeserializeSeed<'a>>(
+    mut de: serde_json::Deserializer<R>,
+    seed: S,
+) -> Result<S::Value, serde_json::Error> {
+    let out = seed.deserialize(&mut de)?;
+    de.end()?;
+    Ok(out)
 }
 
 /// Which `params` members [`digest_body`] keeps and which the params fingerprint ignores.
