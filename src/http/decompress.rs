@@ -241,22 +241,43 @@ impl ContentDecoder {
         if data.is_empty() {
             return;
         }
+        let keep = self.admit(data.len(), anomalies);
+        out.extend_from_slice(data.get(..keep).unwrap_or_default());
+    }
+
+    /// Counts `len` produced bytes against the limit: how many of them to keep.
+    fn admit(&mut self, len: usize, anomalies: &mut Vec<String>) -> usize {
         if !self.produced {
             self.produced = true;
             self.raw_prefix = Vec::new();
         }
         let room = self.limit.saturating_sub(self.decoded);
-        let len = data.len() as u64;
-        if len > room {
-            let keep = usize::try_from(room).unwrap_or(usize::MAX);
-            out.extend_from_slice(data.get(..keep).unwrap_or_default());
+        if len as u64 > room {
             self.decoded = self.decoded.saturating_add(room);
             push_anomaly(anomalies, "http.decompression_limit");
             self.mode = Mode::Stopped;
+            usize::try_from(room).unwrap_or(usize::MAX)
         } else {
-            out.extend_from_slice(data);
-            self.decoded = self.decoded.saturating_add(len);
+            self.decoded = self.decoded.saturating_add(len as u64);
+            len
         }
+    }
+
+    /// The body has no content coding (yet nothing cut it off): bytes may be written to the
+    /// output directly and then passed to [`ContentDecoder::feed_in_place`].
+    pub fn is_raw(&self) -> bool {
+        matches!(self.mode, Mode::Raw)
+    }
+
+    /// [`ContentDecoder::feed`] of the bytes `out[from..]`, already in place: only for a
+    /// decoder that [`ContentDecoder::is_raw`]. Spares a copy for chunked bodies.
+    pub fn feed_in_place(&mut self, out: &mut Vec<u8>, from: usize, anomalies: &mut Vec<String>) {
+        let len = out.len().saturating_sub(from);
+        if len == 0 {
+            return;
+        }
+        let keep = self.admit(len, anomalies);
+        out.truncate(from.saturating_add(keep));
     }
 
     /// The body ended (`complete`: its framing completed): flushes the decoder.

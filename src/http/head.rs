@@ -335,7 +335,7 @@ pub fn parse_request_head(
             return Ok(RequestHead {
                 method: method.to_string(),
                 uri: uri.to_string(),
-                version: format!("1.{minor}"),
+                version: http_1_version(minor),
                 headers: httparse_headers(req.headers),
             });
         }
@@ -373,7 +373,7 @@ pub fn parse_response_head(
             return Ok(ResponseHead {
                 status: code,
                 reason: resp.reason.unwrap_or_default().to_string(),
-                version: format!("1.{minor}"),
+                version: http_1_version(minor),
                 headers: httparse_headers(resp.headers),
             });
         }
@@ -395,6 +395,15 @@ pub fn parse_response_head(
         version,
         headers,
     })
+}
+
+/// "1.0" or "1.1" from httparse's minor version, without `format!` (two per exchange).
+fn http_1_version(minor: u8) -> String {
+    match minor {
+        0 => "1.0".to_string(),
+        1 => "1.1".to_string(),
+        m => format!("1.{m}"),
+    }
 }
 
 /// Finds the next plausible message start in `buf` (strict probe): at a line

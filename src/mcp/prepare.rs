@@ -12,7 +12,7 @@
 
 use crate::hashing::HashMap;
 use crate::http::{ExchangeRef, HttpEvent, ResponseHead};
-use crate::limits::Limits;
+use crate::limits::{BODY_RESERVE_MAX, Limits};
 use crate::rpc::digest::{ElementDigest, ParamsKeys, digest_body};
 use crate::rpc::{self, RpcError, RpcMessage, SseEvent, SseParser};
 use serde_json::Value;
@@ -192,7 +192,16 @@ impl Preparer {
         if is_event_stream(head.status, head.headers.media_type().as_deref()) {
             ResponseBody::Sse(SseParser::with_max_event_bytes(self.limits.sse_event_bytes))
         } else {
-            ResponseBody::Json(Vec::new())
+            // Sized from Content-Length when it is plain (a hint only: bounded, and a coded
+            // body may decode larger).
+            let hint = head
+                .headers
+                .get("content-length")
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0)
+                .min(self.limits.body_bytes)
+                .min(BODY_RESERVE_MAX);
+            ResponseBody::Json(Vec::with_capacity(hint))
         }
     }
 

@@ -1,6 +1,7 @@
 //! The byte path: heads, bodies, pairing, and emitting events in order.
 
 use super::*;
+use crate::limits::BODY_RESERVE_MAX;
 
 impl Conn {
     pub(super) fn data(
@@ -379,12 +380,22 @@ impl Conn {
             Framing::Chunked => Some(BodyReader::Chunked(ChunkedDecoder::new())),
             Framing::None | Framing::Close | Framing::Tunnel => None,
         };
+        // A declared length sizes the body at once: no copies as it grows.
+        let body = match framing {
+            Framing::Length(n) => Vec::with_capacity(
+                usize::try_from(n)
+                    .unwrap_or(usize::MAX)
+                    .min(self.limits.body_bytes)
+                    .min(BODY_RESERVE_MAX),
+            ),
+            _ => Vec::new(),
+        };
         let msg = ReqMsg {
             xref,
             ts_first_us,
             frame,
             head,
-            body: Vec::new(),
+            body,
             wire_len: 0,
             reader: reader.unwrap_or(BodyReader::Length(0)),
             decoder,
@@ -710,6 +721,12 @@ fn read_plain(
             decoder.feed(bytes.get(..take).unwrap_or_default(), plain, anomalies);
             *rem = rem.saturating_sub(take as u64);
             (take, *rem == 0, false)
+        }
+        BodyReader::Chunked(c) if decoder.is_raw() => {
+            let from = plain.len();
+            let (n, r) = c.feed(bytes, plain);
+            decoder.feed_in_place(plain, from, anomalies);
+            (n, c.is_done(), r.is_err())
         }
         BodyReader::Chunked(c) => {
             let mut decoded = Vec::new();
