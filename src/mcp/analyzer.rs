@@ -1628,17 +1628,16 @@ impl Analyzer {
             }
             return;
         }
-        let fin = match &msg {
-            RpcMessage::Result { result, .. } => Final::Result(rpc::digest::slim_result(result)),
-            RpcMessage::Error { code, message, .. } => Final::Error {
-                code: *code,
-                message: message.clone(),
-            },
-            RpcMessage::Invalid { reason, .. } => Final::Invalid(reason.clone()),
+        let id = msg.id().cloned();
+        let fin = match msg {
+            // Server messages come from `rpc::parse_response_body`: the result is slim already.
+            RpcMessage::Result { result, .. } => Final::Result(result),
+            RpcMessage::Error { code, message, .. } => Final::Error { code, message },
+            RpcMessage::Invalid { reason, .. } => Final::Invalid(reason),
             _ => return,
         };
         let open_local = self.open_requests(local);
-        let Some(id) = msg.id().cloned() else {
+        let Some(id) = id else {
             // An error without id answers the HTTP exchange it came in (mcp-wire.md 7.7).
             if open_local.is_empty() {
                 stats.anomaly("mcp.response_without_request");
