@@ -587,13 +587,7 @@ fn har_events_through_the_mcp_stage() {
     // `stream_end` is `none` for plain JSON answers (report-schema.md).
     let got: Vec<(Option<&str>, &str, &str)> = rows
         .iter()
-        .map(|r| {
-            (
-                r.rpc_method.as_deref(),
-                r.outcome.as_str(),
-                r.stream_end.as_str(),
-            )
-        })
+        .map(|r| (r.rpc_method.as_deref(), r.outcome, r.stream_end))
         .collect();
     assert_eq!(
         got,
@@ -664,9 +658,9 @@ fn samples_har_match_ground_truth() {
                 r.rpc_method.clone(),
                 r.jsonrpc_id.clone(),
                 r.http_status.map(u64::from),
-                r.outcome.clone(),
+                r.outcome.to_string(),
                 r.final_response,
-                r.retry_origin.clone(),
+                r.retry_origin.to_string(),
             );
             let exp = (
                 t["http_method"].as_str().unwrap().to_string(),

@@ -171,7 +171,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     let mut failed = false;
     let totals = pipeline::analyze_streaming(&args.input.inputs, &cfg, &mut |row| {
         tally.push(&row);
-        failed |= fail_on.contains(&row.outcome);
+        failed |= fail_on.iter().any(|o| o == row.outcome);
         if !filter.matches(&row) {
             return Ok(());
         }
@@ -267,10 +267,10 @@ impl Counts {
             (&mut self.layers, &row.layer),
             (&mut self.retries, &row.retry_origin),
         ] {
-            match map.get_mut(key.as_str()) {
+            match map.get_mut(*key) {
                 Some(n) => *n = n.saturating_add(1),
                 None => {
-                    map.insert(key.clone(), 1);
+                    map.insert(key.to_string(), 1);
                 }
             }
         }

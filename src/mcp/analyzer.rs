@@ -169,7 +169,7 @@ struct Reserved {
     exchange_id: u64,
     attempt: u32,
     retry_of: Option<u64>,
-    retry_origin: String,
+    retry_origin: &'static str,
     retry_evidence: Option<String>,
     continuation_of: Option<u64>,
 }
@@ -668,7 +668,7 @@ impl Analyzer {
             // Legacy requests still waiting: their answer would have come on the GET stream.
             let end = self.legacy_end(&row).unwrap_or(BodyEnd::CaptureEnd);
             row.stream_broken = Some(end);
-            row.ex.stream_end = end.name().to_string();
+            row.ex.stream_end = end.name();
         }
         let id = row
             .reserved
@@ -746,8 +746,8 @@ impl Analyzer {
         for a in &verdict.anomalies {
             anomalies.push((*a).to_string());
         }
-        ex.outcome = verdict.outcome.to_string();
-        ex.layer = verdict.layer.to_string();
+        ex.outcome = verdict.outcome;
+        ex.layer = verdict.layer;
         ex.error_code = verdict.error_code;
         ex.error_message = verdict.error_message;
         ex.result_type = verdict.result_type;
@@ -1138,17 +1138,17 @@ impl Analyzer {
             client_addr: conn.client_addr.clone(),
             server_addr: conn.server_addr.clone(),
             tcp_stream: conn.tcp_stream,
-            transport: transport.to_string(),
+            transport,
             session_key: scope.clone(),
             session_id: legacy_sid.or(sid),
             user_agent: h.get("user-agent").map(str::to_string),
-            kind: kind.name().to_string(),
+            kind: kind.name(),
             http_method: req.head.method.clone(),
             path: req.head.uri.clone(),
-            stream_end: "none".to_string(),
+            stream_end: "none",
             request_bytes: req.wire_len,
             attempt: 1,
-            retry_origin: "none".to_string(),
+            retry_origin: "none",
             inference: InferenceInputs {
                 endpoint: endpoint.to_string(),
                 ts_request_end: req.ts_last_us,
@@ -1483,7 +1483,7 @@ impl Analyzer {
                 if let Some(r) = self.rows.get_mut(row) {
                     r.tentative = false;
                     r.legacy = sid.is_some();
-                    r.ex.transport = "legacy_sse".to_string();
+                    r.ex.transport = "legacy_sse";
                     r.ex.session_id.clone_from(&sid);
                     r.scope.clone_from(&scope);
                     r.ex.session_key = scope;
@@ -1780,7 +1780,7 @@ impl Analyzer {
                         if let Some(r) = self.rows.get_mut(i)
                             && r.kind == Kind::Request
                         {
-                            r.ex.stream_end = end.name().to_string();
+                            r.ex.stream_end = end.name();
                             if r.final_msg.is_none() {
                                 r.stream_broken = Some(end);
                             }
@@ -1790,7 +1790,7 @@ impl Analyzer {
                 Role::Stream { legacy, .. } => {
                     if let Some(r) = ctx.rows.first().and_then(|&i| self.rows.get_mut(i)) {
                         r.stream_row_end = Some(end);
-                        r.ex.stream_end = end.name().to_string();
+                        r.ex.stream_end = end.name();
                     }
                     if let Some(s) = legacy
                         && let Some(l) = self.legacy.get_mut(&(ctx.server_addr.clone(), s.clone()))

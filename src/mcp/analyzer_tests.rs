@@ -345,10 +345,7 @@ fn id_reused_after_its_response() {
     assert!(reqs[0].ts_response < reqs[1].ts_request.into());
     assert!(stats.anomalies.is_empty(), "{:?}", stats.anomalies);
     let stream = rows.iter().find(|e| e.kind == "stream").unwrap();
-    assert_eq!(
-        (stream.transport.as_str(), stream.sse_events),
-        ("legacy_sse", 3)
-    );
+    assert_eq!((stream.transport, stream.sse_events), ("legacy_sse", 3));
     assert_eq!(stream.outcome, "STREAM_OPEN");
 }
 
@@ -384,7 +381,7 @@ fn notification() {
     let (rows, _) = r.finish();
     let e = only(&rows);
     assert_eq!(
-        (e.kind.as_str(), e.outcome.as_str(), e.layer.as_str()),
+        (e.kind, e.outcome, e.layer),
         ("notification", "ACCEPTED", "protocol")
     );
     assert_eq!(e.jsonrpc_id, None);
@@ -412,14 +409,7 @@ fn batch() {
     assert_eq!(rows.len(), 3);
     let got: Vec<_> = rows
         .iter()
-        .map(|e| {
-            (
-                e.kind.as_str(),
-                e.jsonrpc_id.as_deref(),
-                e.outcome.as_str(),
-                e.error_code,
-            )
-        })
+        .map(|e| (e.kind, e.jsonrpc_id.as_deref(), e.outcome, e.error_code))
         .collect();
     assert_eq!(
         got,
@@ -443,10 +433,7 @@ fn error_response() {
         "application/json",
         r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params"}}"#,
     );
-    assert_eq!(
-        (e.outcome.as_str(), e.layer.as_str()),
-        ("JSONRPC_ERROR", "protocol")
-    );
+    assert_eq!((e.outcome, e.layer), ("JSONRPC_ERROR", "protocol"));
     assert_eq!(e.error_code, Some(-32602));
     assert_eq!(e.error_message.as_deref(), Some("Invalid params"));
     assert!(e.final_response);
@@ -464,10 +451,7 @@ fn request_never_answered() {
     let (rows, _) = r.finish();
     assert_eq!(rows.len(), 2);
     for e in &rows {
-        assert_eq!(
-            (e.outcome.as_str(), e.layer.as_str()),
-            ("NO_RESPONSE", "transport")
-        );
+        assert_eq!((e.outcome, e.layer), ("NO_RESPONSE", "transport"));
         assert_eq!(e.http_status, None);
         assert_eq!(e.ts_response, None);
         assert_eq!(e.stream_end, "none");
@@ -525,10 +509,7 @@ fn outcome_cancelled() {
     r.event(&c, &ok_tool(7)); // a late answer does not undo the cancellation
     r.end(&c, BodyEnd::Complete);
     let (rows, _) = r.finish();
-    assert_eq!(
-        (rows[0].outcome.as_str(), rows[0].layer.as_str()),
-        ("CANCELLED", "protocol")
-    );
+    assert_eq!((rows[0].outcome, rows[0].layer), ("CANCELLED", "protocol"));
     assert!(rows[0].final_response);
     assert_eq!(rows[1].outcome, "ACCEPTED");
 }
@@ -558,10 +539,7 @@ fn outcome_cancel_after_response_is_not_cancelled() {
 #[test]
 fn outcome_http_error_wins_over_body() {
     let e = tool_json(500, "application/json", &ok_tool(1));
-    assert_eq!(
-        (e.outcome.as_str(), e.layer.as_str()),
-        ("HTTP_ERROR", "transport")
-    );
+    assert_eq!((e.outcome, e.layer), ("HTTP_ERROR", "transport"));
     assert_eq!(e.error_code, None);
     assert_eq!(e.http_status, Some(500));
     let e = tool_json(
@@ -569,10 +547,7 @@ fn outcome_http_error_wins_over_body() {
         "application/json",
         r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}"#,
     );
-    assert_eq!(
-        (e.outcome.as_str(), e.error_code),
-        ("HTTP_ERROR", Some(-32001))
-    );
+    assert_eq!((e.outcome, e.error_code), ("HTTP_ERROR", Some(-32001)));
     assert_eq!(e.error_message.as_deref(), Some("Session not found"));
     assert!(!e.final_response);
     let e = tool_json(503, "", "");
@@ -597,10 +572,7 @@ fn outcome_accepted_with_body_is_an_anomaly() {
 #[test]
 fn outcome_unexpected_response() {
     let e = tool_json(202, "", "");
-    assert_eq!(
-        (e.outcome.as_str(), e.layer.as_str()),
-        ("UNEXPECTED_RESPONSE", "protocol")
-    );
+    assert_eq!((e.outcome, e.layer), ("UNEXPECTED_RESPONSE", "protocol"));
     let e = tool_json(200, "text/html", "<html>");
     assert_eq!(e.outcome, "UNEXPECTED_RESPONSE");
     assert_eq!(e.content_type.as_deref(), Some("text/html"));
@@ -609,10 +581,7 @@ fn outcome_unexpected_response() {
 #[test]
 fn outcome_malformed_json() {
     let e = tool_json(200, "application/json", r#"{"jsonrpc":"2.0","id":1,"res"#);
-    assert_eq!(
-        (e.outcome.as_str(), e.layer.as_str()),
-        ("MALFORMED_JSON", "protocol")
-    );
+    assert_eq!((e.outcome, e.layer), ("MALFORMED_JSON", "protocol"));
     assert!(!e.final_response);
     let e = tool_json(200, "application/json", "");
     assert_eq!(e.outcome, "MALFORMED_JSON");
@@ -651,7 +620,7 @@ fn outcome_invalid_envelope() {
     ] {
         let e = tool_json(200, "application/json", body);
         assert_eq!(
-            (e.outcome.as_str(), e.layer.as_str()),
+            (e.outcome, e.layer),
             ("INVALID_ENVELOPE", "protocol"),
             "{body}"
         );
@@ -680,10 +649,7 @@ fn outcome_stream_incomplete_for_every_end() {
         r.end(&c, end);
         let (rows, _) = r.finish();
         let e = only(&rows);
-        assert_eq!(
-            (e.outcome.as_str(), e.layer.as_str()),
-            ("STREAM_INCOMPLETE", "protocol")
-        );
+        assert_eq!((e.outcome, e.layer), ("STREAM_INCOMPLETE", "protocol"));
         assert_eq!(e.stream_end, end.name());
         assert!(!e.final_response);
         assert_eq!(e.sse_events, 1);
@@ -727,11 +693,7 @@ fn outcome_cancelled_by_client_close_2026_07_28() {
         BodyEnd::Gap,
     ] {
         let e = cut_sse(&R5_HEADERS, &r5_call(1), end, true);
-        assert_eq!(
-            (e.outcome.as_str(), e.layer.as_str()),
-            ("CANCELLED", "protocol"),
-            "{end:?}"
-        );
+        assert_eq!((e.outcome, e.layer), ("CANCELLED", "protocol"), "{end:?}");
         assert_eq!(
             e.stream_end,
             end.name(),
@@ -863,10 +825,7 @@ fn client_close_before_any_response() {
     r.no_response_closed(&c, BodyEnd::Fin, true);
     let (rows, stats) = r.finish();
     let e = only(&rows);
-    assert_eq!(
-        (e.outcome.as_str(), e.layer.as_str()),
-        ("NO_RESPONSE", "transport")
-    );
+    assert_eq!((e.outcome, e.layer), ("NO_RESPONSE", "transport"));
     assert!(has_anomaly(e, "mcp.client_closed_before_response"));
     assert_eq!(
         stats.anomalies.get("mcp.client_closed_before_response"),
@@ -957,7 +916,7 @@ fn outcome_jsonrpc_error_on_sse() {
     r.end(&c, BodyEnd::Complete);
     let (rows, _) = r.finish();
     assert_eq!(
-        (rows[0].outcome.as_str(), rows[0].error_code),
+        (rows[0].outcome, rows[0].error_code),
         ("JSONRPC_ERROR", Some(-32000))
     );
 }
@@ -969,20 +928,14 @@ fn outcome_input_required_and_task() {
         "application/json",
         r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"s"}}"#,
     );
-    assert_eq!(
-        (e.outcome.as_str(), e.layer.as_str()),
-        ("INPUT_REQUIRED", "interaction")
-    );
+    assert_eq!((e.outcome, e.layer), ("INPUT_REQUIRED", "interaction"));
     assert_eq!(e.result_type.as_deref(), Some("input_required"));
     let e = tool_json(
         200,
         "application/json",
         r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"t"}}"#,
     );
-    assert_eq!(
-        (e.outcome.as_str(), e.layer.as_str()),
-        ("TASK_CREATED", "interaction")
-    );
+    assert_eq!((e.outcome, e.layer), ("TASK_CREATED", "interaction"));
 }
 
 #[test]
@@ -992,19 +945,16 @@ fn outcome_tool_results() {
         "application/json",
         r#"{"jsonrpc":"2.0","id":1,"result":{"content":"not-an-array"}}"#,
     );
-    assert_eq!(
-        (e.outcome.as_str(), e.layer.as_str()),
-        ("INVALID_TOOL_RESULT", "application")
-    );
+    assert_eq!((e.outcome, e.layer), ("INVALID_TOOL_RESULT", "application"));
     let e = tool_json(
         200,
         "application/json",
         r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#,
     );
-    assert_eq!((e.outcome.as_str(), e.is_error), ("TOOL_ERROR", Some(true)));
+    assert_eq!((e.outcome, e.is_error), ("TOOL_ERROR", Some(true)));
     let e = tool_json(200, "application/json", &ok_tool(1));
     assert_eq!(
-        (e.outcome.as_str(), e.result_type.as_deref()),
+        (e.outcome, e.result_type.as_deref()),
         ("TOOL_SUCCESS", None)
     );
     assert_eq!(e.tool_name.as_deref(), Some("echo"));
@@ -1036,13 +986,10 @@ fn outcome_rpc_success_and_stream_open() {
     r.sse_head(&g);
     let (rows, _) = r.finish();
     assert_eq!(
-        (rows[0].outcome.as_str(), rows[0].jsonrpc_id.as_deref()),
+        (rows[0].outcome, rows[0].jsonrpc_id.as_deref()),
         ("RPC_SUCCESS", Some("\"a\""))
     );
-    assert_eq!(
-        (rows[1].kind.as_str(), rows[1].outcome.as_str()),
-        ("stream", "STREAM_OPEN")
-    );
+    assert_eq!((rows[1].kind, rows[1].outcome), ("stream", "STREAM_OPEN"));
     assert_eq!(rows[1].stream_end, "capture_end");
 }
 
@@ -1063,14 +1010,8 @@ fn get_405_is_http_error_stream_row() {
     r.request(&mut c, "DELETE", "/mcp", &[("mcp-session-id", "S")], "");
     r.respond(&c, 200, "", "");
     let (rows, _) = r.finish();
-    assert_eq!(
-        (rows[1].kind.as_str(), rows[1].outcome.as_str()),
-        ("stream", "HTTP_ERROR")
-    );
-    assert_eq!(
-        (rows[2].kind.as_str(), rows[2].outcome.as_str()),
-        ("session_end", "ACCEPTED")
-    );
+    assert_eq!((rows[1].kind, rows[1].outcome), ("stream", "HTTP_ERROR"));
+    assert_eq!((rows[2].kind, rows[2].outcome), ("session_end", "ACCEPTED"));
 }
 
 // ---- detection, sessions, server requests ----------------------------------
@@ -1105,7 +1046,7 @@ fn non_mcp_http_is_ignored_but_non_jsonrpc_to_mcp_endpoint_is_a_row() {
     assert_eq!(rows.len(), 2, "{rows:#?}");
     assert_eq!(rows[1].kind, "http");
     assert_eq!(
-        (rows[1].outcome.as_str(), rows[1].error_code),
+        (rows[1].outcome, rows[1].error_code),
         ("HTTP_ERROR", Some(-32700))
     );
     assert_eq!(stats.anomalies.get("mcp.request_not_jsonrpc"), Some(&1));
@@ -1227,10 +1168,7 @@ fn server_request_pairs_with_client_posted_response() {
     assert_eq!(rows[0].outcome, "TOOL_SUCCESS");
     assert_eq!(rows[0].sse_events, 2);
     let resp = &rows[1];
-    assert_eq!(
-        (resp.kind.as_str(), resp.outcome.as_str()),
-        ("response", "ACCEPTED")
-    );
+    assert_eq!((resp.kind, resp.outcome), ("response", "ACCEPTED"));
     assert_eq!(resp.rpc_method.as_deref(), Some("sampling/createMessage"));
     assert_eq!(resp.jsonrpc_id.as_deref(), Some("0"));
     assert!(has_anomaly(&rows[2], "mcp.response_without_request"));
@@ -1267,10 +1205,7 @@ fn inference_inputs_filled() {
     assert_eq!(i.ts_request_end, rows[0].ts_request + 10);
     assert_eq!(rows[0].request_bytes as usize, r#"{"params":{"name":"t","arguments":{"b":2,"a":1},"inputResponses":{"k":{}},"requestState":"s"},"jsonrpc":"2.0","id":3,"method":"tools/call"}"#.len());
     assert_eq!(rows[0].response_bytes, 42);
-    assert_eq!(
-        (rows[0].attempt, rows[0].retry_origin.as_str()),
-        (1, "none")
-    );
+    assert_eq!((rows[0].attempt, rows[0].retry_origin), (1, "none"));
     let lat = rows[0].latency_ms.unwrap();
     assert!(lat > 0.0 && lat < 10.0, "{lat}");
 }
@@ -1390,14 +1325,7 @@ fn cors_preflight_before_first_post_is_a_row() {
     let (rows, _) = r.finish();
     let got: Vec<_> = rows
         .iter()
-        .map(|e| {
-            (
-                e.http_method.as_str(),
-                e.path.as_str(),
-                e.kind.as_str(),
-                e.outcome.as_str(),
-            )
-        })
+        .map(|e| (e.http_method.as_str(), e.path.as_str(), e.kind, e.outcome))
         .collect();
     assert_eq!(
         got,
@@ -1608,7 +1536,7 @@ fn long_open_get_stream_does_not_block() {
     assert_eq!(early[0].exchange_id, 2, "id 1 is the stream's, reserved");
     assert!(r.a.rows.map.len() < 10, "released rows are not kept");
     let (rest, _) = r.finish();
-    assert_eq!(rest.first().map(|e| e.kind.as_str()), Some("stream"));
+    assert_eq!(rest.first().map(|e| e.kind), Some("stream"));
     let all: Vec<Exchange> = early.into_iter().chain(rest).collect();
     assert_eq!(as_json(&all), as_json(&batch));
 }

@@ -23,7 +23,7 @@ pub struct Exchange {
     /// TCP connection index (null for HAR).
     pub tcp_stream: Option<u64>,
     /// `streamable_http`, `legacy_sse`, `unknown`.
-    pub transport: String,
+    pub transport: &'static str,
     /// The analyzer's session grouping key (section 4), never empty.
     pub session_key: String,
     /// `Mcp-Session-Id` or the legacy `sessionId`/`session_id` query value.
@@ -33,7 +33,7 @@ pub struct Exchange {
     pub client_version: Option<String>,
     pub user_agent: Option<String>,
     /// `request`, `notification`, `response`, `stream`, `session_end`, `http`.
-    pub kind: String,
+    pub kind: &'static str,
     pub http_method: String,
     /// Request target including the query.
     pub path: String,
@@ -46,9 +46,9 @@ pub struct Exchange {
     /// `params.name` of `tools/call`.
     pub tool_name: Option<String>,
     /// Section 3 outcome name.
-    pub outcome: String,
+    pub outcome: &'static str,
     /// `transport`, `protocol`, `interaction`, `application`.
-    pub layer: String,
+    pub layer: &'static str,
     pub error_code: Option<i64>,
     pub error_message: Option<String>,
     /// `resultType` as sent.
@@ -60,7 +60,7 @@ pub struct Exchange {
     /// The final JSON-RPC response was seen.
     pub final_response: bool,
     /// `complete`, `fin`, `rst`, `gap`, `capture_end`, `none`.
-    pub stream_end: String,
+    pub stream_end: &'static str,
     /// Body bytes on the wire (before decoding).
     pub request_bytes: u64,
     pub response_bytes: u64,
@@ -69,7 +69,7 @@ pub struct Exchange {
     /// `exchange_id` of the previous attempt.
     pub retry_of: Option<u64>,
     /// `none`, `sdk`, `application`, `manual`.
-    pub retry_origin: String,
+    pub retry_origin: &'static str,
     /// One line: the rule that fired and its facts.
     pub retry_evidence: Option<String>,
     /// For an MRTR follow-up: the `input_required` exchange it answers.

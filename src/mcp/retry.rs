@@ -424,10 +424,8 @@ fn apply(row: &mut Exchange, link: Link) {
     }
 }
 
-/// Reuses the column's buffer: this runs once per row.
 fn set_origin(row: &mut Exchange, origin: Origin) {
-    row.retry_origin.clear();
-    row.retry_origin.push_str(origin.as_str());
+    row.retry_origin = origin.as_str();
 }
 
 /// Rules 1-4 for a candidate and its latest earlier equivalent request `e`.

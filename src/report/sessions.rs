@@ -183,7 +183,7 @@ impl SessionAggregator {
         // first byte), whatever order rows arrive in.
         if e.exchange_id <= acc.first_id || row.client_addr.is_empty() {
             acc.first_id = e.exchange_id;
-            row.transport.clone_from(&e.transport);
+            e.transport.clone_into(&mut row.transport);
             row.client_addr.clone_from(&e.client_addr);
             row.server_addr.clone_from(&e.server_addr);
         }
@@ -202,7 +202,7 @@ impl SessionAggregator {
             Some(n) => *n = n.saturating_add(1),
             None => row.other_outcomes = row.other_outcomes.saturating_add(1),
         }
-        let retries = match e.retry_origin.as_str() {
+        let retries = match e.retry_origin {
             "sdk" => Some(&mut row.retries_sdk),
             "application" => Some(&mut row.retries_application),
             "manual" => Some(&mut row.retries_manual),

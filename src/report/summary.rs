@@ -41,7 +41,7 @@ pub(crate) fn outcome_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
     let mut counts: BTreeMap<String, u64> =
         OUTCOMES.iter().map(|(o, _)| (o.to_string(), 0)).collect();
     for r in rows {
-        let n = counts.entry(r.outcome.clone()).or_default();
+        let n = counts.entry(r.outcome.to_string()).or_default();
         *n = n.saturating_add(1);
     }
     counts
@@ -51,7 +51,7 @@ pub(crate) fn outcome_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
 pub(crate) fn layer_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
     let mut counts: BTreeMap<String, u64> = LAYERS.iter().map(|l| (l.to_string(), 0)).collect();
     for r in rows {
-        let n = counts.entry(r.layer.clone()).or_default();
+        let n = counts.entry(r.layer.to_string()).or_default();
         *n = n.saturating_add(1);
     }
     counts
@@ -70,7 +70,7 @@ pub fn run_summary(info: &RunInfo) -> Value {
         retries.insert(origin.to_string(), 0u64);
     }
     for r in info.rows {
-        if let Some(n) = retries.get_mut(r.retry_origin.as_str()) {
+        if let Some(n) = retries.get_mut(r.retry_origin) {
             *n = n.saturating_add(1);
         }
     }

@@ -184,7 +184,7 @@ fn fmt_bytes(n: u64) -> String {
 
 /// What a row asked for: `tools/call id=1 search`, `GET stream`, `DELETE`.
 fn describe(e: &Exchange) -> String {
-    let mut s = match (&e.rpc_method, e.kind.as_str()) {
+    let mut s = match (&e.rpc_method, e.kind) {
         (Some(m), _) => m.clone(),
         (None, "stream") => format!("{} stream", e.http_method),
         (None, "session_end") => e.http_method.clone(),
@@ -287,7 +287,7 @@ fn write_outcomes(p: Painter, out: &mut String, rows: &[Exchange]) {
     p.heading(out, "By layer");
     let mut failures: HashMap<&str, u64> = HashMap::new();
     for r in rows.iter().filter(|r| is_failure(&r.outcome)) {
-        let n = failures.entry(r.layer.as_str()).or_default();
+        let n = failures.entry(r.layer).or_default();
         *n = n.saturating_add(1);
     }
     let layers = layer_counts(rows);
@@ -334,7 +334,7 @@ fn write_failing_tools(p: Painter, out: &mut String, rows: &[Exchange]) {
         t.calls = t.calls.saturating_add(1);
         if is_failure(&r.outcome) {
             t.failures = t.failures.saturating_add(1);
-            let n = t.by_outcome.entry(r.outcome.clone()).or_default();
+            let n = t.by_outcome.entry(r.outcome.to_string()).or_default();
             *n = n.saturating_add(1);
         }
     }
@@ -387,7 +387,7 @@ fn chain_table(
             let origin = if i == 0 {
                 "first".to_string()
             } else {
-                e.retry_origin.clone()
+                e.retry_origin.to_string()
             };
             table.push(vec![
                 plain(if i == 0 { describe(e) } else { String::new() }),
@@ -435,7 +435,7 @@ fn write_retries(p: Painter, out: &mut String, rows: &[Exchange]) {
     let by_id: HashMap<u64, &Exchange> = rows.iter().map(|r| (r.exchange_id, r)).collect();
     let mut by_origin: BTreeMap<&str, u64> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.retry_of.is_some()) {
-        let n = by_origin.entry(r.retry_origin.as_str()).or_default();
+        let n = by_origin.entry(r.retry_origin).or_default();
         *n = n.saturating_add(1);
     }
     let origins: Vec<String> = by_origin.iter().map(|(o, n)| format!("{o} {n}")).collect();
@@ -838,13 +838,13 @@ mod tests {
     /// A session with a failed call retried by the SDK, then by the application, a manual
     /// repeat of a call that had succeeded, and latencies for two methods.
     fn story() -> Vec<Exchange> {
-        let call = |id, ts, outcome: &str, layer: &str| {
+        let call = |id, ts, outcome: &'static str, layer: &'static str| {
             let mut e = ex(id, ts);
             e.rpc_method = Some("tools/call".into());
             e.jsonrpc_id = Some(id.to_string());
             e.tool_name = Some("search".into());
-            e.outcome = outcome.into();
-            e.layer = layer.into();
+            e.outcome = outcome;
+            e.layer = layer;
             e
         };
         let mut a = call(1, 1_000_000, "HTTP_ERROR", "transport");

@@ -69,12 +69,18 @@ pub fn retry_chains(rows: &[Exchange]) -> Vec<RetryChain> {
                 .rev()
                 .find(|e| e.kind == "request")
                 .or(all.last())
-                .map_or_else(String::new, |e| e.outcome.clone());
+                .map_or_else(String::new, |e| e.outcome.to_string());
             Some(RetryChain {
                 first: first.exchange_id,
                 attempts: all
                     .iter()
-                    .map(|e| (e.exchange_id, e.retry_origin.clone(), e.outcome.clone()))
+                    .map(|e| {
+                        (
+                            e.exchange_id,
+                            e.retry_origin.to_string(),
+                            e.outcome.to_string(),
+                        )
+                    })
                     .collect(),
                 final_outcome,
                 after_failure,
@@ -90,13 +96,19 @@ mod tests {
     use super::*;
 
     /// `row(id, kind, retry_of, origin, outcome)`
-    fn row(id: u64, kind: &str, retry_of: Option<u64>, origin: &str, outcome: &str) -> Exchange {
+    fn row(
+        id: u64,
+        kind: &'static str,
+        retry_of: Option<u64>,
+        origin: &'static str,
+        outcome: &'static str,
+    ) -> Exchange {
         Exchange {
             exchange_id: id,
-            kind: kind.to_string(),
+            kind,
             retry_of,
-            retry_origin: origin.to_string(),
-            outcome: outcome.to_string(),
+            retry_origin: origin,
+            outcome,
             ..Default::default()
         }
     }

@@ -15,15 +15,15 @@ fn req(ts_ms: i64, session: &str, id: &str, params: &str) -> Exchange {
         session_key: session.to_string(),
         session_id: Some(session.to_string()),
         user_agent: Some("node".to_string()),
-        kind: "request".to_string(),
+        kind: "request",
         http_status: Some(200),
         jsonrpc_id: Some(id.to_string()),
         rpc_method: Some("tools/call".to_string()),
-        outcome: "TOOL_SUCCESS".to_string(),
+        outcome: "TOOL_SUCCESS",
         // Stale values: inference must overwrite them.
         attempt: 9,
         retry_of: Some(77),
-        retry_origin: "stale".to_string(),
+        retry_origin: "stale",
         ..Default::default()
     };
     e.inference.endpoint = ENDPOINT.to_string();
@@ -35,9 +35,9 @@ fn req(ts_ms: i64, session: &str, id: &str, params: &str) -> Exchange {
 }
 
 /// A row of another kind with no JSON-RPC id (notification, stream GET).
-fn other(ts_ms: i64, session: &str, kind: &str, method: Option<&str>) -> Exchange {
+fn other(ts_ms: i64, session: &str, kind: &'static str, method: Option<&str>) -> Exchange {
     let mut e = req(ts_ms, session, "0", "{}");
-    e.kind = kind.to_string();
+    e.kind = kind;
     e.jsonrpc_id = None;
     e.rpc_method = method.map(str::to_string);
     e.inference.body_fingerprint = None;
@@ -46,8 +46,8 @@ fn other(ts_ms: i64, session: &str, kind: &str, method: Option<&str>) -> Exchang
 }
 
 trait With: Sized {
-    fn failed(self, outcome: &str, status: u16) -> Self;
-    fn outcome(self, outcome: &str) -> Self;
+    fn failed(self, outcome: &'static str, status: u16) -> Self;
+    fn outcome(self, outcome: &'static str) -> Self;
     fn ua(self, ua: &str) -> Self;
     fn addr(self, addr: &str) -> Self;
     fn method(self, m: &str) -> Self;
@@ -60,13 +60,13 @@ trait With: Sized {
 }
 
 impl With for Exchange {
-    fn failed(mut self, outcome: &str, status: u16) -> Self {
-        self.outcome = outcome.to_string();
+    fn failed(mut self, outcome: &'static str, status: u16) -> Self {
+        self.outcome = outcome;
         self.http_status = Some(status);
         self
     }
-    fn outcome(mut self, outcome: &str) -> Self {
-        self.outcome = outcome.to_string();
+    fn outcome(mut self, outcome: &'static str) -> Self {
+        self.outcome = outcome;
         self
     }
     fn ua(mut self, ua: &str) -> Self {
@@ -84,7 +84,7 @@ impl With for Exchange {
     fn no_response(mut self) -> Self {
         self.ts_response = None;
         self.http_status = None;
-        self.outcome = "NO_RESPONSE".to_string();
+        self.outcome = "NO_RESPONSE";
         self
     }
     fn ends_at(mut self, ts_ms: i64) -> Self {
@@ -122,12 +122,7 @@ fn run(mut rows: Vec<Exchange>) -> Vec<Exchange> {
 /// (attempt, retry_of, retry_origin, continuation_of) of exchange `id`.
 fn link(rows: &[Exchange], id: u64) -> (u32, Option<u64>, &str, Option<u64>) {
     let r = &rows[id as usize - 1];
-    (
-        r.attempt,
-        r.retry_of,
-        r.retry_origin.as_str(),
-        r.continuation_of,
-    )
+    (r.attempt, r.retry_of, r.retry_origin, r.continuation_of)
 }
 
 fn evidence(rows: &[Exchange], id: u64) -> Option<&str> {
@@ -880,7 +875,7 @@ mod prop {
                     &format!("{{\"p\":{p}}}"),
                 );
                 e.rpc_method = Some(METHODS[m % METHODS.len()].to_string());
-                e.outcome = OUTCOMES[o % OUTCOMES.len()].to_string();
+                e.outcome = OUTCOMES[o % OUTCOMES.len()];
                 e.http_status = Some([200, 401, 404, 503][usize::from(st % 4)]);
                 if o % OUTCOMES.len() == 2 {
                     e.ts_response = None;
@@ -890,7 +885,7 @@ mod prop {
                 }
                 e.inference.has_mrtr_fields = mrtr;
                 match kind % 5 {
-                    0 => e.kind = "notification".to_string(),
+                    0 => e.kind = "notification",
                     1 => {
                         e = other(ts, &format!("s{s}"), "stream", None)
                             .resumes(u64::from(res), "ev-1");
@@ -1012,7 +1007,7 @@ mod prop {
                 (
                     r.attempt,
                     r.retry_of,
-                    r.retry_origin.clone(),
+                    r.retry_origin.to_string(),
                     r.retry_evidence.clone(),
                     r.continuation_of,
                 )
