@@ -183,30 +183,35 @@ fn concat(a: &str, b: &str) -> String {
 }
 
 /// Rows under construction by arrival index (`InferenceInputs::seq`); released rows leave.
+/// Boxed: a row is over a kilobyte, and the table moves its entries as it grows.
 #[derive(Debug, Default)]
 struct RowStore {
-    map: HashMap<usize, Row>,
+    map: HashMap<usize, Box<Row>>,
     next: usize,
 }
 
 impl RowStore {
     fn get(&self, i: usize) -> Option<&Row> {
-        self.map.get(&i)
+        self.map.get(&i).map(|r| &**r)
     }
 
     fn get_mut(&mut self, i: usize) -> Option<&mut Row> {
-        self.map.get_mut(&i)
+        self.map.get_mut(&i).map(|r| &mut **r)
     }
 
-    fn push(&mut self, row: Row) -> usize {
+    fn push(&mut self, row: Box<Row>) -> usize {
         let i = self.next;
         self.next = self.next.wrapping_add(1);
         self.map.insert(i, row);
         i
     }
 
-    fn remove(&mut self, i: usize) -> Option<Row> {
+    fn remove(&mut self, i: usize) -> Option<Box<Row>> {
         self.map.remove(&i)
+    }
+
+    fn len(&self) -> usize {
+        self.map.len()
     }
 }
 
@@ -511,7 +516,7 @@ impl Analyzer {
         for i in preflights {
             self.confirm_preflight(i);
         }
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(self.rows.len());
         self.release(self.last_ts, true, stats, &mut out);
         let aside = std::mem::take(&mut self.aside);
         for i in aside {
@@ -1158,7 +1163,7 @@ impl Analyzer {
             },
             ..Exchange::default()
         };
-        let i = self.rows.push(Row {
+        let i = self.rows.push(Box::new(Row {
             ex,
             kind,
             rpc_id: None,
@@ -1189,7 +1194,7 @@ impl Analyzer {
             resumes_row: None,
             anomalies: req.anomalies.clone(),
             reserved: None,
-        });
+        }));
         self.pending.insert((req.ts_first_us, i));
         i
     }
