@@ -32,7 +32,11 @@ pub fn value_fingerprint(v: &Value) -> u128 {
         Value::Null => leaf(T_NULL, b""),
         Value::Bool(true) => leaf(T_TRUE, b""),
         Value::Bool(false) => leaf(T_FALSE, b""),
-        Value::Number(n) => leaf(T_NUMBER, n.to_string().as_bytes()),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => integer_leaf(u),
+            (None, Some(i)) => integer_leaf(i),
+            _ => leaf(T_NUMBER, n.to_string().as_bytes()),
+        },
         Value::String(s) => leaf(T_STRING, s.as_bytes()),
         Value::Array(items) => {
             let mut buf = Vec::with_capacity(items.len().saturating_mul(16));
@@ -58,6 +62,12 @@ pub fn object_fingerprint(map: &Map<String, Value>, keep: impl Fn(&str) -> bool)
 /// Splits a fingerprint into the two halves [`JsonFingerprint`] holds.
 pub fn split(fp: u128) -> JsonFingerprint {
     ((fp >> 64) as u64, fp as u64)
+}
+
+/// An integer's leaf: its decimal text, as serde_json's `Number` writes it (with `itoa`),
+/// without allocating it.
+fn integer_leaf(v: impl itoa::Integer) -> u128 {
+    leaf(T_NUMBER, itoa::Buffer::new().format(v).as_bytes())
 }
 
 fn leaf(kind: u64, bytes: &[u8]) -> u128 {
@@ -203,10 +213,10 @@ impl<'de> Visitor<'de> for FingerprintVisitor {
         Ok(leaf(if v { T_TRUE } else { T_FALSE }, b""))
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<u128, E> {
-        Ok(value_fingerprint(&Value::from(v)))
+        Ok(integer_leaf(v))
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<u128, E> {
-        Ok(value_fingerprint(&Value::from(v)))
+        Ok(integer_leaf(v))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<u128, E> {
         // serde_json's Value turns a float into its Number (finite floats only reach here).
