@@ -513,65 +513,137 @@ pub fn slim_result(result: &Value) -> Value {
 /// results (the bulk of a response) are thus scanned, never built into a tree. Errors are
 /// serde_json's, as for `serde_json::from_slice::<Value>`.
 pub fn slim_response_body(bytes: &[u8]) -> Result<Value, serde_json::Error> {
-    run_seed(bytes, ResponseBodySeed)
+    let element = |e: ResponseElement| match e {
+        ResponseElement::Envelope(env) => env.into_value(),
+        ResponseElement::Other(v) => v,
+    };
+    Ok(match response_envelopes(bytes)? {
+        ResponseBody::One(env) => env.into_value(),
+        ResponseBody::Batch(items) => Value::Array(items.into_iter().map(element).collect()),
+        ResponseBody::Other(v) => v,
+    })
 }
-
-/// Envelope members a response element keeps.
-const ENVELOPE_KEYS: [&str; 5] = ["jsonrpc", "id", "method", "params", "error"];
-
-#[derive(Clone, Copy)]
-struct ResponseBodySeed;
-
-seed_via_visitor!(ResponseBodySeed, Value);
 
 fn same(v: Value) -> Value {
     v
 }
 
-impl<'de> Visitor<'de> for ResponseBodySeed {
-    type Value = Value;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON-RPC body")
-    }
-    scalar_values!(same);
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(v) = seq.next_element_seed(ResponseElementSeed)? {
-            items.push(v);
+/// The envelope members of one response element, as [`slim_response_body`] keeps them,
+/// without building the element's map (a repeated key: the last one counts, as in a map).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Envelope {
+    pub jsonrpc: Option<Value>,
+    pub id: Option<Value>,
+    pub method: Option<Value>,
+    pub params: Option<Value>,
+    pub result: Option<Value>,
+    pub error: Option<Value>,
+}
+
+impl Envelope {
+    /// The element as [`slim_response_body`] builds it.
+    pub fn into_value(self) -> Value {
+        let mut map = Map::new();
+        let members = [
+            ("jsonrpc", self.jsonrpc),
+            ("id", self.id),
+            ("method", self.method),
+            ("params", self.params),
+            ("result", self.result),
+            ("error", self.error),
+        ];
+        for (k, v) in members {
+            if let Some(v) = v {
+                map.insert(k.to_string(), v);
+            }
         }
-        Ok(Value::Array(items))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
-        ResponseElementSeed.visit_map(map)
+        Value::Object(map)
     }
 }
 
-/// One element of a response body.
-struct ResponseElementSeed;
+/// A response body read straight into envelopes: [`slim_response_body`] with each object
+/// element left as its [`Envelope`] (other elements built as values).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResponseBody {
+    One(Envelope),
+    Batch(Vec<ResponseElement>),
+    /// Neither an object nor an array.
+    Other(Value),
+}
 
-seed_via_visitor!(ResponseElementSeed, Value);
+/// An element of a batch response body.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResponseElement {
+    Envelope(Envelope),
+    Other(Value),
+}
 
-impl<'de> Visitor<'de> for ResponseElementSeed {
-    type Value = Value;
+/// [`slim_response_body`] without the envelope maps: same verdicts and errors.
+pub fn response_envelopes(bytes: &[u8]) -> Result<ResponseBody, serde_json::Error> {
+    run_seed(bytes, EnvelopeBodySeed)
+}
+
+#[derive(Clone, Copy)]
+struct EnvelopeBodySeed;
+
+seed_via_visitor!(EnvelopeBodySeed, ResponseBody);
+
+impl<'de> Visitor<'de> for EnvelopeBodySeed {
+    type Value = ResponseBody;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC body")
+    }
+    scalar_values!(ResponseBody::Other);
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ResponseBody, A::Error> {
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element_seed(EnvelopeElementSeed)? {
+            items.push(v);
+        }
+        Ok(ResponseBody::Batch(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ResponseBody, A::Error> {
+        envelope_of(map).map(ResponseBody::One)
+    }
+}
+
+struct EnvelopeElementSeed;
+
+seed_via_visitor!(EnvelopeElementSeed, ResponseElement);
+
+impl<'de> Visitor<'de> for EnvelopeElementSeed {
+    type Value = ResponseElement;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC message")
     }
-    plain_values!(same);
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut element = Map::new();
-        while let Some(Key(k)) = map.next_key()? {
-            if k == "result" {
-                let v = map.next_value_seed(SlimResultSeed)?;
-                element.insert(k.into_owned(), v);
-            } else if ENVELOPE_KEYS.contains(&k.as_ref()) {
-                let v: Value = map.next_value()?;
-                element.insert(k.into_owned(), v);
-            } else {
-                map.next_value::<de::IgnoredAny>()?;
-            }
-        }
-        Ok(Value::Object(element))
+    plain_values!(ResponseElement::Other);
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ResponseElement, A::Error> {
+        envelope_of(map).map(ResponseElement::Envelope)
     }
+}
+
+/// An object element: its envelope members kept (`result` cut by [`SlimResultSeed`]), the
+/// others skipped unbuilt.
+fn envelope_of<'de, A: MapAccess<'de>>(mut map: A) -> Result<Envelope, A::Error> {
+    let mut env = Envelope::default();
+    while let Some(Key(k)) = map.next_key()? {
+        let slot = match k.as_ref() {
+            "result" => {
+                env.result = Some(map.next_value_seed(SlimResultSeed)?);
+                continue;
+            }
+            "jsonrpc" => &mut env.jsonrpc,
+            "id" => &mut env.id,
+            "method" => &mut env.method,
+            "params" => &mut env.params,
+            "error" => &mut env.error,
+            _ => {
+                map.next_value::<de::IgnoredAny>()?;
+                continue;
+            }
+        };
+        *slot = Some(map.next_value()?);
+    }
+    Ok(env)
 }
 
 /// `result`: an object is cut (see [`slim_response_body`]); anything else is kept whole.

@@ -7,6 +7,7 @@
 //! [`RpcMessage::Invalid`] with the reason, so the caller can still pair it by id.
 
 use super::RpcError;
+use super::digest::{Envelope, ResponseBody, ResponseElement};
 use serde_json::Value;
 use std::fmt;
 
@@ -139,7 +140,7 @@ pub fn parse_response_body(bytes: &[u8]) -> Result<Vec<RpcMessage>, RpcError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(RpcError::Empty);
     }
-    let value = match super::digest::slim_response_body(bytes) {
+    let body = match super::digest::response_envelopes(bytes) {
         Ok(v) => v,
         Err(slim) => {
             // Skipping reports some positions one column off: the full parser's message is
@@ -149,7 +150,85 @@ pub fn parse_response_body(bytes: &[u8]) -> Result<Vec<RpcMessage>, RpcError> {
             return Err(RpcError::NotJson(e));
         }
     };
-    parse_value(value)
+    match body {
+        ResponseBody::One(env) => Ok(vec![classify_envelope(env)]),
+        ResponseBody::Batch(items) if items.is_empty() => Err(RpcError::EmptyBatch),
+        ResponseBody::Batch(items) => Ok(items
+            .into_iter()
+            .map(|item| match item {
+                ResponseElement::Envelope(env) => classify_envelope(env),
+                ResponseElement::Other(v) => classify(v),
+            })
+            .collect()),
+        ResponseBody::Other(v) => Err(RpcError::NotJsonRpc(json_kind(&v))),
+    }
+}
+
+/// [`classify`] of the object `env` holds (`Envelope::into_value`), read from its fields.
+pub(crate) fn classify_envelope(env: Envelope) -> RpcMessage {
+    if env.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
+        return invalid("jsonrpc is not \"2.0\"", env.into_value());
+    }
+    if let Some(m) = &env.method {
+        let Some(method) = m.as_str().map(str::to_string) else {
+            return invalid("method is not a string", env.into_value());
+        };
+        if env.result.is_some() || env.error.is_some() {
+            return invalid("both method and result/error", env.into_value());
+        }
+        let id = match &env.id {
+            None => None,
+            Some(Value::Null) => return invalid("request id is null", env.into_value()),
+            Some(idv) => match RpcId::from_value(idv) {
+                Some(id) => Some(id),
+                None => return invalid("request id is not a string or number", env.into_value()),
+            },
+        };
+        let params = env.params;
+        return match id {
+            None => RpcMessage::Notification { method, params },
+            Some(id) => RpcMessage::Request { id, method, params },
+        };
+    }
+    match (&env.result, &env.error) {
+        (Some(_), Some(_)) => invalid("both result and error", env.into_value()),
+        (None, None) => invalid("neither result nor error", env.into_value()),
+        (Some(result), None) => {
+            let Some(id) = env.id.as_ref().and_then(RpcId::from_value) else {
+                return invalid("result without a string or number id", env.into_value());
+            };
+            if !result.is_object() {
+                return invalid("result is not an object", env.into_value());
+            }
+            RpcMessage::Result {
+                id,
+                result: env.result.unwrap_or_default(),
+            }
+        }
+        (None, Some(err)) => {
+            let id = match &env.id {
+                None | Some(Value::Null) => None,
+                Some(idv) => match RpcId::from_value(idv) {
+                    Some(id) => Some(id),
+                    None => return invalid("error id is not a string or number", env.into_value()),
+                },
+            };
+            let code = err.get("code").and_then(Value::as_i64);
+            let message = err.get("message").and_then(Value::as_str);
+            match (code, message) {
+                (Some(code), Some(message)) => RpcMessage::Error {
+                    id,
+                    code,
+                    message: message.to_string(),
+                    data: err.get("data").cloned(),
+                },
+                _ => invalid(
+                    "bad error shape (code must be an integer, message a string)",
+                    env.into_value(),
+                ),
+            }
+        }
+    }
 }
 
 /// Classify an already parsed JSON value (object or batch array).
@@ -735,6 +814,46 @@ mod tests {
             "  ",
         ] {
             assert_slim_agrees(text);
+        }
+    }
+
+    proptest::proptest! {
+        /// Reading an envelope's fields gives what `classify` gives on the envelope's object,
+        /// for every mix of present, absent and ill-typed members.
+        #[test]
+        fn envelope_classifies_as_its_object(
+            picks in proptest::collection::vec(0usize..8, 6)
+        ) {
+            let choices: [&[&str]; 6] = [
+                &[r#""2.0""#, r#""1.0""#, "2", "null"],
+                &["1", r#""a""#, "null", "1.5", "[]", "{}", "-7"],
+                &[r#""m""#, "1", "null", r#""notifications/x""#],
+                &["{}", "[]", r#"{"name":"t"}"#],
+                &["{}", "5", r#"{"isError":true}"#, "null"],
+                &[
+                    r#"{"code":1,"message":"m"}"#,
+                    r#"{"code":"x","message":"m"}"#,
+                    r#"{"code":-32602,"message":"m","data":[1]}"#,
+                    "3",
+                ],
+            ];
+            let mut fields = choices.iter().zip(&picks).map(|(c, &p)| {
+                // One pick past each list's end leaves the member out.
+                c.get(p % (c.len() + 1)).map(|t| parse(t))
+            });
+            let mut next = || fields.next().flatten();
+            let env = Envelope {
+                jsonrpc: next(),
+                id: next(),
+                method: next(),
+                params: next(),
+                result: next(),
+                error: next(),
+            };
+            proptest::prop_assert_eq!(
+                classify_envelope(env.clone()),
+                classify(env.into_value())
+            );
         }
     }
 
