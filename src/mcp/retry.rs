@@ -450,7 +450,7 @@ fn decide(
 
     // Rule 1: an MRTR follow-up answers the input_required result with a new id; it is not a
     // retry (mcp-wire.md 4.3).
-    if c.has_mrtr_fields && &*e.outcome == "INPUT_REQUIRED" {
+    if c.has_mrtr_fields && e.outcome == "INPUT_REQUIRED" {
         return Link::Continuation {
             of: e.exchange_id,
             evidence: format!(
@@ -536,7 +536,7 @@ fn decide(
 
     // Rule 3: new id in the same session.
     if same_session {
-        if is_success_outcome(&e.outcome) {
+        if is_success_outcome(e.outcome) {
             return Link::None;
         }
         return retry(

@@ -132,7 +132,7 @@ mod tests {
     fn row(id: u64) -> Exchange {
         Exchange {
             exchange_id: id,
-            outcome: "OK".into(),
+            outcome: "OK",
             ..Exchange::default()
         }
     }

@@ -40,14 +40,14 @@ impl RowFilter {
             || self
                 .outcomes
                 .iter()
-                .any(|o| o.eq_ignore_ascii_case(&row.outcome)))
+                .any(|o| o.eq_ignore_ascii_case(row.outcome)))
             && in_list(&self.tools, row.tool_name.as_deref())
             && in_list(&self.methods, row.rpc_method.as_deref())
             && (in_list(&self.sessions, Some(&row.session_key))
                 || in_list(&self.sessions, row.session_id.as_deref()))
             && self.since_us.is_none_or(|t| row.ts_request >= t)
             && self.until_us.is_none_or(|t| row.ts_request < t)
-            && (!self.only_failures || is_failure(&row.outcome))
+            && (!self.only_failures || is_failure(row.outcome))
     }
 }
 
@@ -69,15 +69,15 @@ mod tests {
         let mut b = ex(2, 2_000);
         b.rpc_method = Some("tools/call".into());
         b.tool_name = Some("fetch".into());
-        b.outcome = "HTTP_ERROR".into();
+        b.outcome = "HTTP_ERROR";
         b.session_key = "s2".into();
         b.session_id = Some("abc".into());
         let mut c = ex(3, 3_000);
         c.rpc_method = Some("tools/list".into());
-        c.outcome = "RPC_SUCCESS".into();
+        c.outcome = "RPC_SUCCESS";
         let mut d = ex(4, 4_000);
-        d.kind = "stream".into();
-        d.outcome = "STREAM_OPEN".into();
+        d.kind = "stream";
+        d.outcome = "STREAM_OPEN";
         vec![a, b, c, d]
     }
 

@@ -198,7 +198,7 @@ impl SessionAggregator {
         if e.kind == "request" {
             row.requests = row.requests.saturating_add(1);
         }
-        match outcome_index(&e.outcome).and_then(|i| row.outcome_counts.get_mut(i)) {
+        match outcome_index(e.outcome).and_then(|i| row.outcome_counts.get_mut(i)) {
             Some(n) => *n = n.saturating_add(1),
             None => row.other_outcomes = row.other_outcomes.saturating_add(1),
         }
@@ -306,35 +306,35 @@ mod tests {
         // s1: initialize, a failed call, its sdk retry, an application retry, then DELETE.
         let mut init = ex(1, 0);
         init.rpc_method = Some("initialize".into());
-        init.outcome = "RPC_SUCCESS".into();
+        init.outcome = "RPC_SUCCESS";
         init.client_name = Some("cli".into());
         init.protocol_version = Some("2025-06-18".into());
         init.ts_response = Some(5_000);
         let mut fail = ex(2, 10_000);
         fail.session_id = Some("abc".into());
-        fail.outcome = "HTTP_ERROR".into();
+        fail.outcome = "HTTP_ERROR";
         fail.http_status = Some(503);
         let mut sdk = ex(3, 20_000);
         sdk.session_id = Some("abc".into());
         sdk.retry_of = Some(2);
-        sdk.retry_origin = "sdk".into();
+        sdk.retry_origin = "sdk";
         sdk.attempt = 2;
-        sdk.outcome = "TOOL_ERROR".into();
+        sdk.outcome = "TOOL_ERROR";
         let mut app = ex(4, 30_000);
         app.retry_of = Some(3);
-        app.retry_origin = "application".into();
+        app.retry_origin = "application";
         app.attempt = 3;
         let mut del = ex(5, 40_000);
-        del.kind = "session_end".into();
+        del.kind = "session_end";
         del.http_method = "DELETE".into();
-        del.outcome = "RPC_SUCCESS".into();
+        del.outcome = "RPC_SUCCESS";
         del.ts_response = Some(41_000);
         // s2: one call answered 404 with the session id.
         let mut gone = ex(6, 50_000);
         gone.session_key = "s2".into();
         gone.session_id = Some("old".into());
         gone.http_status = Some(404);
-        gone.outcome = "HTTP_ERROR".into();
+        gone.outcome = "HTTP_ERROR";
         gone.client_addr = "10.0.0.9:1".into();
         // s3: silent for 10 minutes before the capture ends.
         let mut quiet = ex(7, 60_000);
@@ -342,8 +342,8 @@ mod tests {
         // s4: active at the end.
         let mut late = ex(8, 60_000 + 10 * MIN_US);
         late.session_key = "s4".into();
-        late.kind = "notification".into();
-        late.outcome = "ACCEPTED".into();
+        late.kind = "notification";
+        late.outcome = "ACCEPTED";
         vec![init, fail, sdk, app, del, gone, quiet, late]
     }
 
@@ -399,7 +399,7 @@ mod tests {
     #[test]
     fn unknown_outcome_is_counted_apart() {
         let mut r = ex(1, 0);
-        r.outcome = "WEIRD".into();
+        r.outcome = "WEIRD";
         let s = sessions(&[r]);
         assert_eq!(s[0].other_outcomes, 1);
         assert_eq!(s[0].outcome_counts.iter().sum::<u64>(), 0);

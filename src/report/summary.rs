@@ -179,9 +179,9 @@ pub(crate) mod tests {
         let stats = stats();
         let inputs = inputs();
         let mut rows = vec![ex(1, 0), ex(2, 1), ex(3, 2)];
-        rows[1].outcome = "HTTP_ERROR".into();
-        rows[1].layer = "transport".into();
-        rows[2].retry_origin = "sdk".into();
+        rows[1].outcome = "HTTP_ERROR";
+        rows[1].layer = "transport";
+        rows[2].retry_origin = "sdk";
         let info = RunInfo {
             inputs: &inputs,
             stats: &stats,

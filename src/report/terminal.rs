@@ -286,7 +286,7 @@ fn write_outcomes(p: Painter, out: &mut String, rows: &[Exchange]) {
 
     p.heading(out, "By layer");
     let mut failures: HashMap<&str, u64> = HashMap::new();
-    for r in rows.iter().filter(|r| is_failure(&r.outcome)) {
+    for r in rows.iter().filter(|r| is_failure(r.outcome)) {
         let n = failures.entry(r.layer).or_default();
         *n = n.saturating_add(1);
     }
@@ -332,7 +332,7 @@ fn write_failing_tools(p: Painter, out: &mut String, rows: &[Exchange]) {
         };
         let t = tools.entry(name).or_default();
         t.calls = t.calls.saturating_add(1);
-        if is_failure(&r.outcome) {
+        if is_failure(r.outcome) {
             t.failures = t.failures.saturating_add(1);
             let n = t.by_outcome.entry(r.outcome.to_string()).or_default();
             *n = n.saturating_add(1);
@@ -394,7 +394,7 @@ fn chain_table(
                 plain(e.attempt.to_string()),
                 plain(format!("#{}", e.exchange_id)),
                 plain(origin),
-                outcome_text(&e.outcome),
+                outcome_text(e.outcome),
                 plain(e.retry_evidence.clone().unwrap_or_default()),
             ]);
         }
@@ -782,7 +782,7 @@ pub fn session_timeline(rows: &[Exchange], session_key: &str, color: bool) -> Op
                     String::new()
                 }),
                 if show_outcome {
-                    outcome_text(&r.outcome)
+                    outcome_text(r.outcome)
                 } else {
                     plain("")
                 },
@@ -854,14 +854,14 @@ mod tests {
         let mut b = call(2, 1_500_000, "TOOL_ERROR", "application");
         b.retry_of = Some(1);
         b.attempt = 2;
-        b.retry_origin = "sdk".into();
+        b.retry_origin = "sdk";
         b.retry_evidence = Some("same id+body 490ms after HTTP 503".into());
         b.ts_response = Some(1_520_000);
         b.latency_ms = Some(20.0);
         let mut c = call(3, 2_000_000, "TOOL_SUCCESS", "application");
         c.retry_of = Some(2);
         c.attempt = 3;
-        c.retry_origin = "application".into();
+        c.retry_origin = "application";
         c.ts_response = Some(2_030_000);
         c.latency_ms = Some(30.0);
         let mut d = call(4, 3_000_000, "TOOL_SUCCESS", "application");
@@ -872,19 +872,19 @@ mod tests {
         e.tool_name = Some("fetch".into());
         e.retry_of = Some(4);
         e.attempt = 2;
-        e.retry_origin = "manual".into();
+        e.retry_origin = "manual";
         e.ts_response = Some(900_050_000);
         e.latency_ms = Some(50.0);
         let mut f = ex(6, 500_000);
         f.rpc_method = Some("initialize".into());
-        f.outcome = "RPC_SUCCESS".into();
+        f.outcome = "RPC_SUCCESS";
         f.ts_response = Some(502_000);
         f.latency_ms = Some(2.0);
         let mut g = ex(7, 4_000_000);
-        g.kind = "notification".into();
+        g.kind = "notification";
         g.rpc_method = Some("notifications/initialized".into());
-        g.outcome = "NO_RESPONSE".into();
-        g.layer = "transport".into();
+        g.outcome = "NO_RESPONSE";
+        g.layer = "transport";
         vec![f, a, b, c, d, e, g]
     }
 

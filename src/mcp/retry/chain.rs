@@ -60,7 +60,7 @@ pub fn retry_chains(rows: &[Exchange]) -> Vec<RetryChain> {
             let first_repeat = repeats.first().and_then(|&p| Some((p, rows.get(p)?)))?;
             let previous = parent_of(first_repeat.0).and_then(|q| rows.get(q))?;
             let after_failure =
-                first_repeat.1.kind == "stream" || !is_success_outcome(&previous.outcome);
+                first_repeat.1.kind == "stream" || !is_success_outcome(previous.outcome);
             let all: Vec<&Exchange> = std::iter::once(first)
                 .chain(repeats.iter().filter_map(|&p| rows.get(p)))
                 .collect();

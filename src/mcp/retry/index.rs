@@ -9,8 +9,6 @@
 
 use crate::hashing::{HashMap, HashSet};
 use crate::mcp::Exchange;
-use crate::report::row::OUTCOMES;
-use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use xxhash_rust::xxh3::{Xxh3, xxh3_64};
@@ -68,7 +66,7 @@ pub(super) struct Prior {
     pub auth_hash: Option<u64>,
     pub has_mrtr_fields: bool,
     /// One of the contract's outcome names (static), or an unexpected text.
-    pub outcome: Cow<'static, str>,
+    pub outcome: &'static str,
     pub http_status: Option<u16>,
     pub error_code: Option<i64>,
 }
@@ -107,18 +105,10 @@ impl Prior {
             body: row.inference.body_fingerprint,
             auth_hash: row.inference.auth_hash,
             has_mrtr_fields: row.inference.has_mrtr_fields,
-            outcome: static_outcome(&row.outcome),
+            outcome: row.outcome,
             http_status: row.http_status,
             error_code: row.error_code,
         }
-    }
-}
-
-/// The contract's name for `outcome` without an allocation, when it is one.
-fn static_outcome(outcome: &str) -> Cow<'static, str> {
-    match OUTCOMES.iter().find(|(name, _)| *name == outcome) {
-        Some((name, _)) => Cow::Borrowed(name),
-        None => Cow::Owned(outcome.to_string()),
     }
 }
 
