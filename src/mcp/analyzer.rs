@@ -56,7 +56,7 @@ use crate::anomaly::Stats;
 use crate::hashing::{HashMap, HashSet};
 use crate::http::{BodyEnd, ExchangeRef, HttpEvent, HttpRequest, ResponseHead};
 use crate::limits::Limits;
-use crate::rpc::digest::ElementDigest;
+use crate::rpc::digest::{ElementDigest, Envelope, EnvelopeBody, EnvelopeElement};
 use crate::rpc::{self, RpcError, RpcId, RpcMessage};
 use serde_json::Value;
 use std::collections::{BTreeSet, VecDeque};
@@ -1005,21 +1005,26 @@ impl Analyzer {
             value: body,
             fingerprints,
         } = body;
+        // The first element, when an object (only its `method` and `params` are read).
         let first = match &body {
-            Value::Array(items) => items.first(),
-            other => Some(other),
+            EnvelopeBody::One(env) => Some(env),
+            EnvelopeBody::Batch(items) => match items.first() {
+                Some(EnvelopeElement::Envelope(env)) => Some(env),
+                _ => None,
+            },
+            EnvelopeBody::Other(_) => None,
         };
         let parses = match &body {
-            Value::Object(_) => true,
-            Value::Array(items) => !items.is_empty(),
-            _ => false,
+            EnvelopeBody::One(_) => true,
+            EnvelopeBody::Batch(items) => !items.is_empty(),
+            EnvelopeBody::Other(_) => false,
         };
         if !parses {
-            return; // rpc::parse_value would refuse it: not one envelope nor a batch
+            return; // rpc::parse_envelopes would refuse it: not one envelope nor a batch
         }
         let scope = self.scope_for(req, sid.as_deref(), legacy_sid.as_deref(), endpoint, first);
         ctx.scope.clone_from(&scope);
-        let msgs = match rpc::parse_value(body) {
+        let msgs = match rpc::parse_envelopes(body) {
             Ok(m) => m,
             Err(_) => return,
         };
@@ -1206,7 +1211,7 @@ impl Analyzer {
         sid: Option<&str>,
         legacy_sid: Option<&str>,
         endpoint: &str,
-        first: Option<&Value>,
+        first: Option<&Envelope>,
     ) -> String {
         if let Some(l) = legacy_sid {
             return concat("legacy:", l);
@@ -1215,9 +1220,11 @@ impl Analyzer {
             return concat("sid:", s);
         }
         let h = &req.head.headers;
-        let method = first.and_then(|v| v.get("method")).and_then(Value::as_str);
+        let method = first
+            .and_then(|e| e.method.as_ref())
+            .and_then(Value::as_str);
         let starts = matches!(method, Some("initialize" | "server/discover"));
-        let params = first.and_then(|v| v.get("params"));
+        let params = first.and_then(|e| e.params.as_ref());
         let client_info = params
             .and_then(|p| {
                 p.get("_meta")
@@ -1512,7 +1519,7 @@ impl Analyzer {
             let is_rpc = serde_json::from_str::<Value>(&ev.data)
                 .ok()
                 .as_ref()
-                .is_some_and(looks_jsonrpc);
+                .is_some_and(value_looks_jsonrpc);
             if !is_rpc {
                 return; // not (yet) MCP: some other event stream
             }
@@ -1968,18 +1975,31 @@ impl Analyzer {
 
 /// A parsed POST body and the fingerprints of its elements (see [`super::prepare`]).
 struct PreparedBody {
-    value: Value,
+    value: EnvelopeBody,
     fingerprints: Vec<ElementDigest>,
 }
 
 /// MCP by content: a JSON object (or batch of objects) with a `jsonrpc` member.
-fn looks_jsonrpc(v: &Value) -> bool {
+fn value_looks_jsonrpc(v: &Value) -> bool {
     match v {
         Value::Object(o) => o.contains_key("jsonrpc"),
         Value::Array(items) => items
             .iter()
             .any(|i| i.as_object().is_some_and(|o| o.contains_key("jsonrpc"))),
         _ => false,
+    }
+}
+
+/// [`value_looks_jsonrpc`] of a body read as envelopes.
+fn looks_jsonrpc(body: &EnvelopeBody) -> bool {
+    let has_jsonrpc = |e: &EnvelopeElement| match e {
+        EnvelopeElement::Envelope(env) => env.jsonrpc.is_some(),
+        EnvelopeElement::Other(_) => false,
+    };
+    match body {
+        EnvelopeBody::One(env) => env.jsonrpc.is_some(),
+        EnvelopeBody::Batch(items) => items.iter().any(has_jsonrpc),
+        EnvelopeBody::Other(_) => false,
     }
 }
 

@@ -13,9 +13,8 @@
 use crate::hashing::HashMap;
 use crate::http::{ExchangeRef, HttpEvent, ResponseHead};
 use crate::limits::{BODY_RESERVE_MAX, Limits};
-use crate::rpc::digest::{ElementDigest, ParamsKeys, digest_body};
+use crate::rpc::digest::{ElementDigest, EnvelopeBody, ParamsKeys, digest_envelopes};
 use crate::rpc::{self, RpcError, RpcMessage, SseEvent, SseParser};
-use serde_json::Value;
 
 /// Top-level `params` members retry equivalence ignores (report-schema.md section 4).
 pub(super) const PARAMS_KEYS_IGNORED: [&str; 4] =
@@ -36,8 +35,8 @@ const PARAMS_KEYS_PRESENT: [&str; 2] = ["inputResponses", "requestState"];
 /// A POST body, parsed, with its fingerprints.
 #[derive(Debug)]
 pub struct PreparedPost {
-    /// The body as JSON with each element's `params` cut down, or serde_json's error text.
-    pub(super) parsed: Result<Value, String>,
+    /// The body with each element's `params` cut down, or serde_json's error text.
+    pub(super) parsed: Result<EnvelopeBody, String>,
     /// Per JSON-RPC element (one, or each of a batch): the canonical fingerprint of the whole
     /// element and of its `params` without [`PARAMS_KEYS_IGNORED`], taken before cutting.
     pub(super) fingerprints: Vec<ElementDigest>,
@@ -233,7 +232,7 @@ pub(super) fn prepare_post(body: &[u8]) -> PreparedPost {
         present: &PARAMS_KEYS_PRESENT,
         ignored: &PARAMS_KEYS_IGNORED,
     };
-    match digest_body(body, &keys) {
+    match digest_envelopes(body, &keys) {
         Ok((value, fingerprints)) => PreparedPost {
             parsed: Ok(value),
             fingerprints,
@@ -250,6 +249,7 @@ mod tests {
     use super::*;
     use crate::http::{BodyEnd, ConnInfo, Headers, ResponseHead};
     use crate::rpc::{canonical_fingerprint, canonical_fingerprint_without};
+    use serde_json::Value;
     use std::sync::Arc;
 
     fn xref(depth: u32) -> ExchangeRef {
@@ -397,7 +397,8 @@ mod tests {
                 &PARAMS_KEYS_IGNORED
             ))
         );
-        let params = &p.parsed.as_ref().unwrap()["params"];
+        let parsed = p.parsed.unwrap().into_value();
+        let params = &parsed["params"];
         assert_eq!(params["name"], "echo");
         assert_eq!(params["_meta"]["progressToken"], 7);
         assert!(params.get("arguments").is_none());

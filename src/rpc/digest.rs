@@ -121,6 +121,15 @@ pub fn digest_body(
     bytes: &[u8],
     keys: &ParamsKeys<'_>,
 ) -> Result<(Value, Vec<ElementDigest>), serde_json::Error> {
+    digest_envelopes(bytes, keys).map(|(body, digests)| (body.into_value(), digests))
+}
+
+/// [`digest_body`] with each object element left as its [`Envelope`] (every member kept,
+/// `params` cut alike), so no element map is built.
+pub fn digest_envelopes(
+    bytes: &[u8],
+    keys: &ParamsKeys<'_>,
+) -> Result<(EnvelopeBody, Vec<ElementDigest>), serde_json::Error> {
     run_seed(bytes, BodySeed { keys })
 }
 
@@ -387,11 +396,14 @@ struct ElementSeed<'k> {
     keys: &'k ParamsKeys<'k>,
 }
 
-type ElementOut = (Value, ElementDigest);
+type ElementOut = (EnvelopeElement, ElementDigest);
 
 fn plain_element(v: Value) -> ElementOut {
     let body = split(value_fingerprint(&v));
-    (v, ElementDigest { body, params: None })
+    (
+        EnvelopeElement::Other(v),
+        ElementDigest { body, params: None },
+    )
 }
 
 seed_via_visitor!(ElementSeed<'_>, ElementOut);
@@ -403,24 +415,40 @@ impl<'de> Visitor<'de> for ElementSeed<'_> {
     }
     plain_values!(plain_element);
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ElementOut, A::Error> {
-        let mut element = Map::new();
+        let mut env = Envelope::default();
         let mut members = Vec::new();
         let mut params = None;
         while let Some(Key(k)) = map.next_key()? {
             if k == "params" {
                 let (cut, all, without) = map.next_value_seed(ParamsSeed { keys: self.keys })?;
-                element.insert(k.to_string(), cut);
+                env.params = Some(cut);
                 members.push((k, all));
                 params = Some(split(without));
-            } else {
-                let v: Value = map.next_value()?;
-                let fp = value_fingerprint(&v);
-                element.insert(k.to_string(), v);
-                members.push((k, fp));
+                continue;
             }
+            let v: Value = map.next_value()?;
+            let fp = value_fingerprint(&v);
+            let slot = match k.as_ref() {
+                "jsonrpc" => &mut env.jsonrpc,
+                "id" => &mut env.id,
+                "method" => &mut env.method,
+                "result" => &mut env.result,
+                "error" => &mut env.error,
+                _ => {
+                    let rest = env.rest.get_or_insert_with(Box::default);
+                    rest.insert(k.to_string(), v);
+                    members.push((k, fp));
+                    continue;
+                }
+            };
+            *slot = Some(v);
+            members.push((k, fp));
         }
         let body = split(members_fingerprint(&mut members));
-        Ok((Value::Object(element), ElementDigest { body, params }))
+        Ok((
+            EnvelopeElement::Envelope(env),
+            ElementDigest { body, params },
+        ))
     }
 }
 
@@ -430,13 +458,16 @@ struct BodySeed<'k> {
     keys: &'k ParamsKeys<'k>,
 }
 
-type BodyOut = (Value, Vec<ElementDigest>);
+type BodyOut = (EnvelopeBody, Vec<ElementDigest>);
 
 seed_via_visitor!(BodySeed<'_>, BodyOut);
 
 fn plain_body(v: Value) -> BodyOut {
-    let (v, d) = plain_element(v);
-    (v, vec![d])
+    let body = split(value_fingerprint(&v));
+    (
+        EnvelopeBody::Other(v),
+        vec![ElementDigest { body, params: None }],
+    )
 }
 
 impl<'de> Visitor<'de> for BodySeed<'_> {
@@ -452,11 +483,15 @@ impl<'de> Visitor<'de> for BodySeed<'_> {
             items.push(v);
             digests.push(d);
         }
-        Ok((Value::Array(items), digests))
+        Ok((EnvelopeBody::Batch(items), digests))
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<BodyOut, A::Error> {
-        let (v, d) = ElementSeed { keys: self.keys }.visit_map(map)?;
-        Ok((v, vec![d]))
+        let (element, d) = ElementSeed { keys: self.keys }.visit_map(map)?;
+        let body = match element {
+            EnvelopeElement::Envelope(env) => EnvelopeBody::One(env),
+            EnvelopeElement::Other(v) => EnvelopeBody::Other(v),
+        };
+        Ok((body, vec![d]))
     }
 }
 
@@ -513,23 +548,16 @@ pub fn slim_result(result: &Value) -> Value {
 /// results (the bulk of a response) are thus scanned, never built into a tree. Errors are
 /// serde_json's, as for `serde_json::from_slice::<Value>`.
 pub fn slim_response_body(bytes: &[u8]) -> Result<Value, serde_json::Error> {
-    let element = |e: ResponseElement| match e {
-        ResponseElement::Envelope(env) => env.into_value(),
-        ResponseElement::Other(v) => v,
-    };
-    Ok(match response_envelopes(bytes)? {
-        ResponseBody::One(env) => env.into_value(),
-        ResponseBody::Batch(items) => Value::Array(items.into_iter().map(element).collect()),
-        ResponseBody::Other(v) => v,
-    })
+    response_envelopes(bytes).map(EnvelopeBody::into_value)
 }
 
 fn same(v: Value) -> Value {
     v
 }
 
-/// The envelope members of one response element, as [`slim_response_body`] keeps them,
-/// without building the element's map (a repeated key: the last one counts, as in a map).
+/// The members of one JSON-RPC element, as [`slim_response_body`] or [`digest_body`] keep
+/// them, without building the element's map (a repeated key: the last one counts, as in a
+/// map).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Envelope {
     pub jsonrpc: Option<Value>,
@@ -538,12 +566,14 @@ pub struct Envelope {
     pub params: Option<Value>,
     pub result: Option<Value>,
     pub error: Option<Value>,
+    /// Other members, when kept (request bodies keep them; response bodies skip them).
+    pub rest: Option<Box<Map<String, Value>>>,
 }
 
 impl Envelope {
-    /// The element as [`slim_response_body`] builds it.
+    /// The element as an object: [`slim_response_body`]'s, or [`digest_body`]'s.
     pub fn into_value(self) -> Value {
-        let mut map = Map::new();
+        let mut map = self.rest.map(|r| *r).unwrap_or_default();
         let members = [
             ("jsonrpc", self.jsonrpc),
             ("id", self.id),
@@ -561,63 +591,85 @@ impl Envelope {
     }
 }
 
-/// A response body read straight into envelopes: [`slim_response_body`] with each object
-/// element left as its [`Envelope`] (other elements built as values).
+/// A body read straight into envelopes: each object element left as its [`Envelope`] (other
+/// elements built as values).
 #[derive(Debug, Clone, PartialEq)]
-pub enum ResponseBody {
+pub enum EnvelopeBody {
     One(Envelope),
-    Batch(Vec<ResponseElement>),
+    Batch(Vec<EnvelopeElement>),
     /// Neither an object nor an array.
     Other(Value),
 }
 
-/// An element of a batch response body.
+impl EnvelopeBody {
+    /// The body as the `Value` it stands for.
+    pub fn into_value(self) -> Value {
+        match self {
+            EnvelopeBody::One(env) => env.into_value(),
+            EnvelopeBody::Batch(items) => {
+                Value::Array(items.into_iter().map(EnvelopeElement::into_value).collect())
+            }
+            EnvelopeBody::Other(v) => v,
+        }
+    }
+}
+
+impl EnvelopeElement {
+    pub fn into_value(self) -> Value {
+        match self {
+            EnvelopeElement::Envelope(env) => env.into_value(),
+            EnvelopeElement::Other(v) => v,
+        }
+    }
+}
+
+/// An element of a batch body.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ResponseElement {
+pub enum EnvelopeElement {
     Envelope(Envelope),
     Other(Value),
 }
 
 /// [`slim_response_body`] without the envelope maps: same verdicts and errors.
-pub fn response_envelopes(bytes: &[u8]) -> Result<ResponseBody, serde_json::Error> {
+pub fn response_envelopes(bytes: &[u8]) -> Result<EnvelopeBody, serde_json::Error> {
     run_seed(bytes, EnvelopeBodySeed)
 }
 
 #[derive(Clone, Copy)]
 struct EnvelopeBodySeed;
 
-seed_via_visitor!(EnvelopeBodySeed, ResponseBody);
+seed_via_visitor!(EnvelopeBodySeed, EnvelopeBody);
 
 impl<'de> Visitor<'de> for EnvelopeBodySeed {
-    type Value = ResponseBody;
+    type Value = EnvelopeBody;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC body")
     }
-    scalar_values!(ResponseBody::Other);
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ResponseBody, A::Error> {
+    scalar_values!(EnvelopeBody::Other);
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<EnvelopeBody, A::Error> {
         let mut items = Vec::new();
         while let Some(v) = seq.next_element_seed(EnvelopeElementSeed)? {
             items.push(v);
         }
-        Ok(ResponseBody::Batch(items))
+        Ok(EnvelopeBody::Batch(items))
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ResponseBody, A::Error> {
-        envelope_of(map).map(ResponseBody::One)
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<EnvelopeBody, A::Error> {
+        envelope_of(map).map(EnvelopeBody::One)
     }
 }
 
 struct EnvelopeElementSeed;
 
-seed_via_visitor!(EnvelopeElementSeed, ResponseElement);
+seed_via_visitor!(EnvelopeElementSeed, EnvelopeElement);
 
 impl<'de> Visitor<'de> for EnvelopeElementSeed {
-    type Value = ResponseElement;
+    type Value = EnvelopeElement;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC message")
     }
-    plain_values!(ResponseElement::Other);
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ResponseElement, A::Error> {
-        envelope_of(map).map(ResponseElement::Envelope)
+    plain_values!(EnvelopeElement::Other);
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<EnvelopeElement, A::Error> {
+        envelope_of(map).map(EnvelopeElement::Envelope)
     }
 }
 

@@ -7,7 +7,7 @@
 //! [`RpcMessage::Invalid`] with the reason, so the caller can still pair it by id.
 
 use super::RpcError;
-use super::digest::{Envelope, ResponseBody, ResponseElement};
+use super::digest::{Envelope, EnvelopeBody, EnvelopeElement};
 use serde_json::Value;
 use std::fmt;
 
@@ -150,17 +150,22 @@ pub fn parse_response_body(bytes: &[u8]) -> Result<Vec<RpcMessage>, RpcError> {
             return Err(RpcError::NotJson(e));
         }
     };
+    parse_envelopes(body)
+}
+
+/// [`parse_value`] of a body read as envelopes ([`EnvelopeBody::into_value`]'s value).
+pub fn parse_envelopes(body: EnvelopeBody) -> Result<Vec<RpcMessage>, RpcError> {
     match body {
-        ResponseBody::One(env) => Ok(vec![classify_envelope(env)]),
-        ResponseBody::Batch(items) if items.is_empty() => Err(RpcError::EmptyBatch),
-        ResponseBody::Batch(items) => Ok(items
+        EnvelopeBody::One(env) => Ok(vec![classify_envelope(env)]),
+        EnvelopeBody::Batch(items) if items.is_empty() => Err(RpcError::EmptyBatch),
+        EnvelopeBody::Batch(items) => Ok(items
             .into_iter()
             .map(|item| match item {
-                ResponseElement::Envelope(env) => classify_envelope(env),
-                ResponseElement::Other(v) => classify(v),
+                EnvelopeElement::Envelope(env) => classify_envelope(env),
+                EnvelopeElement::Other(v) => classify(v),
             })
             .collect()),
-        ResponseBody::Other(v) => Err(RpcError::NotJsonRpc(json_kind(&v))),
+        EnvelopeBody::Other(v) => Err(RpcError::NotJsonRpc(json_kind(&v))),
     }
 }
 
@@ -817,12 +822,40 @@ mod tests {
         }
     }
 
+    /// Request bodies read as envelopes classify as their digested `Value` does.
+    #[test]
+    fn request_envelopes_parse_as_their_values() {
+        use crate::rpc::digest::{ParamsKeys, digest_body, digest_envelopes};
+        let keys = ParamsKeys {
+            read: &["name"],
+            present: &["requestState"],
+            ignored: &["_meta"],
+        };
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":1}},"extra":[1]}"#,
+            r#"[{"jsonrpc":"2.0","method":"a"},3,{"jsonrpc":"1.0","id":2,"method":"b"},{"id":null,"method":"c","jsonrpc":"2.0"}]"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]},"params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":"s","error":{"code":-1,"message":"m","data":{"a":1}},"z":null}"#,
+            r#"{"id":1,"id":2,"method":"m","method":"n","jsonrpc":"2.0"}"#,
+            r#"[]"#,
+            r#""text""#,
+            r#"{}"#,
+        ] {
+            let (value, d1) = digest_body(text.as_bytes(), &keys).unwrap();
+            let (body, d2) = digest_envelopes(text.as_bytes(), &keys).unwrap();
+            assert_eq!(d1, d2, "{text}");
+            assert_eq!(body.clone().into_value(), value, "{text}");
+            assert_eq!(parse_envelopes(body), parse_value(value), "{text}");
+        }
+    }
+
     proptest::proptest! {
         /// Reading an envelope's fields gives what `classify` gives on the envelope's object,
         /// for every mix of present, absent and ill-typed members.
         #[test]
         fn envelope_classifies_as_its_object(
-            picks in proptest::collection::vec(0usize..8, 6)
+            picks in proptest::collection::vec(0usize..8, 6),
+            extra in proptest::option::of(small_json())
         ) {
             let choices: [&[&str]; 6] = [
                 &[r#""2.0""#, r#""1.0""#, "2", "null"],
@@ -849,6 +882,8 @@ mod tests {
                 params: next(),
                 result: next(),
                 error: next(),
+                // Members outside the envelope (kept by request bodies) change no verdict.
+                rest: extra.map(|v| Box::new([("x".to_string(), v)].into_iter().collect())),
             };
             proptest::prop_assert_eq!(
                 classify_envelope(env.clone()),
