@@ -131,9 +131,9 @@ fn probe_response(line: &[u8], complete: bool, strictness: Strictness) -> Option
     if line.len() < NAME.len() {
         return (!complete).then_some(Probe::NeedMore);
     }
-    match parse_status_line(line) {
+    match split_status_line(line) {
         Some((version, _, _)) => {
-            if strictness == Strictness::Strict && !(version == "1.0" || version == "1.1") {
+            if strictness == Strictness::Strict && !(version == b"1.0" || version == b"1.1") {
                 return None;
             }
             Some(Probe::Response)
@@ -215,6 +215,12 @@ fn trim_spaces(s: &[u8]) -> &[u8] {
 
 /// Lenient status line (RFC 9112 §4): `HTTP/x.y SP 3DIGIT [SP reason]`.
 pub fn parse_status_line(line: &[u8]) -> Option<(String, u16, String)> {
+    let (version, status, reason) = split_status_line(line)?;
+    Some((text(version), status, text(reason)))
+}
+
+/// [`parse_status_line`] without copies: version and reason are slices of `line`.
+fn split_status_line(line: &[u8]) -> Option<(&[u8], u16, &[u8])> {
     let rest = line.strip_prefix(b"HTTP/")?;
     let sp = rest.iter().position(|&b| b == b' ')?;
     let version = rest.get(..sp)?;
@@ -234,7 +240,7 @@ pub fn parse_status_line(line: &[u8]) -> Option<(String, u16, String)> {
         acc.saturating_mul(10).saturating_add(u16::from(d - b'0'))
     });
     let reason = trim_spaces(after.get(3..)?);
-    Some((text(version), status, text(reason)))
+    Some((version, status, reason))
 }
 
 /// Splits a head into its lines (without CR/LF), dropping the final empty line.
