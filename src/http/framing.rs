@@ -25,22 +25,18 @@ pub enum Framing {
 /// Lenient, as Zeek: `chunked` anywhere in the list counts
 /// (`http.bad_transfer_encoding` when it is not last).
 fn te_chunked(headers: &Headers, anomalies: &mut Vec<String>) -> Option<bool> {
-    let values: Vec<&str> = headers
-        .iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("transfer-encoding"))
-        .map(|(_, v)| v)
-        .collect();
-    if values.is_empty() {
+    let mut seen = false;
+    let (mut last_chunked, mut any_chunked) = (false, false);
+    for v in headers.get_all("transfer-encoding") {
+        seen = true;
+        for coding in v.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+            last_chunked = coding.eq_ignore_ascii_case("chunked");
+            any_chunked |= last_chunked;
+        }
+    }
+    if !seen {
         return None;
     }
-    let codings: Vec<String> = values
-        .iter()
-        .flat_map(|v| v.split(','))
-        .map(|c| c.trim().to_ascii_lowercase())
-        .filter(|c| !c.is_empty())
-        .collect();
-    let last_chunked = codings.last().is_some_and(|c| c == "chunked");
-    let any_chunked = codings.iter().any(|c| c == "chunked");
     if any_chunked && !last_chunked {
         push_anomaly(anomalies, "http.bad_transfer_encoding");
     }
@@ -51,10 +47,7 @@ fn te_chunked(headers: &Headers, anomalies: &mut Vec<String>) -> Option<bool> {
 fn content_length(headers: &Headers, anomalies: &mut Vec<String>) -> Option<Result<u64, ()>> {
     let mut found: Option<u64> = None;
     let mut any = false;
-    for (_, v) in headers
-        .iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-    {
+    for v in headers.get_all("content-length") {
         any = true;
         for part in v.split(',') {
             let part = part.trim();

@@ -133,6 +133,23 @@ impl Headers {
         None
     }
 
+    /// Every value of `name` (case-insensitive), in wire order.
+    pub fn get_all<'a, 'n>(&'a self, name: &'n str) -> impl Iterator<Item = &'a str> + use<'a, 'n> {
+        let bytes = self.text.as_bytes();
+        let mut start = 0usize;
+        self.ends.iter().filter_map(move |&(name_end, value_end)| {
+            let (n, v) = (name_end as usize, value_end as usize);
+            let field = start..n;
+            start = v;
+            // Lengths first: most fields are rejected without looking at their text.
+            let named = field.len() == name.len()
+                && bytes
+                    .get(field)
+                    .is_some_and(|f| f.eq_ignore_ascii_case(name.as_bytes()));
+            if named { self.text.get(n..v) } else { None }
+        })
+    }
+
     /// Media type of `Content-Type` without parameters, lower-cased.
     pub fn media_type(&self) -> Option<String> {
         self.get("content-type").map(|v| {
