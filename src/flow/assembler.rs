@@ -432,6 +432,13 @@ impl Assembler {
         payload: Vec<u8>,
         sink: &mut Sink<'_>,
     ) -> u64 {
+        let whole =
+            u64::try_from(base).ok() == Some(a) && b.checked_sub(a) == Some(payload.len() as u64);
+        if whole && a == self.next && self.chunks.is_empty() {
+            // Commonest case, the next in-order segment with nothing buffered: straight out.
+            self.deliver(payload, sink);
+            return 0;
+        }
         // Real bytes win over a truncation marker: carve markers out first.
         for (cs, ce, is_data) in self.overlapping(a, b) {
             if is_data {
@@ -474,9 +481,7 @@ impl Assembler {
             free.push((cursor, b));
         }
         sink.stats.duplicate_bytes = sink.stats.duplicate_bytes.saturating_add(dup);
-        let whole = free == [(a, b)]
-            && u64::try_from(base).ok() == Some(a)
-            && b.checked_sub(a) == Some(payload.len() as u64);
+        let whole = whole && free == [(a, b)];
         if whole && a == self.next {
             // Commonest case, the next in-order segment: straight out.
             self.deliver(payload, sink);
