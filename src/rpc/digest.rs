@@ -235,14 +235,14 @@ impl<'de> Visitor<'de> for FingerprintVisitor {
         Ok(leaf(T_STRING, v.as_bytes()))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u128, A::Error> {
-        let mut buf = Vec::new();
+        let mut buf = Vec::with_capacity(seq.size_hint().unwrap_or(4).min(64) * 16);
         while let Some(fp) = seq.next_element_seed(FingerprintSeed)? {
             buf.extend_from_slice(&fp.to_le_bytes());
         }
         Ok(leaf(T_ARRAY, &buf))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<u128, A::Error> {
-        let mut members = Vec::new();
+        let mut members = Vec::with_capacity(8);
         while let Some(Key(k)) = map.next_key()? {
             let fp = map.next_value_seed(FingerprintSeed)?;
             members.push((k, fp));
@@ -368,7 +368,7 @@ impl<'de> Visitor<'de> for ParamsSeed<'_> {
     plain_values!(plain_params);
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ParamsOut, A::Error> {
         let mut cut = Map::new();
-        let mut members = Vec::new();
+        let mut members = Vec::with_capacity(8);
         while let Some(Key(k)) = map.next_key()? {
             let fp = if self.keys.read.contains(&k.as_ref()) {
                 let v: Value = map.next_value()?;
@@ -416,7 +416,7 @@ impl<'de> Visitor<'de> for ElementSeed<'_> {
     plain_values!(plain_element);
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ElementOut, A::Error> {
         let mut env = Envelope::default();
-        let mut members = Vec::new();
+        let mut members = Vec::with_capacity(8);
         let mut params = None;
         while let Some(Key(k)) = map.next_key()? {
             if k == "params" {
