@@ -59,6 +59,7 @@ use crate::limits::Limits;
 use crate::rpc::digest::{ElementDigest, Envelope, EnvelopeBody, EnvelopeElement};
 use crate::rpc::{self, RpcError, RpcId, RpcMessage};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{BTreeSet, VecDeque};
 
 /// Open (unanswered) client requests kept per session; beyond it the oldest
@@ -2064,25 +2065,25 @@ fn evict_infos(infos: &mut HashMap<String, (SessionInfo, i64)>, evicted: &mut u6
     *evicted = evicted.saturating_add(1);
 }
 
-fn facts_of(row: &Row, ex: &Exchange, close_cancels: bool) -> RowFacts {
+fn facts_of<'a>(row: &'a Row, ex: &'a Exchange, close_cancels: bool) -> RowFacts<'a> {
     RowFacts {
         kind: row.kind,
-        rpc_method: ex.rpc_method.clone(),
+        rpc_method: ex.rpc_method.as_deref(),
         params_task: row.params_task,
         legacy: row.legacy,
         status: ex.http_status,
-        reason: row.reason.clone(),
-        media: ex.content_type.clone(),
+        reason: &row.reason,
+        media: ex.content_type.as_deref(),
         no_response: row.no_response,
-        final_msg: row.final_msg.clone(),
+        final_msg: row.final_msg.as_ref().map(Cow::Borrowed),
         final_ts: row.final_ts,
         cancel_ts: row.cancel_ts,
         client_closed: row.client_closed,
         close_cancels,
-        malformed: row.malformed.clone(),
+        malformed: row.malformed.as_deref(),
         stream_broken: row.stream_broken,
         stream_row_end: row.stream_row_end,
-        body_error: row.body_error.clone(),
+        body_error: row.body_error.as_ref().map(|(code, m)| (*code, m.as_str())),
         request_body_json: row.request_body_json,
     }
 }

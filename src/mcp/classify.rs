@@ -6,6 +6,7 @@
 
 use crate::http::BodyEnd;
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// What the final JSON-RPC response of a request was.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,34 +45,35 @@ impl Kind {
     }
 }
 
-/// Everything the classifier needs about one row.
+/// Everything the classifier needs about one row, borrowed from it (classifying copies
+/// nothing, not even the final result).
 #[derive(Debug, Clone)]
-pub(crate) struct RowFacts {
+pub(crate) struct RowFacts<'a> {
     pub kind: Kind,
-    pub rpc_method: Option<String>,
+    pub rpc_method: Option<&'a str>,
     /// `tools/call` carried `params.task` (2025-11-25 task-augmented call).
     pub params_task: bool,
     /// Legacy HTTP+SSE POST: the 202 is not the outcome (report-schema.md section 3).
     pub legacy: bool,
     pub status: Option<u16>,
-    pub reason: String,
-    pub media: Option<String>,
+    pub reason: &'a str,
+    pub media: Option<&'a str>,
     /// The HTTP exchange ended without a response head.
     pub no_response: Option<BodyEnd>,
-    pub final_msg: Option<Final>,
+    pub final_msg: Option<Cow<'a, Final>>,
     pub final_ts: Option<i64>,
     pub cancel_ts: Option<i64>,
     /// The client closed the connection (FIN/RST) before the HTTP response ended.
     pub client_closed: bool,
     /// The row's revision reads a client close as cancellation ([`close_is_cancellation`]).
     pub close_cancels: bool,
-    pub malformed: Option<String>,
+    pub malformed: Option<&'a str>,
     /// The SSE stream that should carry the response ended without it.
     pub stream_broken: Option<BodyEnd>,
     /// A stream row's own end (`None`: still open at the end of input).
     pub stream_row_end: Option<BodyEnd>,
     /// JSON-RPC error found in the body of an HTTP error (or of an `http` row).
-    pub body_error: Option<(i64, String)>,
+    pub body_error: Option<(i64, &'a str)>,
     /// `http` rows: `Some(true)` when the request body is JSON (but not JSON-RPC),
     /// `Some(false)` when it is not JSON; `None` for requests without a JSON-RPC role (GET, OPTIONS...).
     pub request_body_json: Option<bool>,
@@ -138,7 +140,7 @@ pub(crate) fn is_json_media(media: Option<&str>) -> bool {
 }
 
 /// Apply report-schema.md section 3 in order.
-pub(crate) fn classify(f: &RowFacts) -> Verdict {
+pub(crate) fn classify(f: &RowFacts<'_>) -> Verdict {
     // The client closed the connection while this request still waited for
     // its answer: no final JSON-RPC response, and no HTTP error status (which
     // is itself the server's final answer, and wins over any body).
@@ -159,7 +161,7 @@ pub(crate) fn classify(f: &RowFacts) -> Verdict {
     v
 }
 
-fn classify_in_order(f: &RowFacts, client_gave_up: bool) -> Verdict {
+fn classify_in_order(f: &RowFacts<'_>, client_gave_up: bool) -> Verdict {
     let final_ts = f.final_ts.unwrap_or(i64::MAX);
     // 1. CANCELLED: a notifications/cancelled naming the id before the final
     //    response, or (2026-07-28) the client closed the response stream first.
@@ -191,7 +193,7 @@ fn classify_in_order(f: &RowFacts, client_gave_up: bool) -> Verdict {
         match &f.body_error {
             Some((code, msg)) => {
                 v.error_code = Some(*code);
-                v.error_message = Some(msg.clone());
+                v.error_message = Some(msg.to_string());
             }
             None => v.error_message = Some(format!("HTTP {status} {}", f.reason).trim().into()),
         }
@@ -239,7 +241,7 @@ fn classify_in_order(f: &RowFacts, client_gave_up: bool) -> Verdict {
     let Some(final_msg) = &f.final_msg else {
         // 6. MALFORMED_JSON, 8. STREAM_INCOMPLETE.
         if let Some(m) = &f.malformed {
-            return with_msg(verdict("MALFORMED_JSON"), m.clone());
+            return with_msg(verdict("MALFORMED_JSON"), *m);
         }
         let end = f.stream_broken.map_or("capture_end", BodyEnd::name);
         return with_msg(
@@ -247,7 +249,7 @@ fn classify_in_order(f: &RowFacts, client_gave_up: bool) -> Verdict {
             format!("stream ended ({end}) before the final response"),
         );
     };
-    match final_msg {
+    match &**final_msg {
         // 7. INVALID_ENVELOPE.
         Final::Invalid(reason) => with_msg(verdict("INVALID_ENVELOPE"), reason.clone()),
         // 9. JSONRPC_ERROR.
@@ -261,7 +263,7 @@ fn classify_in_order(f: &RowFacts, client_gave_up: bool) -> Verdict {
     }
 }
 
-fn classify_stream(f: &RowFacts) -> Verdict {
+fn classify_stream(f: &RowFacts<'_>) -> Verdict {
     if f.media.as_deref() != Some("text/event-stream") {
         return with_msg(
             verdict("UNEXPECTED_RESPONSE"),
@@ -282,7 +284,7 @@ fn classify_stream(f: &RowFacts) -> Verdict {
     }
 }
 
-fn classify_result(f: &RowFacts, result: &Value) -> Verdict {
+fn classify_result(f: &RowFacts<'_>, result: &Value) -> Verdict {
     let rt = result.get("resultType");
     let result_type = rt.map(|v| match v {
         Value::String(s) => s.clone(),
@@ -364,7 +366,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn facts() -> RowFacts {
+    fn facts() -> RowFacts<'static> {
         RowFacts {
             kind: Kind::Request,
             rpc_method: Some("tools/call".into()),
@@ -374,7 +376,7 @@ mod tests {
             reason: "OK".into(),
             media: Some("application/json".into()),
             no_response: None,
-            final_msg: Some(Final::Result(
+            final_msg: fin(Final::Result(
                 json!({"content":[{"type":"text","text":"x"}]}),
             )),
             final_ts: Some(10),
@@ -389,7 +391,11 @@ mod tests {
         }
     }
 
-    fn outcome(f: &RowFacts) -> &'static str {
+    fn fin(f: Final) -> Option<Cow<'static, Final>> {
+        Some(Cow::Owned(f))
+    }
+
+    fn outcome(f: &RowFacts<'_>) -> &'static str {
         classify(f).outcome
     }
 
@@ -397,30 +403,30 @@ mod tests {
     fn tool_results() {
         let mut f = facts();
         assert_eq!(outcome(&f), "TOOL_SUCCESS");
-        f.final_msg = Some(Final::Result(json!({"content":[],"isError":true})));
+        f.final_msg = fin(Final::Result(json!({"content":[],"isError":true})));
         let v = classify(&f);
         assert_eq!(
             (v.outcome, v.layer, v.is_error),
             ("TOOL_ERROR", "application", Some(true))
         );
-        f.final_msg = Some(Final::Result(json!({"content":"not-an-array"})));
+        f.final_msg = fin(Final::Result(json!({"content":"not-an-array"})));
         assert_eq!(outcome(&f), "INVALID_TOOL_RESULT");
-        f.final_msg = Some(Final::Result(json!({"content":[],"isError":"yes"})));
+        f.final_msg = fin(Final::Result(json!({"content":[],"isError":"yes"})));
         assert_eq!(outcome(&f), "INVALID_TOOL_RESULT");
-        f.final_msg = Some(Final::Result(json!({"content":[],"resultType":"weird"})));
+        f.final_msg = fin(Final::Result(json!({"content":[],"resultType":"weird"})));
         assert_eq!(outcome(&f), "INVALID_TOOL_RESULT");
-        f.final_msg = Some(Final::Result(json!({"content":[],"resultType":"complete"})));
+        f.final_msg = fin(Final::Result(json!({"content":[],"resultType":"complete"})));
         let v = classify(&f);
         assert_eq!(
             (v.outcome, v.result_type.as_deref()),
             ("TOOL_SUCCESS", Some("complete"))
         );
-        f.final_msg = Some(Final::Result(
+        f.final_msg = fin(Final::Result(
             json!({"resultType":"input_required","requestState":"s"}),
         ));
         assert_eq!(classify(&f).layer, "interaction");
         assert_eq!(outcome(&f), "INPUT_REQUIRED");
-        f.final_msg = Some(Final::Result(json!({"resultType":"task","taskId":"t"})));
+        f.final_msg = fin(Final::Result(json!({"resultType":"task","taskId":"t"})));
         assert_eq!(outcome(&f), "TASK_CREATED");
     }
 
@@ -454,9 +460,9 @@ mod tests {
         assert_eq!(outcome(&f), "STREAM_INCOMPLETE");
         f.malformed = Some("not JSON".into());
         assert_eq!(outcome(&f), "MALFORMED_JSON");
-        f.final_msg = Some(Final::Invalid("both result and error".into()));
+        f.final_msg = fin(Final::Invalid("both result and error".into()));
         assert_eq!(outcome(&f), "INVALID_ENVELOPE");
-        f.final_msg = Some(Final::Error {
+        f.final_msg = fin(Final::Error {
             code: -32602,
             message: "Invalid params".into(),
         });
@@ -511,7 +517,7 @@ mod tests {
         f.status = Some(500);
         assert_eq!(outcome(&f), "HTTP_ERROR");
         f.status = Some(200);
-        f.final_msg = Some(Final::Result(json!({"content":[]})));
+        f.final_msg = fin(Final::Result(json!({"content":[]})));
         let v = classify(&f);
         assert_eq!(v.outcome, "TOOL_SUCCESS");
         assert!(v.anomalies.is_empty());
@@ -549,7 +555,7 @@ mod tests {
         f.rpc_method = Some("tools/list".into());
         f.status = Some(200);
         f.media = Some("application/json".into());
-        f.final_msg = Some(Final::Result(json!({"tools":[]})));
+        f.final_msg = fin(Final::Result(json!({"tools":[]})));
         assert_eq!(outcome(&f), "RPC_SUCCESS");
     }
 }
