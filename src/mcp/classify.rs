@@ -227,7 +227,7 @@ fn classify_in_order(f: &RowFacts<'_>, client_gave_up: bool) -> Verdict {
         if status == 202 {
             return with_msg(verdict("UNEXPECTED_RESPONSE"), "HTTP 202 to a request");
         }
-        let media = f.media.as_deref();
+        let media = f.media;
         if !is_json_media(media) && media != Some("text/event-stream") {
             return with_msg(
                 verdict("UNEXPECTED_RESPONSE"),
@@ -264,12 +264,12 @@ fn classify_in_order(f: &RowFacts<'_>, client_gave_up: bool) -> Verdict {
 }
 
 fn classify_stream(f: &RowFacts<'_>) -> Verdict {
-    if f.media.as_deref() != Some("text/event-stream") {
+    if f.media != Some("text/event-stream") {
         return with_msg(
             verdict("UNEXPECTED_RESPONSE"),
             format!(
                 "stream request answered with {}",
-                f.media.as_deref().unwrap_or("(no media type)")
+                f.media.unwrap_or("(no media type)")
             ),
         );
     }
@@ -290,7 +290,7 @@ fn classify_result(f: &RowFacts<'_>, result: &Value) -> Verdict {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     });
-    let is_tool = f.rpc_method.as_deref() == Some("tools/call");
+    let is_tool = f.rpc_method == Some("tools/call");
     let is_error = if is_tool {
         result.get("isError").and_then(Value::as_bool)
     } else {
@@ -369,12 +369,12 @@ mod tests {
     fn facts() -> RowFacts<'static> {
         RowFacts {
             kind: Kind::Request,
-            rpc_method: Some("tools/call".into()),
+            rpc_method: Some("tools/call"),
             params_task: false,
             legacy: false,
             status: Some(200),
-            reason: "OK".into(),
-            media: Some("application/json".into()),
+            reason: "OK",
+            media: Some("application/json"),
             no_response: None,
             final_msg: fin(Final::Result(
                 json!({"content":[{"type":"text","text":"x"}]}),
@@ -444,7 +444,7 @@ mod tests {
         f.cancel_ts = None;
         f.status = Some(500);
         assert_eq!(outcome(&f), "HTTP_ERROR");
-        f.body_error = Some((-32603, "boom".into()));
+        f.body_error = Some((-32603, "boom"));
         assert_eq!(classify(&f).error_code, Some(-32603));
         f.status = Some(202);
         assert_eq!(outcome(&f), "UNEXPECTED_RESPONSE");
@@ -452,13 +452,13 @@ mod tests {
         assert_eq!(outcome(&f), "TOOL_SUCCESS", "legacy 202 is not the outcome");
         f.legacy = false;
         f.status = Some(200);
-        f.media = Some("text/html".into());
+        f.media = Some("text/html");
         assert_eq!(outcome(&f), "UNEXPECTED_RESPONSE");
-        f.media = Some("text/event-stream".into());
+        f.media = Some("text/event-stream");
         f.final_msg = None;
         f.stream_broken = Some(BodyEnd::Rst);
         assert_eq!(outcome(&f), "STREAM_INCOMPLETE");
-        f.malformed = Some("not JSON".into());
+        f.malformed = Some("not JSON");
         assert_eq!(outcome(&f), "MALFORMED_JSON");
         f.final_msg = fin(Final::Invalid("both result and error".into()));
         assert_eq!(outcome(&f), "INVALID_ENVELOPE");
@@ -491,7 +491,7 @@ mod tests {
     #[test]
     fn client_close_rule() {
         let mut f = facts();
-        f.media = Some("text/event-stream".into());
+        f.media = Some("text/event-stream");
         f.final_msg = None;
         f.final_ts = None;
         f.stream_broken = Some(BodyEnd::Fin);
@@ -535,7 +535,7 @@ mod tests {
         f.media = None;
         assert_eq!(outcome(&f), "ACCEPTED");
         f.kind = Kind::Stream;
-        f.media = Some("text/event-stream".into());
+        f.media = Some("text/event-stream");
         f.stream_row_end = Some(BodyEnd::CaptureEnd);
         assert_eq!(outcome(&f), "STREAM_OPEN");
         f.stream_row_end = Some(BodyEnd::Gap);
@@ -552,9 +552,9 @@ mod tests {
         f.request_body_json = Some(true);
         assert_eq!(outcome(&f), "INVALID_ENVELOPE");
         f.kind = Kind::Request;
-        f.rpc_method = Some("tools/list".into());
+        f.rpc_method = Some("tools/list");
         f.status = Some(200);
-        f.media = Some("application/json".into());
+        f.media = Some("application/json");
         f.final_msg = fin(Final::Result(json!({"tools":[]})));
         assert_eq!(outcome(&f), "RPC_SUCCESS");
     }
