@@ -7,6 +7,7 @@
 //! version) and records what it tolerated. Never panics on any input.
 
 use super::{Headers, HttpError, RequestHead, ResponseHead};
+use std::borrow::Cow;
 
 /// Longest head (start line, header fields, blank line) accepted; past it the
 /// stream is resynchronised (hyper's default buffer is about 400 KiB; real
@@ -370,7 +371,7 @@ pub fn parse_request_head(
     Ok(RequestHead {
         method,
         uri,
-        version,
+        version: version.into(),
         headers,
     })
 }
@@ -408,17 +409,17 @@ pub fn parse_response_head(
     Ok(ResponseHead {
         status,
         reason,
-        version,
+        version: version.into(),
         headers,
     })
 }
 
-/// "1.0" or "1.1" from httparse's minor version, without `format!` (two per exchange).
-fn http_1_version(minor: u8) -> String {
+/// "1.0" or "1.1" from httparse's minor version, without allocating (two per exchange).
+fn http_1_version(minor: u8) -> Cow<'static, str> {
     match minor {
-        0 => "1.0".to_string(),
-        1 => "1.1".to_string(),
-        m => format!("1.{m}"),
+        0 => Cow::Borrowed("1.0"),
+        1 => Cow::Borrowed("1.1"),
+        m => Cow::Owned(format!("1.{m}")),
     }
 }
 
@@ -581,7 +582,7 @@ mod tests {
         let mut an = Vec::new();
         let h = parse_response_head(b"HTTP/1.1 204 No Content\r\n\r\n", &mut an).unwrap();
         assert_eq!(
-            (h.status, h.version.as_str(), h.reason.as_str()),
+            (h.status, h.version.as_ref(), h.reason.as_str()),
             (204, "1.1", "No Content")
         );
         let h = parse_response_head(b"HTTP/1.0 200\nA: b\n\n", &mut an).unwrap();

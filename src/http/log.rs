@@ -127,7 +127,7 @@ impl HttpLog {
                 e.row.method = Some(r.head.method.clone());
                 e.row.host = r.head.headers.get("host").map(str::to_string);
                 e.row.uri = Some(r.head.uri.clone());
-                e.row.version = Some(r.head.version.clone());
+                e.row.version = Some(r.head.version.to_string());
                 e.row.request_body_len = r.body.len() as u64;
                 e.row.request_wire_len = r.wire_len;
                 e.request_complete = r.complete;
@@ -141,7 +141,7 @@ impl HttpLog {
                 };
                 e.row.status_code = Some(head.status);
                 if e.row.version.is_none() && e.row.method.is_none() {
-                    e.row.version = Some(head.version.clone());
+                    e.row.version = Some(head.version.to_string());
                 }
             }
             HttpEvent::ResponseBody { .. } => {}

@@ -7,6 +7,7 @@
 //! Never panics on any input: malformed HTTP becomes an anomaly, a skipped
 //! count, or an incomplete message.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 mod chunked;
@@ -189,7 +190,7 @@ pub struct RequestHead {
     pub method: String,
     pub uri: String,
     /// `1.0` or `1.1` (`2` for HAR entries recorded over HTTP/2).
-    pub version: String,
+    pub version: Cow<'static, str>,
     pub headers: Headers,
 }
 
@@ -197,7 +198,7 @@ pub struct RequestHead {
 pub struct ResponseHead {
     pub status: u16,
     pub reason: String,
-    pub version: String,
+    pub version: Cow<'static, str>,
     pub headers: Headers,
 }
 

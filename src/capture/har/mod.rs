@@ -453,7 +453,7 @@ fn entry_events(
             uri: parts
                 .as_ref()
                 .map_or_else(|| q.url.clone(), |p| p.target.clone()),
-            version: normalise_version(&q.http_version),
+            version: normalise_version(&q.http_version).into(),
             headers: req_headers,
         },
         body: req_body,
@@ -570,7 +570,7 @@ fn response_events(
         head: ResponseHead {
             status,
             reason: r.status_text,
-            version: normalise_version(&r.http_version),
+            version: normalise_version(&r.http_version).into(),
             headers,
         },
     });

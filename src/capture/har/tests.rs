@@ -89,7 +89,7 @@ fn json_exchange_maps_every_field() {
         (
             r.head.method.as_str(),
             r.head.uri.as_str(),
-            r.head.version.as_str()
+            r.head.version.as_ref()
         ),
         ("POST", "/mcp?x=1", "1.1")
     );

@@ -29,6 +29,7 @@ use super::{
 use crate::anomaly::Stats;
 use crate::flow::{CloseReason, Side};
 use crate::limits::Limits;
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -151,7 +152,7 @@ enum BodyReader {
 struct Pending {
     xref: ExchangeRef,
     method: String,
-    version: String,
+    version: Cow<'static, str>,
 }
 
 /// A request being read (head parsed, body arriving).

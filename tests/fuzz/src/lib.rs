@@ -354,7 +354,7 @@ pub fn http_events(data: &[u8]) -> Vec<HttpEvent> {
                     head: RequestHead {
                         method: method.to_string(),
                         uri: uri.to_string(),
-                        version: "1.1".to_string(),
+                        version: "1.1".into(),
                         headers: headers(mask, session, false),
                     },
                     wire_len: body.len() as u64,
@@ -374,7 +374,7 @@ pub fn http_events(data: &[u8]) -> Vec<HttpEvent> {
                     head: ResponseHead {
                         status,
                         reason: String::new(),
-                        version: "1.1".to_string(),
+                        version: "1.1".into(),
                         headers: headers(mask, session, true),
                     },
                 }
