@@ -11,7 +11,7 @@ use crate::hashing::{HashMap, HashSet};
 use crate::mcp::Exchange;
 use std::collections::VecDeque;
 use std::sync::Arc;
-use xxhash_rust::xxh3::{Xxh3, xxh3_64};
+use xxhash_rust::xxh3::{xxh3_64, xxh3_128};
 
 /// The client host: `client_addr` without the port (`[ip]:port` for IPv6).
 pub(super) fn client_host(addr: &str) -> &str {
@@ -33,12 +33,27 @@ pub(super) type Fingerprint = (u64, u64);
 /// Fingerprint of `parts` (each length-prefixed, so ("ab","c") and ("a","bc") differ). XXH3 is
 /// unseeded here: the same input hashes the same in every run.
 pub(super) fn fingerprint(parts: &[&[u8]]) -> Fingerprint {
-    let mut h = Xxh3::new();
+    // One-shot XXH3 over the length-prefixed parts (the streaming hasher gives the same
+    // value, at several times the cost for inputs this short).
+    let total: usize = parts.iter().map(|p| p.len().saturating_add(8)).sum();
+    let mut stack = [0u8; 256];
+    let mut heap = Vec::new();
+    let buf: &mut [u8] = if total <= stack.len() {
+        &mut stack
+    } else {
+        heap.resize(total, 0);
+        &mut heap
+    };
+    let mut at = 0;
     for part in parts {
-        h.update(&(part.len() as u64).to_le_bytes());
-        h.update(part);
+        for piece in [&(part.len() as u64).to_le_bytes()[..], part] {
+            if let Some(dst) = buf.get_mut(at..at + piece.len()) {
+                dst.copy_from_slice(piece);
+            }
+            at += piece.len();
+        }
     }
-    let full = h.digest128();
+    let full = xxh3_128(buf.get(..at).unwrap_or_default());
     ((full >> 64) as u64, full as u64)
 }
 
@@ -74,21 +89,30 @@ pub(super) struct Prior {
 impl Prior {
     pub(super) fn of(row: &Exchange) -> Prior {
         // Tagged, so None and Some("") differ.
-        let opt = |v: Option<&str>| -> Vec<u8> {
-            match v {
-                None => vec![0],
-                Some(t) => [&[1u8][..], t.as_bytes()].concat(),
-            }
+        let (method_tag, method): (&[u8], &[u8]) = match row.rpc_method.as_deref() {
+            None => (&[0], &[]),
+            Some(m) => (&[1], m.as_bytes()),
         };
-        let params: Vec<u8> = match row.inference.params_fingerprint {
-            None => vec![0],
-            Some((a, b)) => [&[1u8][..], &a.to_le_bytes(), &b.to_le_bytes()].concat(),
+        let mut tagged = [1u8; 17];
+        let params: &[u8] = match row.inference.params_fingerprint {
+            None => &[0],
+            Some((a, b)) => {
+                for (dst, src) in tagged
+                    .iter_mut()
+                    .skip(1)
+                    .zip(a.to_le_bytes().into_iter().chain(b.to_le_bytes()))
+                {
+                    *dst = src;
+                }
+                &tagged
+            }
         };
         let call = fingerprint(&[
             client_host(&row.client_addr).as_bytes(),
             row.inference.endpoint.as_bytes(),
-            &opt(row.rpc_method.as_deref()),
-            &params,
+            method_tag,
+            method,
+            params,
         ]);
         Prior {
             exchange_id: row.exchange_id,
