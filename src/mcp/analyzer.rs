@@ -1144,7 +1144,7 @@ impl Analyzer {
         };
         let seq = self.rows.next as u64;
         let ex = Exchange {
-            capture: conn.capture.to_string(),
+            capture: String::from(&*conn.capture),
             ts_request: req.ts_first_us,
             client_addr: conn.client_addr.clone(),
             server_addr: conn.server_addr.clone(),
