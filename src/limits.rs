@@ -8,9 +8,9 @@ use crate::mcp::MAX_PENDING_PER_SESSION;
 use crate::mcp::retry::MAX_INDEXED_REQUESTS;
 use crate::rpc::MAX_SSE_EVENT_BYTES;
 
-/// Most bytes reserved ahead for one body from its Content-Length: enough for nearly every
-/// JSON-RPC body, while a forged length reserves little.
-pub const BODY_RESERVE_MAX: usize = 64 * 1024;
+/// Most bytes reserved ahead for one body from its Content-Length: most JSON-RPC bodies fit,
+/// while a forged length (many open requests that never send their body) reserves little.
+pub const BODY_RESERVE_MAX: usize = 16 * 1024;
 
 /// Per-run limits of the HTTP, RPC and MCP stages. `Default` gives the documented defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
