@@ -389,6 +389,28 @@ mod tests {
     }
 
     #[test]
+    fn in_place_bytes_count_against_the_limit_like_fed_ones() {
+        let mut an = Vec::new();
+        let mut d = ContentDecoder::with_limit(None, 5, &mut an);
+        assert!(d.is_raw());
+        let mut out = b"ab".to_vec();
+        d.feed_in_place(&mut out, 1, &mut an);
+        assert_eq!((out.as_slice(), an.len()), (&b"ab"[..], 0));
+        out.extend_from_slice(b"cdefg");
+        d.feed_in_place(&mut out, 2, &mut an);
+        // 1 + 4 of the 5 allowed: the rest is cut and the decoder stops, as `feed` does.
+        assert_eq!(out, b"abcdef");
+        assert_eq!(an, vec!["http.decompression_limit".to_string()]);
+        assert!(!d.is_raw());
+        let mut fed = Vec::new();
+        let mut an2 = Vec::new();
+        let mut f = ContentDecoder::with_limit(None, 5, &mut an2);
+        f.feed(b"b", &mut fed, &mut an2);
+        f.feed(b"cdefg", &mut fed, &mut an2);
+        assert_eq!((fed.as_slice(), an2), (&out[1..], an));
+    }
+
+    #[test]
     fn bomb_is_capped() {
         let zeros = vec![0u8; 1024 * 1024];
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());

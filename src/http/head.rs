@@ -500,6 +500,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn get_all_finds_every_value_case_insensitively() {
+        let h: Headers = [("Content-Length", "1"), ("x", "y"), ("content-length", "2")]
+            .into_iter()
+            .collect();
+        assert_eq!(h.get_all("CONTENT-LENGTH").collect::<Vec<_>>(), ["1", "2"]);
+        assert_eq!(h.get_all("content-lengthx").count(), 0);
+        assert_eq!(h.get_all("content-lengt").count(), 0);
+        assert_eq!(h.get("X"), Some("y"));
+    }
+
+    #[test]
     fn tchar_is_rfc_9110_token_char() {
         for b in 0..=u8::MAX {
             let rfc = b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
