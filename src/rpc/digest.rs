@@ -5,6 +5,10 @@
 //!
 //! Fingerprints are Merkle-style (see [`value_fingerprint`]), so an object's fingerprint is
 //! made from its members' fingerprints in key order without keeping the members.
+//!
+//! Request and response bodies are read into [`Envelope`]s: the JSON-RPC members as fields,
+//! so classification needs no map per element. [`digest_body`] and [`slim_response_body`] give
+//! the same bodies as `Value`s, for the tests and fuzzers that compare them with serde_json.
 
 use super::jsonrpc::JsonFingerprint;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -497,7 +501,9 @@ impl<'de> Visitor<'de> for BodySeed<'_> {
 
 /// The parts of a result classification and session facts read (`resultType`, `isError`,
 /// `task`, `protocolVersion`, and each content block's `type`), so a row waiting for release
-/// does not hold a whole tool result. Every verdict is the same as on the full result.
+/// does not hold a whole tool result. Every verdict is the same as on the full result. The
+/// reference for what response parsing keeps while it reads (tests and the `jsonrpc_body`
+/// fuzzer compare the two).
 pub fn slim_result(result: &Value) -> Value {
     let Some(o) = result.as_object() else {
         return result.clone();
