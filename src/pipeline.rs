@@ -1,6 +1,7 @@
 //! Wires the stages together, one way:
-//! inputs -> [`Frame`]s -> [`Segment`]s -> [`StreamEvent`]s -> [`HttpEvent`]s -> a sink
-//! (the MCP analyzer for `analyze`, the HTTP log for `http`).
+//! inputs -> [`Frame`](crate::capture::Frame)s -> [`Segment`](crate::decode::Segment)s
+//! -> [`StreamEvent`]s -> [`HttpEvent`]s -> a sink (the MCP analyzer for `analyze`, the HTTP
+//! log for `http`).
 //!
 //! HAR inputs skip the packet stages and join at the sink. Nothing here
 //! interprets data; it only moves it and counts it.

@@ -1,4 +1,4 @@
-//! MCP stage: [`HttpEvent`]s -> [`Exchange`]s.
+//! MCP stage: [`HttpEvent`](crate::http::HttpEvent)s -> [`Exchange`]s.
 //!
 //! Finds MCP traffic by content, groups it into sessions, pairs each JSON-RPC
 //! request with its response by (direction, id) within the session wherever

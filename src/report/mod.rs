@@ -3,7 +3,7 @@
 //!
 //! [`row`] is the schema: every writer walks its column lists, so JSON lines, CSV and
 //! Parquet agree on names, order, types and nulls. Files are written to `<path>.partial`
-//! and renamed only when complete ([`output`]). Parquet needs the `parquet` feature
+//! and renamed only when complete (`output`). Parquet needs the `parquet` feature
 //! (polars); JSON lines and CSV are written by this crate in every build.
 
 mod background;

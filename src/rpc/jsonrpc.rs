@@ -1,4 +1,4 @@
-//! JSON-RPC 2.0 envelopes (https://www.jsonrpc.org/specification, sections
+//! JSON-RPC 2.0 envelopes (<https://www.jsonrpc.org/specification>, sections
 //! 4-6) with the rules MCP adds (mcp-wire.md section 3): request ids are
 //! strings or integers, never `null`; results are objects; an error response
 //! may carry a `null` or absent id.
