@@ -577,6 +577,24 @@ pub struct Envelope {
 }
 
 impl Envelope {
+    /// The envelope of a parsed object: its six members taken out, the others kept aside.
+    pub fn from_map(mut map: Map<String, Value>) -> Envelope {
+        let mut take = |k: &str| map.remove(k);
+        let env = Envelope {
+            jsonrpc: take("jsonrpc"),
+            id: take("id"),
+            method: take("method"),
+            params: take("params"),
+            result: take("result"),
+            error: take("error"),
+            rest: None,
+        };
+        Envelope {
+            rest: (!map.is_empty()).then(|| Box::new(map)),
+            ..env
+        }
+    }
+
     /// The element as an object: [`slim_response_body`]'s, or [`digest_body`]'s.
     pub fn into_value(self) -> Value {
         let mut map = self.rest.map(|r| *r).unwrap_or_default();
@@ -882,21 +900,25 @@ mod tests {
         }
     }
 
+    /// Bodies both the digest tests and the fast-reader tests run: escapes, repeated keys,
+    /// every number form, batches with non-objects, and bodies that are not objects at all.
+    const SAMPLE_BODIES: [&str; 11] = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"b":[1,2.5,"x"],"a":null},"_meta":{"progressToken":3},"big":"zzz"}}"#,
+        r#"{"params":{"z":1,"name":"n"},"method":"m","jsonrpc":"2.0","id":"s"}"#,
+        r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":2,"method":"b","params":[1,{"k":"v"}]},3,"x",null,[1]]"#,
+        r#"{"params":{"a":1,"a":2,"name":"first","name":"second"},"params":{"b":true}}"#,
+        r#"{"k\u0061":"\u00e9\n","params":{"n\u0061me":"e\"sc","progressToken":1e2}}"#,
+        r#"{"params":{"x":-0,"y":1E300,"z":0.1,"w":18446744073709551615,"v":-9223372036854775808}}"#,
+        r#"{"params":"a string","id":1}"#,
+        r#"17"#,
+        r#""top""#,
+        r#"[]"#,
+        r#"{}"#,
+    ];
+
     #[test]
     fn agrees_with_the_parsed_value() {
-        for text in [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"b":[1,2.5,"x"],"a":null},"_meta":{"progressToken":3},"big":"zzz"}}"#,
-            r#"{"params":{"z":1,"name":"n"},"method":"m","jsonrpc":"2.0","id":"s"}"#,
-            r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":2,"method":"b","params":[1,{"k":"v"}]},3,"x",null,[1]]"#,
-            r#"{"params":{"a":1,"a":2,"name":"first","name":"second"},"params":{"b":true}}"#,
-            r#"{"k\u0061":"\u00e9\n","params":{"n\u0061me":"e\"sc","progressToken":1e2}}"#,
-            r#"{"params":{"x":-0,"y":1E300,"z":0.1,"w":18446744073709551615,"v":-9223372036854775808}}"#,
-            r#"{"params":"a string","id":1}"#,
-            r#"17"#,
-            r#""top""#,
-            r#"[]"#,
-            r#"{}"#,
-        ] {
+        for text in SAMPLE_BODIES {
             check(text);
         }
     }
@@ -990,21 +1012,10 @@ mod tests {
 
     #[test]
     fn fast_reader_agrees_with_serde_json() {
-        for text in [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"b":[1,2.5,"x"],"a":null},"_meta":{"progressToken":3},"big":"zzz"}}"#,
-            r#"{"params":{"z":1,"name":"n"},"method":"m","jsonrpc":"2.0","id":"s"}"#,
-            r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":2,"method":"b","params":[1,{"k":"v"}]},3,"x",null,[1]]"#,
-            r#"{"params":{"a":1,"a":2,"name":"first","name":"second"},"params":{"b":true}}"#,
-            r#"{"k\u0061":"\u00e9\n","params":{"n\u0061me":"e\"sc","progressToken":1e2}}"#,
-            r#"{"params":{"x":-0,"y":1E300,"z":0.1,"w":18446744073709551615,"v":-9223372036854775808}}"#,
-            r#"{"params":"a string","id":1}"#,
-            r#"17"#,
-            r#""top""#,
-            r#"[]"#,
-            r#"{}"#,
+        for text in SAMPLE_BODIES.into_iter().chain([
             r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hello \"world\"\n"},{"type":3},{"text":"x"},5],"isError":false,"task":{"id":"t"},"structuredContent":{"deep":[[[{"a":"\ud83d\ude00"}]]]},"protocolVersion":"2025-06-18","_meta":{"k":[1,2]}}}"#,
             r#"[{"jsonrpc":"2.0","id":1,"result":{"content":{"type":"text"},"task":[1]}},{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"bad"}}]"#,
-        ] {
+        ]) {
             assert!(same_as_serde_json(text.as_bytes()), "fell back on {text}");
         }
         let deep = "[".repeat(200) + &"]".repeat(200);

@@ -169,7 +169,8 @@ pub fn parse_envelopes(body: EnvelopeBody) -> Result<Vec<RpcMessage>, RpcError> 
     }
 }
 
-/// [`classify`] of the object `env` holds (`Envelope::into_value`), read from its fields.
+/// JSON-RPC 2.0 section 4 (request), 4.1 (notification), 5 (response), 5.1 (error object), read
+/// from the envelope's fields; an invalid one keeps the object it stands for as `raw`.
 pub(crate) fn classify_envelope(env: Envelope) -> RpcMessage {
     if env.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
         return invalid("jsonrpc is not \"2.0\"", env.into_value());
@@ -183,6 +184,7 @@ pub(crate) fn classify_envelope(env: Envelope) -> RpcMessage {
         }
         let id = match &env.id {
             None => None,
+            // MCP: request ids MUST NOT be null (mcp-wire.md 3.1/3.2).
             Some(Value::Null) => return invalid("request id is null", env.into_value()),
             Some(idv) => match RpcId::from_value(idv) {
                 Some(id) => Some(id),
@@ -266,85 +268,15 @@ fn invalid(reason: impl Into<String>, raw: Value) -> RpcMessage {
     }
 }
 
-/// JSON-RPC 2.0 section 4 (request), 4.1 (notification), 5 (response), 5.1 (error object).
+/// One element: an object is judged by its envelope ([`classify_envelope`]); anything else is
+/// invalid.
 fn classify(v: Value) -> RpcMessage {
-    let Some(obj) = v.as_object() else {
-        let kind = json_kind(&v);
-        return invalid(format!("batch element is {kind}, not an object"), v);
-    };
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return invalid("jsonrpc is not \"2.0\"", v);
-    }
-    let id_field = obj.get("id");
-    if let Some(m) = obj.get("method") {
-        let Some(method) = m.as_str().map(str::to_string) else {
-            return invalid("method is not a string", v);
-        };
-        if obj.contains_key("result") || obj.contains_key("error") {
-            return invalid("both method and result/error", v);
-        }
-        let id = match id_field {
-            None => None,
-            // MCP: request ids MUST NOT be null (mcp-wire.md 3.1/3.2).
-            Some(Value::Null) => return invalid("request id is null", v),
-            Some(idv) => match RpcId::from_value(idv) {
-                Some(id) => Some(id),
-                None => return invalid("request id is not a string or number", v),
-            },
-        };
-        // Valid from here on: the params move out instead of being copied.
-        let params = take_member(v, "params");
-        return match id {
-            None => RpcMessage::Notification { method, params },
-            Some(id) => RpcMessage::Request { id, method, params },
-        };
-    }
-    match (obj.get("result"), obj.get("error")) {
-        (Some(_), Some(_)) => invalid("both result and error", v),
-        (None, None) => invalid("neither result nor error", v),
-        (Some(result), None) => {
-            let Some(id) = id_field.and_then(RpcId::from_value) else {
-                return invalid("result without a string or number id", v);
-            };
-            if !result.is_object() {
-                return invalid("result is not an object", v);
-            }
-            RpcMessage::Result {
-                id,
-                result: take_member(v, "result").unwrap_or_default(),
-            }
-        }
-        (None, Some(err)) => {
-            let id = match id_field {
-                None | Some(Value::Null) => None,
-                Some(idv) => match RpcId::from_value(idv) {
-                    Some(id) => Some(id),
-                    None => return invalid("error id is not a string or number", v),
-                },
-            };
-            let code = err.get("code").and_then(Value::as_i64);
-            let message = err.get("message").and_then(Value::as_str);
-            match (code, message) {
-                (Some(code), Some(message)) => RpcMessage::Error {
-                    id,
-                    code,
-                    message: message.to_string(),
-                    data: err.get("data").cloned(),
-                },
-                _ => invalid(
-                    "bad error shape (code must be an integer, message a string)",
-                    v,
-                ),
-            }
-        }
-    }
-}
-
-/// Member `key` of object `v`, moved out (`None` when absent or `v` is not an object).
-fn take_member(v: Value, key: &str) -> Option<Value> {
     match v {
-        Value::Object(mut map) => map.remove(key),
-        _ => None,
+        Value::Object(map) => classify_envelope(Envelope::from_map(map)),
+        other => {
+            let kind = json_kind(&other);
+            invalid(format!("batch element is {kind}, not an object"), other)
+        }
     }
 }
 
