@@ -30,6 +30,7 @@ use crate::flow::{FlowLimits, StreamEvent, StreamEventKind};
 use crate::http::{HttpEvent, HttpStage};
 use crate::limits::Limits;
 use crate::mcp::{PrepareScope, Preparer};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::{self, ScopedJoinHandle};
 
@@ -40,6 +41,11 @@ pub const ROUND_FRAMES: u32 = 128;
 pub const ROUND_BYTES: usize = 1 << 20;
 /// Rounds waiting in each channel; past it the sender blocks.
 pub const QUEUED_ROUNDS: usize = 4;
+/// With the HTTP stage on the reader thread, the reader parses POST bodies only while at
+/// least this many rounds wait for the caller: the caller is then behind and the reader has
+/// time to spare. Otherwise the POSTs go unparsed and the caller's analyzer parses them, so
+/// neither thread idles while the other is the bottleneck. Either way the result is the same.
+pub const BACKLOG_TO_PREPARE: usize = 2;
 
 /// Receives each HTTP event, in one-thread order, with the caller's stats.
 pub(super) type EventSink<'a, E> = dyn FnMut(Event, &mut Stats) -> Result<(), RunError<E>> + 'a;
@@ -88,7 +94,10 @@ pub(super) fn run<E: std::error::Error + 'static>(
     } else {
         None
     };
+    // Rounds sent and not yet taken by the caller.
+    let backlog = AtomicUsize::new(0);
     thread::scope(|scope| {
+        let backlog = &backlog;
         let mut to_workers = Vec::with_capacity(stages.len());
         let mut from_workers = Vec::with_capacity(stages.len());
         let mut workers = Vec::with_capacity(stages.len());
@@ -109,7 +118,11 @@ pub(super) fn run<E: std::error::Error + 'static>(
                 let (tx_out, rx_out) = sync_channel(QUEUED_ROUNDS);
                 from_workers.push(rx_out);
                 reader.spawn_scoped(scope, move || {
-                    read_and_parse(merger, flow, progress.as_ref(), stage, prepare, &tx_out)
+                    let out = Outbox {
+                        tx: &tx_out,
+                        backlog,
+                    };
+                    read_and_parse(merger, flow, progress.as_ref(), stage, prepare, &out)
                 })
             }
             None => reader.spawn_scoped(scope, move || {
@@ -118,7 +131,7 @@ pub(super) fn run<E: std::error::Error + 'static>(
         }
         .map_err(|e| RunError::Worker(format!("cannot start the reader: {e}")))?;
 
-        let consumed = consume(&from_workers, stats, sink);
+        let consumed = consume(&from_workers, backlog, stats, sink);
         // Closing the receivers unblocks workers (and through them the reader) after a sink error.
         drop(from_workers);
         let read = joined(reader, "reader");
@@ -193,11 +206,12 @@ fn read_and_parse(
     progress: Option<&indicatif::ProgressBar>,
     mut stage: HttpStage,
     prepare: Option<(Limits, PrepareScope)>,
-    tx: &SyncSender<FromWorker>,
+    tx: &Outbox<'_>,
 ) -> Result<(Stats, ReadTotals), Gone> {
     let mut stats = Stats::default();
     let mut out: Vec<HttpEvent> = Vec::new();
     let mut preparer = prepare.map(Preparer::from);
+    let adaptive = prepare.is_some_and(|(_, scope)| scope == PrepareScope::Posts);
     let mut batch: Vec<(u64, Event)> = Vec::new();
     let mut frames = 0u32;
     let mut bytes = 0usize;
@@ -207,8 +221,12 @@ fn read_and_parse(
                 bytes = bytes.saturating_add(b.len());
             }
             stage.push(ev, stats, &mut out);
+            let here = !adaptive || tx.caller_is_behind();
             // One batch per round: the order is already the final one.
-            batch.extend(out.drain(..).map(|h| (0, Event::new(h, preparer.as_mut()))));
+            batch.extend(
+                out.drain(..)
+                    .map(|h| (0, Event::new(h, preparer.as_mut().filter(|_| here)))),
+            );
         }
         frames += 1;
         if frames >= ROUND_FRAMES || bytes >= ROUND_BYTES {
@@ -217,16 +235,33 @@ fn read_and_parse(
             if !batch.is_empty() {
                 let cap = batch.len();
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(cap));
-                tx.send(FromWorker::Round(full)).map_err(|_| Gone)?;
+                tx.send(FromWorker::Round(full))?;
             }
         }
         Ok(())
     })?;
     stage.finish(&mut stats, &mut out);
     batch.extend(out.drain(..).map(|h| (0, Event::new(h, preparer.as_mut()))));
-    tx.send(FromWorker::Finished(batch, Stats::default()))
-        .map_err(|_| Gone)?;
+    tx.send(FromWorker::Finished(batch, Stats::default()))?;
     Ok((stats, totals))
+}
+
+/// The reader's channel to the caller, with the count of rounds waiting in it.
+struct Outbox<'a> {
+    tx: &'a SyncSender<FromWorker>,
+    backlog: &'a AtomicUsize,
+}
+
+impl Outbox<'_> {
+    fn send(&self, msg: FromWorker) -> Result<(), Gone> {
+        self.backlog.fetch_add(1, Ordering::Relaxed);
+        self.tx.send(msg).map_err(|_| Gone)
+    }
+
+    /// Enough rounds wait for the caller that the reader may take on its work.
+    fn caller_is_behind(&self) -> bool {
+        self.backlog.load(Ordering::Relaxed) >= BACKLOG_TO_PREPARE
+    }
 }
 
 /// Stream events gathered for the next round, one batch per worker.
@@ -333,6 +368,7 @@ fn conn_of(ev: &HttpEvent) -> u64 {
 /// and feeds the sink, until every worker has finished.
 fn consume<E: std::error::Error + 'static>(
     from_workers: &[Receiver<FromWorker>],
+    backlog: &AtomicUsize,
     stats: &mut Stats,
     sink: &mut EventSink<'_, E>,
 ) -> Result<(), Stop<E>> {
@@ -341,7 +377,11 @@ fn consume<E: std::error::Error + 'static>(
         batches.clear();
         let mut finished = 0usize;
         for rx in from_workers {
-            match rx.recv().map_err(|_| Stop::Disconnected)? {
+            let received = rx.recv().map_err(|_| Stop::Disconnected)?;
+            // Only the reader's outbox counts; the workers' rounds leave the count at 0.
+            let _ =
+                backlog.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+            match received {
                 FromWorker::Round(batch) => batches.push(batch.into_iter()),
                 FromWorker::Finished(batch, worker_stats) => {
                     stats.merge(&worker_stats);
@@ -458,9 +498,31 @@ mod tests {
         drop(tx1);
         let mut stats = Stats::default();
         let mut sink = |_: Event, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
-        let res = consume(&[rx0, rx1], &mut stats, &mut sink);
+        let res = consume(&[rx0, rx1], &AtomicUsize::new(0), &mut stats, &mut sink);
         assert!(matches!(res, Err(Stop::Disconnected)));
         drop(tx0);
+    }
+
+    #[test]
+    fn the_backlog_counts_rounds_sent_and_not_yet_taken() {
+        let (tx, rx) = sync_channel(QUEUED_ROUNDS);
+        let backlog = AtomicUsize::new(0);
+        let out = Outbox {
+            tx: &tx,
+            backlog: &backlog,
+        };
+        out.send(FromWorker::Round(Vec::new())).unwrap();
+        assert!(!out.caller_is_behind(), "one round waiting");
+        out.send(FromWorker::Round(Vec::new())).unwrap();
+        assert!(out.caller_is_behind(), "two rounds waiting");
+        out.send(FromWorker::Finished(Vec::new(), Stats::default()))
+            .unwrap();
+        assert_eq!(backlog.load(Ordering::Relaxed), 3);
+        let mut stats = Stats::default();
+        let mut sink = |_: Event, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
+        assert!(consume(&[rx], &backlog, &mut stats, &mut sink).is_ok());
+        assert_eq!(backlog.load(Ordering::Relaxed), 0);
+        assert!(!out.caller_is_behind());
     }
 
     #[test]
@@ -472,7 +534,7 @@ mod tests {
         tx1.send(FromWorker::Round(Vec::new())).unwrap();
         let mut stats = Stats::default();
         let mut sink = |_: Event, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
-        let res = consume(&[rx0, rx1], &mut stats, &mut sink);
+        let res = consume(&[rx0, rx1], &AtomicUsize::new(0), &mut stats, &mut sink);
         assert!(matches!(res, Err(Stop::Disconnected)));
     }
 }

@@ -157,6 +157,7 @@ impl ParquetSink {
         let file = SharedFile(Arc::new(Mutex::new(PartialFile::create(path)?)));
         let writer = ParquetWriter::new(file.clone())
             .with_compression(ParquetCompression::Zstd(zstd_level()))
+            .set_parallel(false)
             .batched(&schema(T::COLUMNS))
             .map_err(|e| polars_error(path, e))?;
         Ok(ParquetSink {
