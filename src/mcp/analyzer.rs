@@ -60,7 +60,8 @@ use crate::rpc::digest::{ElementDigest, Envelope, EnvelopeBody, EnvelopeElement}
 use crate::rpc::{self, RpcError, RpcId, RpcMessage};
 use serde_json::Value;
 use std::borrow::Cow;
-use std::collections::{BTreeSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 
 /// Open (unanswered) client requests kept per session; beyond it the oldest
 /// stops waiting for a cross-stream response (`mcp.pending_limit`).
@@ -310,7 +311,7 @@ pub struct Analyzer {
     prepares_responses: bool,
     rows: RowStore,
     /// Rows without an id, by (`ts_request`, arrival): the release order.
-    pending: BTreeSet<(i64, usize)>,
+    pending: BinaryHeap<Reverse<(i64, usize)>>,
     /// Rows whose id is reserved, written when they end.
     aside: BTreeSet<usize>,
     next_id: u64,
@@ -347,7 +348,7 @@ impl Analyzer {
             preparer: Preparer::new(limits, PrepareScope::All),
             prepares_responses: false,
             rows: RowStore::default(),
-            pending: BTreeSet::new(),
+            pending: BinaryHeap::new(),
             aside: BTreeSet::new(),
             next_id: 1,
             retry: RetryInference::with_limit(&cfg, limits.retry_rows),
@@ -536,7 +537,8 @@ impl Analyzer {
     /// Releases rows from the head of the buffer while they are final (`at_end`: all are),
     /// setting aside open rows that held the head too long.
     fn release(&mut self, now: i64, at_end: bool, stats: &mut Stats, out: &mut Vec<Exchange>) {
-        while let Some(&(ts, i)) = self.pending.first() {
+        // Nothing below adds to `pending` before the pop, so the pop takes this row.
+        while let Some(&Reverse((ts, i))) = self.pending.peek() {
             if !at_end && now.saturating_sub(ts) < REORDER_SLACK_US {
                 return;
             }
@@ -547,11 +549,11 @@ impl Analyzer {
             };
             match readiness {
                 Readiness::Drop => {
-                    self.pending.remove(&(ts, i));
+                    self.pending.pop();
                     self.drop_row(i);
                 }
                 Readiness::Ready => {
-                    self.pending.remove(&(ts, i));
+                    self.pending.pop();
                     let id = self.take_id();
                     if let Some(r) = self.rows.get_mut(i) {
                         r.ex.exchange_id = id;
@@ -566,7 +568,7 @@ impl Analyzer {
                     if !too_old && self.pending.len() <= MAX_BUFFERED_ROWS {
                         return;
                     }
-                    self.pending.remove(&(ts, i));
+                    self.pending.pop();
                     self.set_aside(i);
                 }
             }
@@ -1201,7 +1203,7 @@ impl Analyzer {
             anomalies: req.anomalies.clone(),
             reserved: None,
         }));
-        self.pending.insert((req.ts_first_us, i));
+        self.pending.push(Reverse((req.ts_first_us, i)));
         i
     }
 
