@@ -126,7 +126,8 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
     let mut ready: Vec<Exchange> = Vec::new();
     let mut events = 0u32;
     // Two threads: the reader also runs the HTTP stage, so the analyzer's thread takes the
-    // response bodies (bench/README.md has the split).
+    // response bodies, and the POST bodies whenever it keeps up with the reader
+    // (bench/README.md has the split).
     let scope = if cfg.threads == 2 {
         analyzer.prepare_responses_here();
         PrepareScope::Posts

@@ -16,6 +16,9 @@
 //! connections (in stream order, as [`HttpStage::finish`] does), merged by stream id. With
 //! one HTTP stage there is nothing to merge and it runs on the reader thread: a separate
 //! worker costs a hop per stream event and more CPU for the same wall time (bench/README.md).
+//! That reader also parses POST bodies, but only while the caller lags behind it
+//! ([`BACKLOG_TO_PREPARE`]); otherwise the caller's analyzer parses them, so the JSON work goes
+//! to whichever thread has room.
 //!
 //! Channels are bounded ([`QUEUED_ROUNDS`] per worker each way) and a round holds at most
 //! [`ROUND_FRAMES`] frames or about [`ROUND_BYTES`] payload bytes, so memory stays bounded.
