@@ -217,8 +217,7 @@ pub(super) fn is_event_stream(status: u16, media: Option<&str>) -> bool {
 }
 
 fn parse_event(event: SseEvent) -> PreparedSse {
-    let parsed =
-        (!event.data.trim().is_empty()).then(|| rpc::parse_response_body(event.data.as_bytes()));
+    let parsed = (!event.data.trim().is_empty()).then(|| rpc::parse_response_text(&event.data));
     PreparedSse { event, parsed }
 }
 

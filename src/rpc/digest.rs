@@ -150,13 +150,21 @@ fn run_seed<'a, S: DeserializeSeed<'a> + Copy>(
     seed: S,
 ) -> Result<S::Value, serde_json::Error> {
     if let Ok(text) = simdutf8::basic::from_utf8(bytes) {
-        if let Ok(out) = super::fastjson::from_str_seed(text, seed) {
-            return Ok(out);
-        }
-        serde_json_seed(serde_json::Deserializer::from_str(text), seed)
+        run_seed_str(text, seed)
     } else {
         serde_json_seed(serde_json::Deserializer::from_slice(bytes), seed)
     }
+}
+
+/// [`run_seed`] on text already known to be UTF-8.
+fn run_seed_str<'a, S: DeserializeSeed<'a> + Copy>(
+    text: &'a str,
+    seed: S,
+) -> Result<S::Value, serde_json::Error> {
+    if let Ok(out) = super::fastjson::from_str_seed(text, seed) {
+        return Ok(out);
+    }
+    serde_json_seed(serde_json::Deserializer::from_str(text), seed)
 }
 
 /// `seed` read by serde_json, then only whitespace allowed.
@@ -657,6 +665,12 @@ pub enum EnvelopeElement {
 /// [`slim_response_body`] without the envelope maps: same verdicts and errors.
 pub fn response_envelopes(bytes: &[u8]) -> Result<EnvelopeBody, serde_json::Error> {
     run_seed(bytes, EnvelopeBodySeed)
+}
+
+/// [`response_envelopes`] of text (an SSE event's data, already a `String`): not validated
+/// as UTF-8 a second time.
+pub fn response_envelopes_str(text: &str) -> Result<EnvelopeBody, serde_json::Error> {
+    run_seed_str(text, EnvelopeBodySeed)
 }
 
 #[derive(Clone, Copy)]

@@ -142,15 +142,28 @@ pub fn parse_response_body(bytes: &[u8]) -> Result<Vec<RpcMessage>, RpcError> {
     }
     let body = match super::digest::response_envelopes(bytes) {
         Ok(v) => v,
-        Err(slim) => {
-            // Skipping reports some positions one column off: the full parser's message is
-            // the one shown for every other body, so it is the one kept (error path only).
-            let full = serde_json::from_slice::<Value>(bytes).err();
-            let e = full.map_or_else(|| slim.to_string(), |f| f.to_string());
-            return Err(RpcError::NotJson(e));
-        }
+        Err(slim) => return Err(not_json(slim, serde_json::from_slice::<Value>(bytes).err())),
     };
     parse_envelopes(body)
+}
+
+/// [`parse_response_body`] of text (an SSE event's data), which needs no UTF-8 check.
+pub fn parse_response_text(text: &str) -> Result<Vec<RpcMessage>, RpcError> {
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    if text.bytes().all(|b| b.is_ascii_whitespace()) {
+        return Err(RpcError::Empty);
+    }
+    let body = match super::digest::response_envelopes_str(text) {
+        Ok(v) => v,
+        Err(slim) => return Err(not_json(slim, serde_json::from_str::<Value>(text).err())),
+    };
+    parse_envelopes(body)
+}
+
+/// Skipping reports some positions one column off: the full parser's message is the one
+/// shown for every other body, so it is the one kept (error path only).
+fn not_json(slim: serde_json::Error, full: Option<serde_json::Error>) -> RpcError {
+    RpcError::NotJson(full.map_or_else(|| slim.to_string(), |f| f.to_string()))
 }
 
 /// [`parse_value`] of a body read as envelopes ([`EnvelopeBody::into_value`]'s value).
@@ -670,6 +683,11 @@ mod tests {
         use crate::rpc::digest::slim_result;
         let full = parse_body(text.as_bytes());
         let slim = parse_response_body(text.as_bytes());
+        assert_eq!(
+            format!("{:?}", parse_response_text(text)),
+            format!("{slim:?}"),
+            "text and bytes parse alike: {text}"
+        );
         match (full, slim) {
             (Ok(full), Ok(slim)) => {
                 assert_eq!(full.len(), slim.len(), "{text}");
@@ -706,6 +724,29 @@ mod tests {
                     || e.starts_with("invalid unicode code point") => {}
             (a, b) => panic!("{text}: {a:?} vs {b:?}"),
         }
+    }
+
+    #[test]
+    fn sse_text_parses_as_its_bytes_do() {
+        for text in [
+            "\u{FEFF}{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
+            "\u{FEFF}  ",
+            " \n\t",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"\\ud800\"}]}}",
+            "[]",
+            "\"just a string\"",
+        ] {
+            assert_eq!(
+                format!("{:?}", parse_response_text(text)),
+                format!("{:?}", parse_response_body(text.as_bytes())),
+                "{text:?}"
+            );
+        }
+        assert!(matches!(
+            parse_response_text("\u{FEFF} "),
+            Err(RpcError::Empty)
+        ));
     }
 
     #[test]

@@ -11,8 +11,8 @@ mod sse;
 
 pub use jsonrpc::{
     JsonFingerprint, RpcId, RpcMessage, canonical_fingerprint, canonical_fingerprint_without,
-    canonical_json, parse_body, parse_envelopes, parse_response_body, parse_value,
-    text_fingerprint,
+    canonical_json, parse_body, parse_envelopes, parse_response_body, parse_response_text,
+    parse_value, text_fingerprint,
 };
 pub use sse::{MAX_SSE_EVENT_BYTES, SseEvent, SseParser};
 
