@@ -24,10 +24,10 @@ pub(crate) fn write_json_cell(w: &mut impl Write, cell: &Cell<'_>) -> io::Result
     }
 }
 
-/// Writes `row` as one JSON object followed by `\n`.
-pub fn write_row<T: Table>(w: &mut impl Write, row: &T) -> io::Result<()> {
+/// Writes a row of table `T`, given as its cells, as one JSON object followed by `\n`.
+pub fn write_cells<T: Table>(w: &mut impl Write, cells: &[Cell<'_>]) -> io::Result<()> {
     w.write_all(b"{")?;
-    for (i, (spec, cell)) in T::COLUMNS.iter().zip(row.cells()).enumerate() {
+    for (i, (spec, cell)) in T::COLUMNS.iter().zip(cells).enumerate() {
         if i > 0 {
             w.write_all(b",")?;
         }
@@ -35,7 +35,7 @@ pub fn write_row<T: Table>(w: &mut impl Write, row: &T) -> io::Result<()> {
         w.write_all(b"\"")?;
         w.write_all(spec.name.as_bytes())?;
         w.write_all(b"\":")?;
-        write_json_cell(w, &cell)?;
+        write_json_cell(w, cell)?;
     }
     w.write_all(b"}\n")
 }
@@ -44,12 +44,13 @@ pub fn write_row<T: Table>(w: &mut impl Write, row: &T) -> io::Result<()> {
 mod tests {
     use super::super::test_rows::rows;
     use super::*;
+    use crate::mcp::Exchange;
     use crate::report::row::EXCHANGE_COLUMNS;
 
     fn render() -> String {
         let mut out = Vec::new();
         for r in rows() {
-            write_row(&mut out, &r).unwrap();
+            write_cells::<Exchange>(&mut out, &r.cells()).unwrap();
         }
         String::from_utf8(out).unwrap()
     }

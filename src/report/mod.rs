@@ -191,16 +191,17 @@ impl<T: Table> TableWriter<T> {
             Sink::Text { out, csv, buf } => {
                 buf.clear();
                 let result = if *csv {
-                    csv::write_row(buf, row)
+                    csv::write_cells(buf, &cells)
                 } else {
-                    jsonl::write_row(buf, row)
+                    jsonl::write_cells::<T>(buf, &cells)
                 };
                 result
                     .and_then(|()| out.write_all(buf))
                     .map_err(|e| out.io_error(e))?;
             }
             #[cfg(feature = "parquet")]
-            Sink::Parquet(sink) => sink.push(row, self.rows.saturating_add(1))?,
+            // The cells checked above, not built a second time.
+            Sink::Parquet(sink) => sink.push(cells, self.rows.saturating_add(1))?,
         }
         self.rows = self.rows.saturating_add(1);
         Ok(())

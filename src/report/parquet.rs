@@ -180,9 +180,12 @@ impl ParquetSink {
             .unwrap_or_default()
     }
 
-    /// Buffers one row; writes a row group when the buffer is full.
-    pub(crate) fn push<T: Table>(&mut self, row: &T, row_number: u64) -> Result<(), ReportError> {
-        let cells = row.cells();
+    /// Buffers one row, given as its cells; writes a row group when the buffer is full.
+    pub(crate) fn push(
+        &mut self,
+        cells: Vec<Cell<'_>>,
+        row_number: u64,
+    ) -> Result<(), ReportError> {
         if cells.len() != self.buffers.len() {
             return Err(ReportError::Schema {
                 path: self.path(),
