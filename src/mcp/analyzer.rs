@@ -1408,13 +1408,13 @@ impl Analyzer {
             ctx.sse = true;
         }
         let rows = ctx.rows.clone();
-        if let Some(sid) = &new_sid {
+        let new_scope = new_sid.as_ref().map(|sid| {
             ctx.scope = concat("sid:", sid);
-        }
-        let new_scope = ctx.scope.clone();
+            ctx.scope.clone()
+        });
         for &i in &rows {
-            if let Some(sid) = &new_sid {
-                self.rescope(i, &new_scope);
+            if let (Some(sid), Some(scope)) = (&new_sid, &new_scope) {
+                self.rescope(i, scope);
                 if let Some(r) = self.rows.get_mut(i) {
                     r.ex.session_id = Some(sid.clone());
                 }
