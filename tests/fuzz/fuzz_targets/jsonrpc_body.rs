@@ -1,12 +1,13 @@
 //! JSON-RPC envelopes: single messages and batches, any bytes. Also differential checks: the
-//! one-pass digest of a body must agree with fingerprints of the fully parsed value, and the
-//! slim response parse with the full one (results cut alike, same verdicts).
+//! one-pass digest of a body must agree with fingerprints of the fully parsed value, the
+//! slim response parse with the full one (results cut alike, same verdicts), and the text
+//! parse of SSE data with the byte parse.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use mcp_trace::rpc::digest::{ParamsKeys, digest_body, slim_result};
 use mcp_trace::rpc::{
     RpcError, RpcMessage, canonical_fingerprint, canonical_fingerprint_without, canonical_json, parse_body,
-    parse_response_body,
+    parse_response_body, parse_response_text,
 };
 use serde_json::Value;
 
@@ -18,6 +19,13 @@ const KEYS: ParamsKeys<'static> = ParamsKeys {
 };
 
 fuzz_target!(|data: &[u8]| {
+    // SSE data is parsed as text (no second UTF-8 check): it must read as its bytes do.
+    if let Ok(text) = std::str::from_utf8(data) {
+        assert_eq!(
+            format!("{:?}", parse_response_text(text)),
+            format!("{:?}", parse_response_body(data))
+        );
+    }
     match (parse_body(data), parse_response_body(data)) {
         (Ok(full), Ok(slim)) => {
             assert_eq!(full.len(), slim.len());
