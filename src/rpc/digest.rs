@@ -440,20 +440,13 @@ impl<'de> Visitor<'de> for ElementSeed<'_> {
             }
             let v: Value = map.next_value()?;
             let fp = value_fingerprint(&v);
-            let slot = match k.as_ref() {
-                "jsonrpc" => &mut env.jsonrpc,
-                "id" => &mut env.id,
-                "method" => &mut env.method,
-                "result" => &mut env.result,
-                "error" => &mut env.error,
-                _ => {
+            match env.member_mut(&k) {
+                Some(slot) => *slot = Some(v),
+                None => {
                     let rest = env.rest.get_or_insert_with(Box::default);
                     rest.insert(k.to_string(), v);
-                    members.push((k, fp));
-                    continue;
                 }
-            };
-            *slot = Some(v);
+            }
             members.push((k, fp));
         }
         let body = split(members_fingerprint(&mut members));
@@ -585,38 +578,40 @@ pub struct Envelope {
 }
 
 impl Envelope {
+    /// The JSON-RPC members an envelope holds as fields.
+    const MEMBERS: [&'static str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+
+    /// The field for member `key`, if it is one of [`Envelope::MEMBERS`].
+    fn member_mut(&mut self, key: &str) -> Option<&mut Option<Value>> {
+        Some(match key {
+            "jsonrpc" => &mut self.jsonrpc,
+            "id" => &mut self.id,
+            "method" => &mut self.method,
+            "params" => &mut self.params,
+            "result" => &mut self.result,
+            "error" => &mut self.error,
+            _ => return None,
+        })
+    }
+
     /// The envelope of a parsed object: its six members taken out, the others kept aside.
     pub fn from_map(mut map: Map<String, Value>) -> Envelope {
-        let mut take = |k: &str| map.remove(k);
-        let env = Envelope {
-            jsonrpc: take("jsonrpc"),
-            id: take("id"),
-            method: take("method"),
-            params: take("params"),
-            result: take("result"),
-            error: take("error"),
-            rest: None,
-        };
-        Envelope {
-            rest: (!map.is_empty()).then(|| Box::new(map)),
-            ..env
+        let mut env = Envelope::default();
+        for key in Envelope::MEMBERS {
+            if let Some(slot) = env.member_mut(key) {
+                *slot = map.remove(key);
+            }
         }
+        env.rest = (!map.is_empty()).then(|| Box::new(map));
+        env
     }
 
     /// The element as an object: [`slim_response_body`]'s, or [`digest_body`]'s.
-    pub fn into_value(self) -> Value {
-        let mut map = self.rest.map(|r| *r).unwrap_or_default();
-        let members = [
-            ("jsonrpc", self.jsonrpc),
-            ("id", self.id),
-            ("method", self.method),
-            ("params", self.params),
-            ("result", self.result),
-            ("error", self.error),
-        ];
-        for (k, v) in members {
-            if let Some(v) = v {
-                map.insert(k.to_string(), v);
+    pub fn into_value(mut self) -> Value {
+        let mut map = self.rest.take().map(|r| *r).unwrap_or_default();
+        for key in Envelope::MEMBERS {
+            if let Some(v) = self.member_mut(key).and_then(Option::take) {
+                map.insert(key.to_string(), v);
             }
         }
         Value::Object(map)
@@ -716,22 +711,16 @@ impl<'de> Visitor<'de> for EnvelopeElementSeed {
 fn envelope_of<'de, A: MapAccess<'de>>(mut map: A) -> Result<Envelope, A::Error> {
     let mut env = Envelope::default();
     while let Some(Key(k)) = map.next_key()? {
-        let slot = match k.as_ref() {
-            "result" => {
-                env.result = Some(map.next_value_seed(SlimResultSeed)?);
-                continue;
-            }
-            "jsonrpc" => &mut env.jsonrpc,
-            "id" => &mut env.id,
-            "method" => &mut env.method,
-            "params" => &mut env.params,
-            "error" => &mut env.error,
-            _ => {
+        if k == "result" {
+            env.result = Some(map.next_value_seed(SlimResultSeed)?);
+            continue;
+        }
+        match env.member_mut(&k) {
+            Some(slot) => *slot = Some(map.next_value()?),
+            None => {
                 map.next_value::<de::IgnoredAny>()?;
-                continue;
             }
-        };
-        *slot = Some(map.next_value()?);
+        }
     }
     Ok(env)
 }

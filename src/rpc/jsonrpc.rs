@@ -137,19 +137,23 @@ pub fn parse_body(bytes: &[u8]) -> Result<Vec<RpcMessage>, RpcError> {
 /// escapes of lone surrogates ("invalid unicode code point" there).
 pub fn parse_response_body(bytes: &[u8]) -> Result<Vec<RpcMessage>, RpcError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(RpcError::Empty);
+    match simdutf8::basic::from_utf8(bytes) {
+        Ok(text) => parse_unmarked_text(text),
+        // Not UTF-8, so not JSON: serde_json's message says where it breaks.
+        Err(_) => Err(RpcError::NotJson(
+            serde_json::from_slice::<Value>(bytes)
+                .map_or_else(|e| e.to_string(), |_| "invalid UTF-8".to_string()),
+        )),
     }
-    let body = match super::digest::response_envelopes(bytes) {
-        Ok(v) => v,
-        Err(slim) => return Err(not_json(slim, serde_json::from_slice::<Value>(bytes).err())),
-    };
-    parse_envelopes(body)
 }
 
 /// [`parse_response_body`] of text (an SSE event's data), which needs no UTF-8 check.
 pub fn parse_response_text(text: &str) -> Result<Vec<RpcMessage>, RpcError> {
-    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    parse_unmarked_text(text.strip_prefix('\u{FEFF}').unwrap_or(text))
+}
+
+/// A response body or SSE data without its byte order mark.
+fn parse_unmarked_text(text: &str) -> Result<Vec<RpcMessage>, RpcError> {
     if text.bytes().all(|b| b.is_ascii_whitespace()) {
         return Err(RpcError::Empty);
     }
