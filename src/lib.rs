@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod anomaly;
+pub mod buffers;
 pub mod capture;
 pub mod cli;
 pub mod decode;

@@ -343,6 +343,7 @@ fn read_streams<X>(
             Decoded::Held => stats.packets_decoded += 1,
             Decoded::Skipped(reason) => stats.skip(reason.name()),
         }
+        crate::buffers::recycle(frame.data);
         emit(&mut stream_events, stats)?;
         frames_since_tick += 1;
         if frames_since_tick >= 4096 {

@@ -315,7 +315,7 @@ impl PacketReader {
                                     input,
                                     ts_ns,
                                     link_type,
-                                    data: epb.packet_data().to_vec(),
+                                    data: crate::buffers::copy_of(epb.packet_data()),
                                     orig_len: epb.origlen,
                                 })
                             }
@@ -337,7 +337,7 @@ impl PacketReader {
                                     input,
                                     ts_ns: 0,
                                     link_type,
-                                    data: bytes.to_vec(),
+                                    data: crate::buffers::copy_of(bytes),
                                     orig_len: spb.origlen,
                                 })
                             }
@@ -409,7 +409,7 @@ fn pcap_frame(rec: &LegacyPcapBlock<'_>, nanos: bool, link_type: u32, input: usi
             .saturating_mul(1_000_000_000)
             .saturating_add(frac_ns),
         link_type,
-        data: rec.data.to_vec(),
+        data: crate::buffers::copy_of(rec.data),
         orig_len: rec.origlen,
     }
 }

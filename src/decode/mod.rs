@@ -376,7 +376,7 @@ fn tcp(frame: &Frame, t: &Transport<'_>) -> Result<Decoded, SkipReason> {
             fin: seg.fin(),
             rst: seg.rst(),
         },
-        payload: payload.to_vec(),
+        payload: crate::buffers::copy_of(payload),
         wire_payload_len: u32::try_from(wire).unwrap_or(u32::MAX),
     }))
 }

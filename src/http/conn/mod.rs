@@ -317,6 +317,7 @@ impl Conn {
             Role::Http { .. } => {
                 let dir = self.dir_of(side);
                 self.data(dir, &bytes, ts_us, frame, stats, out);
+                crate::buffers::recycle(bytes);
             }
         }
     }
