@@ -608,6 +608,39 @@ mod tests {
             assert_eq!(ids.get(n - 1), Some(n as u64));
         }
 
+        /// String columns are dictionary-encoded per row group: values that change between
+        /// groups, nulls among them, and a column null in a whole group read back as written.
+        #[test]
+        fn parquet_string_dictionaries_start_afresh_in_each_row_group() {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("dict.parquet");
+            let base = rows();
+            let n = PARQUET_ROW_GROUP_ROWS * 2 + 300;
+            let session = |i: usize| (i % 7 != 0).then(|| format!("s{}", i / 1000));
+            let tool = |i: usize| (i >= PARQUET_ROW_GROUP_ROWS).then(|| format!("t{}", i % 3));
+            let many: Vec<Exchange> = (0..n)
+                .map(|i| {
+                    let mut e = base[i % 3].clone();
+                    e.exchange_id = i as u64 + 1;
+                    e.session_id = session(i);
+                    e.tool_name = tool(i);
+                    e
+                })
+                .collect();
+            write_exchanges(&many, &path, Format::Parquet).unwrap();
+            let mut reader = ParquetReader::new(std::fs::File::open(&path).unwrap());
+            let meta = reader.get_metadata().unwrap().clone();
+            assert_eq!(meta.row_groups.len(), 3);
+            let df = read_parquet(&path);
+            assert_eq!(df.column("session_id").unwrap().dtype(), &DataType::String);
+            let sessions = df.column("session_id").unwrap().str().unwrap().clone();
+            let tools = df.column("tool_name").unwrap().str().unwrap().clone();
+            for i in 0..n {
+                assert_eq!(sessions.get(i), session(i).as_deref(), "session_id row {i}");
+                assert_eq!(tools.get(i), tool(i).as_deref(), "tool_name row {i}");
+            }
+        }
+
         #[test]
         fn polars_reads_csv_like_jsonl() {
             let (_d1, jsonl) = write_all(Format::Jsonl, "x.jsonl");

@@ -2,6 +2,11 @@
 //! `Datetime(µs, "UTC")`), zstd compression, one row group per [`PARQUET_ROW_GROUP_ROWS`]
 //! rows so memory stays bounded however long the capture.
 //!
+//! String columns are dictionary-encoded as rows arrive ([`DictColumn`]) and handed to polars'
+//! Parquet encoder as dictionary arrays; given plain strings it would estimate each column's
+//! cardinality and then hash every value again to build the same dictionary. The file's schema
+//! still says `String`: only the pages are dictionary pages, as polars writes them itself.
+//!
 //! Known limit: polars marks every Parquet column optional (nullable); columns the contract
 //! declares non-null simply never hold a null.
 
@@ -9,6 +14,14 @@ use super::output::PartialFile;
 use super::row::{Cell, ColType, ColumnSpec, Table};
 use super::{PARQUET_ROW_GROUP_ROWS, ReportError};
 use polars::prelude::*;
+use polars_arrow::array::{
+    Array, DictionaryArray, MutableBinaryViewArray, PrimitiveArray as ArrowPrimitive,
+};
+use polars_arrow::bitmap::{Bitmap, MutableBitmap};
+use polars_arrow::datatypes::{ArrowDataType, IntegerType};
+use polars_parquet::write::{
+    CompressedPage, CompressionOptions, ParquetType, StatisticsOptions, Version, WriteOptions,
+};
 use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -45,13 +58,62 @@ enum ColumnBuffer {
     I64(Vec<Option<i64>>),
     F64(Vec<Option<f64>>),
     Bool(Vec<Option<bool>>),
-    /// Built in place: a cell costs a copy into the column's buffer, not an allocation.
-    Str(StringChunkedBuilder),
+    Str(Box<DictColumn>),
     Timestamp(Vec<Option<i64>>),
 }
 
+/// A string column of the row group being built, as keys into its distinct values. Report
+/// columns repeat few values (sessions, clients, outcomes), so a cell is usually one hash
+/// lookup and a key.
+#[derive(Default)]
+struct DictColumn {
+    keys: Vec<u32>,
+    valid: MutableBitmap,
+    /// Distinct values in key order.
+    values: MutableBinaryViewArray<str>,
+    index: crate::hashing::HashMap<Box<str>, u32>,
+}
+
+impl DictColumn {
+    fn push(&mut self, value: Option<&str>) {
+        let key = match value {
+            None => 0, // masked by `valid`
+            Some(v) => match self.index.get(v) {
+                Some(&k) => k,
+                None => {
+                    let k = u32::try_from(self.values.len()).unwrap_or(u32::MAX);
+                    self.values.push_value(v);
+                    self.index.insert(v.into(), k);
+                    k
+                }
+            },
+        };
+        self.keys.push(key);
+        self.valid.push(value.is_some());
+    }
+
+    /// The buffered cells as a dictionary array, leaving the column empty.
+    fn take(&mut self) -> PolarsResult<Box<dyn Array>> {
+        let DictColumn {
+            keys,
+            valid,
+            values,
+            index,
+        } = std::mem::take(self);
+        // Reuse the table's allocation for the next group.
+        self.index = index;
+        self.index.clear();
+        let validity: Option<Bitmap> = valid.into();
+        let keys = ArrowPrimitive::<u32>::new(ArrowDataType::UInt32, keys.into(), validity);
+        let values = values.freeze();
+        let dtype =
+            ArrowDataType::Dictionary(IntegerType::UInt32, Box::new(values.dtype().clone()), false);
+        Ok(DictionaryArray::<u32>::try_new(dtype, keys, values.boxed())?.boxed())
+    }
+}
+
 impl ColumnBuffer {
-    fn new(ty: ColType, name: &str) -> Self {
+    fn new(ty: ColType) -> Self {
         match ty {
             ColType::U64 => ColumnBuffer::U64(Vec::new()),
             ColType::U32 => ColumnBuffer::U32(Vec::new()),
@@ -59,10 +121,7 @@ impl ColumnBuffer {
             ColType::I64 => ColumnBuffer::I64(Vec::new()),
             ColType::F64 => ColumnBuffer::F64(Vec::new()),
             ColType::Bool => ColumnBuffer::Bool(Vec::new()),
-            ColType::Str => ColumnBuffer::Str(StringChunkedBuilder::new(
-                PlSmallStr::from_str(name),
-                PARQUET_ROW_GROUP_ROWS,
-            )),
+            ColType::Str => ColumnBuffer::Str(Box::default()),
             ColType::Timestamp => ColumnBuffer::Timestamp(Vec::new()),
         }
     }
@@ -82,8 +141,8 @@ impl ColumnBuffer {
             (ColumnBuffer::F64(v), Cell::Null) => v.push(None),
             (ColumnBuffer::Bool(v), Cell::Bool(x)) => v.push(Some(x)),
             (ColumnBuffer::Bool(v), Cell::Null) => v.push(None),
-            (ColumnBuffer::Str(v), Cell::Str(x)) => v.append_value(x),
-            (ColumnBuffer::Str(v), Cell::Null) => v.append_null(),
+            (ColumnBuffer::Str(v), Cell::Str(x)) => v.push(Some(x)),
+            (ColumnBuffer::Str(v), Cell::Null) => v.push(None),
             (ColumnBuffer::Timestamp(v), Cell::Timestamp(x)) => v.push(Some(x)),
             (ColumnBuffer::Timestamp(v), Cell::Null) => v.push(None),
             _ => return false,
@@ -91,8 +150,9 @@ impl ColumnBuffer {
         true
     }
 
-    /// Moves the buffered values into a polars column, leaving the buffer empty.
-    fn take(&mut self, name: &str) -> Column {
+    /// Moves the buffered values into an arrow array of the column's Parquet type, leaving the
+    /// buffer empty.
+    fn take(&mut self, name: &str) -> PolarsResult<Box<dyn Array>> {
         let name = PlSmallStr::from_str(name);
         let series = match self {
             ColumnBuffer::U64(v) => Series::new(name, std::mem::take(v)),
@@ -101,17 +161,15 @@ impl ColumnBuffer {
             ColumnBuffer::I64(v) => Series::new(name, std::mem::take(v)),
             ColumnBuffer::F64(v) => Series::new(name, std::mem::take(v)),
             ColumnBuffer::Bool(v) => Series::new(name, std::mem::take(v)),
-            ColumnBuffer::Str(v) => {
-                let fresh = StringChunkedBuilder::new(name, PARQUET_ROW_GROUP_ROWS);
-                std::mem::replace(v, fresh).finish().into_series()
-            }
+            ColumnBuffer::Str(v) => return v.take(),
             ColumnBuffer::Timestamp(v) => {
                 Int64Chunked::from_iter_options(name, std::mem::take(v).into_iter())
                     .into_datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
                     .into_series()
             }
         };
-        series.into_column()
+        // One chunk: each buffer became a single array.
+        Ok(series.to_arrow(0, CompatLevel::newest()))
     }
 }
 
@@ -147,6 +205,9 @@ fn zstd_level() -> Option<polars_parquet::write::ZstdLevel> {
 pub(crate) struct ParquetSink {
     file: SharedFile,
     writer: polars::io::parquet::write::BatchedWriter<SharedFile>,
+    /// The Parquet type of each column, and the options polars' writer was made with.
+    fields: Vec<ParquetType>,
+    options: WriteOptions,
     columns: &'static [ColumnSpec],
     buffers: Vec<ColumnBuffer>,
     buffered_rows: usize,
@@ -155,19 +216,26 @@ pub(crate) struct ParquetSink {
 impl ParquetSink {
     pub(crate) fn create<T: Table>(path: &Path) -> Result<Self, ReportError> {
         let file = SharedFile(Arc::new(Mutex::new(PartialFile::create(path)?)));
-        let writer = ParquetWriter::new(file.clone())
+        let mut writer = ParquetWriter::new(file.clone())
             .with_compression(ParquetCompression::Zstd(zstd_level()))
             .set_parallel(false)
             .batched(&schema(T::COLUMNS))
             .map_err(|e| polars_error(path, e))?;
+        let fields = writer.parquet_schema().fields().to_vec();
+        // What `ParquetWriter` gives its own row groups, with the settings above.
+        let options = WriteOptions {
+            statistics: StatisticsOptions::default(),
+            version: Version::V1,
+            compression: CompressionOptions::Zstd(zstd_level()),
+            data_page_size: None,
+        };
         Ok(ParquetSink {
             file,
             writer,
+            fields,
+            options,
             columns: T::COLUMNS,
-            buffers: T::COLUMNS
-                .iter()
-                .map(|c| ColumnBuffer::new(c.ty, c.name))
-                .collect(),
+            buffers: T::COLUMNS.iter().map(|c| ColumnBuffer::new(c.ty)).collect(),
             buffered_rows: 0,
         })
     }
@@ -213,17 +281,16 @@ impl ParquetSink {
         if self.buffered_rows == 0 {
             return Ok(());
         }
-        let columns: Vec<Column> = self
-            .buffers
-            .iter_mut()
-            .zip(self.columns)
-            .map(|(b, spec)| b.take(spec.name))
-            .collect();
         let height = std::mem::take(&mut self.buffered_rows);
         let path = self.path();
-        let df = DataFrame::new(height, columns).map_err(|e| polars_error_str(&path, e))?;
+        let mut group: Vec<Vec<CompressedPage>> = Vec::with_capacity(self.buffers.len());
+        for ((buffer, spec), field) in self.buffers.iter_mut().zip(self.columns).zip(&self.fields) {
+            let pages = column_pages(buffer.take(spec.name), field, self.options)
+                .map_err(|e| polars_error_str(&path, e))?;
+            group.push(pages);
+        }
         self.writer
-            .write_batch(&df)
+            .write_row_group(u64::try_from(height).unwrap_or(u64::MAX), &group)
             .map_err(|e| polars_error_str(&path, e))
     }
 
@@ -243,6 +310,29 @@ impl ParquetSink {
             .map_err(|_| ReportError::Closed { path })?;
         out.commit()
     }
+}
+
+/// One column chunk of a row group: encoded as polars encodes that type (dictionary pages
+/// where they pay, plain pages for booleans), then compressed.
+fn column_pages(
+    array: PolarsResult<Box<dyn Array>>,
+    field: &ParquetType,
+    options: WriteOptions,
+) -> PolarsResult<Vec<CompressedPage>> {
+    let array = array?;
+    let encoding = polars_parquet::write::get_dtype_encoding(array.dtype());
+    let mut pages = Vec::new();
+    for leaf in polars_parquet::write::array_to_columns(&array, field.clone(), options, &encoding)?
+    {
+        for page in leaf {
+            pages.push(polars_parquet::write::compress(
+                page?,
+                Vec::new(),
+                options.compression,
+            )?);
+        }
+    }
+    Ok(pages)
 }
 
 fn polars_error(path: &Path, e: PolarsError) -> ReportError {
