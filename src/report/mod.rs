@@ -616,7 +616,7 @@ mod tests {
             let path = dir.path().join("dict.parquet");
             let base = rows();
             let n = PARQUET_ROW_GROUP_ROWS * 2 + 300;
-            let session = |i: usize| (i % 7 != 0).then(|| format!("s{}", i / 1000));
+            let session = |i: usize| (!i.is_multiple_of(7)).then(|| format!("s{}", i / 1000));
             let tool = |i: usize| (i >= PARQUET_ROW_GROUP_ROWS).then(|| format!("t{}", i % 3));
             let many: Vec<Exchange> = (0..n)
                 .map(|i| {
