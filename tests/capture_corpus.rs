@@ -1063,6 +1063,12 @@ fn damage_after_a_valid_header() {
         );
         assert!(r.next().is_none(), "nothing after damage");
         assert_eq!(r.info().error.as_deref(), Some(err.as_str()));
+        // Alone (read without the merge heap): the good frame, the damage counted once.
+        let alone = run(vec![packets("bad", 0, bytes.clone())]);
+        assert_eq!(alone.frames.len(), 1);
+        assert_eq!(alone.frames[0].index, 1);
+        assert_eq!(alone.stats.packets_total, 1);
+        assert_eq!(alone.stats.anomalies.get("capture.damaged_input"), Some(&1));
         // In a merge, the other input goes on.
         let other = packets(
             "ok",

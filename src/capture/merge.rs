@@ -18,6 +18,8 @@ pub struct Merger {
     /// `(ts_ns, reader position)` of every present head.
     queue: BinaryHeap<Reverse<(i64, usize)>>,
     primed: bool,
+    /// The only input ended (one input is read directly, without the heap).
+    single_ended: bool,
     next_index: u64,
 }
 
@@ -30,6 +32,7 @@ impl Merger {
             heads,
             queue: BinaryHeap::new(),
             primed: false,
+            single_ended: false,
             next_index: 1,
         }
     }
@@ -55,6 +58,24 @@ impl Merger {
     /// The next frame in timestamp order, with `index` set (1-based across inputs).
     /// Counts `stats.packets_total`.
     pub fn next_frame(&mut self, stats: &mut Stats) -> Option<Frame> {
+        if let [reader] = self.readers.as_mut_slice() {
+            // Nothing to merge: the heap and the head slot would only cost time per frame.
+            if self.single_ended {
+                return None;
+            }
+            return match reader.next() {
+                Some(Ok(frame)) => Some(self.numbered(frame, stats)),
+                Some(Err(_)) => {
+                    stats.anomaly("capture.damaged_input");
+                    self.single_ended = true;
+                    None
+                }
+                None => {
+                    self.single_ended = true;
+                    None
+                }
+            };
+        }
         if !self.primed {
             self.primed = true;
             for i in 0..self.readers.len() {
@@ -62,15 +83,20 @@ impl Merger {
             }
         }
         let Reverse((_, i)) = self.queue.pop()?;
-        let mut frame = self.heads.get_mut(i)?.take()?;
+        let frame = self.heads.get_mut(i)?.take()?;
         self.pull(i, stats);
+        Some(self.numbered(frame, stats))
+    }
+
+    /// Sets `frame.index` and counts the frame.
+    fn numbered(&mut self, mut frame: Frame, stats: &mut Stats) -> Frame {
         frame.index = self.next_index;
         self.next_index = self.next_index.saturating_add(1);
         stats.packets_total = stats.packets_total.saturating_add(1);
         if frame.link_type == UNKNOWN_INTERFACE_LINK_TYPE {
             stats.anomaly("capture.unknown_interface");
         }
-        Some(frame)
+        frame
     }
 
     /// Bytes read from all inputs so far (compressed bytes for gzip), for progress.

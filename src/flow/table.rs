@@ -37,6 +37,7 @@ use super::{CloseReason, FlowLimits, Side, StreamEvent, StreamEventKind};
 use crate::anomaly::Stats;
 use crate::decode::Segment;
 use crate::hashing::HashMap;
+use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 
 /// Capture time between two idle sweeps (lazy expiry keeps the per-packet cost flat).
@@ -60,10 +61,27 @@ enum Action {
 }
 
 /// A 4-tuple, same for both directions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct FlowKey {
     lo: SocketAddr,
     hi: SocketAddr,
+}
+
+/// Every packet looks its flow up: an IPv4 pair goes to the hasher as two words instead of
+/// field by field (two addresses, two ports and their variants).
+impl Hash for FlowKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match (self.lo, self.hi) {
+            (SocketAddr::V4(lo), SocketAddr::V4(hi)) => {
+                state.write_u64(u64::from(lo.ip().to_bits()) << 32 | u64::from(hi.ip().to_bits()));
+                state.write_u32(u32::from(lo.port()) << 16 | u32::from(hi.port()));
+            }
+            (lo, hi) => {
+                lo.hash(state);
+                hi.hash(state);
+            }
+        }
+    }
 }
 
 impl FlowKey {
