@@ -130,7 +130,7 @@ pub struct TableWriter<T: Table> {
 }
 
 /// Rows per Parquet row group: bounds the memory held before a group is written.
-pub const PARQUET_ROW_GROUP_ROWS: usize = 8_192;
+pub const PARQUET_ROW_GROUP_ROWS: usize = 16_384;
 
 impl<T: Table> TableWriter<T> {
     /// Creates `<path>.partial` and writes the header (CSV).
