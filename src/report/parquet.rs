@@ -63,8 +63,8 @@ enum ColumnBuffer {
 }
 
 /// A string column of the row group being built, as keys into its distinct values. Report
-/// columns repeat few values (sessions, clients, outcomes), so a cell is usually one hash
-/// lookup and a key.
+/// columns repeat few values (sessions, clients, outcomes), so a cell is usually the value
+/// of the row before (one comparison) or one hash lookup.
 #[derive(Default)]
 struct DictColumn {
     keys: Vec<u32>,
@@ -72,24 +72,38 @@ struct DictColumn {
     /// Distinct values in key order.
     values: MutableBinaryViewArray<str>,
     index: crate::hashing::HashMap<Box<str>, u32>,
+    /// The last value pushed and its key.
+    last: Option<u32>,
+    last_value: String,
 }
 
 impl DictColumn {
     fn push(&mut self, value: Option<&str>) {
         let key = match value {
             None => 0, // masked by `valid`
-            Some(v) => match self.index.get(v) {
-                Some(&k) => k,
-                None => {
-                    let k = u32::try_from(self.values.len()).unwrap_or(u32::MAX);
-                    self.values.push_value(v);
-                    self.index.insert(v.into(), k);
+            Some(v) => match self.last {
+                Some(k) if self.last_value == v => k,
+                _ => {
+                    let k = self.key_of(v);
+                    self.last = Some(k);
+                    self.last_value.clear();
+                    self.last_value.push_str(v);
                     k
                 }
             },
         };
         self.keys.push(key);
         self.valid.push(value.is_some());
+    }
+
+    fn key_of(&mut self, v: &str) -> u32 {
+        if let Some(&k) = self.index.get(v) {
+            return k;
+        }
+        let k = u32::try_from(self.values.len()).unwrap_or(u32::MAX);
+        self.values.push_value(v);
+        self.index.insert(v.into(), k);
+        k
     }
 
     /// The buffered cells as a dictionary array, leaving the column empty.
@@ -99,10 +113,12 @@ impl DictColumn {
             valid,
             values,
             index,
+            ..
         } = std::mem::take(self);
-        // Reuse the table's allocation for the next group.
+        // Reuse the table's allocation for the next group, and size the next keys like these.
         self.index = index;
         self.index.clear();
+        self.keys.reserve(keys.len());
         let validity: Option<Bitmap> = valid.into();
         let keys = ArrowPrimitive::<u32>::new(ArrowDataType::UInt32, keys.into(), validity);
         let values = values.freeze();
@@ -155,15 +171,15 @@ impl ColumnBuffer {
     fn take(&mut self, name: &str) -> PolarsResult<Box<dyn Array>> {
         let name = PlSmallStr::from_str(name);
         let series = match self {
-            ColumnBuffer::U64(v) => Series::new(name, std::mem::take(v)),
-            ColumnBuffer::U32(v) => Series::new(name, std::mem::take(v)),
-            ColumnBuffer::U16(v) => Series::new(name, std::mem::take(v)),
-            ColumnBuffer::I64(v) => Series::new(name, std::mem::take(v)),
-            ColumnBuffer::F64(v) => Series::new(name, std::mem::take(v)),
-            ColumnBuffer::Bool(v) => Series::new(name, std::mem::take(v)),
+            ColumnBuffer::U64(v) => Series::new(name, take_sized(v)),
+            ColumnBuffer::U32(v) => Series::new(name, take_sized(v)),
+            ColumnBuffer::U16(v) => Series::new(name, take_sized(v)),
+            ColumnBuffer::I64(v) => Series::new(name, take_sized(v)),
+            ColumnBuffer::F64(v) => Series::new(name, take_sized(v)),
+            ColumnBuffer::Bool(v) => Series::new(name, take_sized(v)),
             ColumnBuffer::Str(v) => return v.take(),
             ColumnBuffer::Timestamp(v) => {
-                Int64Chunked::from_iter_options(name, std::mem::take(v).into_iter())
+                Int64Chunked::from_iter_options(name, take_sized(v).into_iter())
                     .into_datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
                     .into_series()
             }
@@ -171,6 +187,13 @@ impl ColumnBuffer {
         // One chunk: each buffer became a single array.
         Ok(series.to_arrow(0, CompatLevel::newest()))
     }
+}
+
+/// The values of `v`, leaving it empty with room for as many: the next row group is
+/// usually as large, and a column grown from nothing copies itself a dozen times.
+fn take_sized<T>(v: &mut Vec<T>) -> Vec<T> {
+    let room = Vec::with_capacity(v.len());
+    std::mem::replace(v, room)
 }
 
 /// The polars dtype of a contract type.
