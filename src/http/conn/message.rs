@@ -3,6 +3,10 @@
 use super::*;
 use crate::limits::BODY_RESERVE_MAX;
 
+/// Largest buffer reserved up front for one piece of a response body (a buffer with more
+/// data than this after the body's start is mostly the next messages).
+const PIECE_CAPACITY_LIMIT: usize = 256 * 1024;
+
 impl Conn {
     pub(super) fn data(
         &mut self,
@@ -546,7 +550,9 @@ impl Conn {
             self.resp.state = ReadState::Head;
             return 0;
         };
-        let mut plain = Vec::new();
+        // De-chunked bytes fit in their wire form: one allocation instead of one per growth
+        // (a decompressed body still grows as it needs).
+        let mut plain = Vec::with_capacity(bytes.len().min(PIECE_CAPACITY_LIMIT));
         let (consumed, done, failed) = read_plain(
             &mut msg.reader,
             &mut msg.decoder,
