@@ -22,7 +22,7 @@ impl RpcId {
     /// The id of `v` when it is a string or a number.
     pub fn from_value(v: &Value) -> Option<RpcId> {
         match v {
-            Value::Number(n) => Some(RpcId::Number(n.to_string())),
+            Value::Number(n) => Some(RpcId::Number(number_text(n))),
             Value::String(s) => Some(RpcId::String(s.clone())),
             _ => None,
         }
@@ -34,6 +34,18 @@ impl RpcId {
             RpcId::Number(n) => n.clone(),
             RpcId::String(s) => Value::String(s.clone()).to_string(),
         }
+    }
+}
+
+/// A number's text as serde_json writes it; integers (nearly every id) through `itoa`
+/// directly, without the formatting machinery.
+fn number_text(n: &serde_json::Number) -> String {
+    if let Some(u) = n.as_u64() {
+        itoa::Buffer::new().format(u).to_owned()
+    } else if let Some(i) = n.as_i64() {
+        itoa::Buffer::new().format(i).to_owned()
+    } else {
+        n.to_string()
     }
 }
 
@@ -372,6 +384,33 @@ pub fn text_fingerprint(text: &str) -> JsonFingerprint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ids as numbers read as serde_json writes them, through the integer fast path or not.
+    #[test]
+    fn numeric_ids_keep_serde_json_text() {
+        for text in [
+            "0",
+            "7",
+            "18446744073709551615",
+            "-1",
+            "-9223372036854775808",
+            "1.5",
+            "1e400",
+            "-0.0",
+        ] {
+            let Ok(v) = serde_json::from_str::<Value>(text) else {
+                continue; // out of range for serde_json: no id either way
+            };
+            let Value::Number(n) = &v else {
+                panic!("{text}")
+            };
+            assert_eq!(
+                RpcId::from_value(&v),
+                Some(RpcId::Number(n.to_string())),
+                "{text}"
+            );
+        }
+    }
     use serde_json::json;
 
     fn one(s: &str) -> RpcMessage {
