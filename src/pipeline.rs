@@ -325,7 +325,7 @@ fn read_streams<X>(
     let mut frames_since_tick = 0u32;
     let mut latest_ts_ns = i64::MIN;
 
-    while let Some(frame) = merger.next_frame(stats) {
+    while let Some(frame) = merger.next_frame_ref(stats) {
         // Inputs are merged by time, so a step back comes from within one file
         // (clock changes, reordered writes): latencies across it are unreliable.
         if frame.ts_ns < latest_ts_ns {
@@ -335,7 +335,7 @@ fn read_streams<X>(
         if frame.is_truncated() {
             stats.packets_truncated += 1;
         }
-        match decoder.decode(&frame) {
+        match decoder.decode_ref(&frame) {
             Decoded::Segment(segment) => {
                 stats.packets_decoded += 1;
                 flows.push(segment, stats, &mut stream_events);
@@ -343,7 +343,6 @@ fn read_streams<X>(
             Decoded::Held => stats.packets_decoded += 1,
             Decoded::Skipped(reason) => stats.skip(reason.name()),
         }
-        crate::buffers::recycle(frame.data);
         emit(&mut stream_events, stats)?;
         frames_since_tick += 1;
         if frames_since_tick >= 4096 {

@@ -5,7 +5,7 @@
 //! equal timestamps keep input order (the heap key is `(ts_ns, position)`).
 
 use super::reader::{PacketReader, UNKNOWN_INTERFACE_LINK_TYPE};
-use super::{Frame, InputInfo};
+use super::{Frame, FrameRef, InputInfo};
 use crate::anomaly::Stats;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -20,6 +20,8 @@ pub struct Merger {
     primed: bool,
     /// The only input ended (one input is read directly, without the heap).
     single_ended: bool,
+    /// The frame [`Merger::next_frame_ref`] lent last, when it came through the heap.
+    current: Option<Frame>,
     next_index: u64,
 }
 
@@ -33,6 +35,7 @@ impl Merger {
             queue: BinaryHeap::new(),
             primed: false,
             single_ended: false,
+            current: None,
             next_index: 1,
         }
     }
@@ -97,6 +100,47 @@ impl Merger {
             stats.anomaly("capture.unknown_interface");
         }
         frame
+    }
+
+    /// [`Merger::next_frame`] with the bytes borrowed until the next call: one input is
+    /// then decoded straight from its read buffer, without copying each record out.
+    pub fn next_frame_ref(&mut self, stats: &mut Stats) -> Option<FrameRef<'_>> {
+        if self.readers.len() != 1 {
+            let frame = self.next_frame(stats)?;
+            if let Some(old) = self.current.replace(frame) {
+                crate::buffers::recycle(old.data);
+            }
+            return self.current.as_ref().map(Frame::as_ref);
+        }
+        if self.single_ended {
+            return None;
+        }
+        let Merger {
+            readers,
+            next_index,
+            single_ended,
+            ..
+        } = self;
+        match readers.first_mut()?.next_ref() {
+            Some(Ok(mut frame)) => {
+                frame.index = *next_index;
+                *next_index = next_index.saturating_add(1);
+                stats.packets_total = stats.packets_total.saturating_add(1);
+                if frame.link_type == UNKNOWN_INTERFACE_LINK_TYPE {
+                    stats.anomaly("capture.unknown_interface");
+                }
+                Some(frame)
+            }
+            Some(Err(_)) => {
+                stats.anomaly("capture.damaged_input");
+                *single_ended = true;
+                None
+            }
+            None => {
+                *single_ended = true;
+                None
+            }
+        }
     }
 
     /// Bytes read from all inputs so far (compressed bytes for gzip), for progress.

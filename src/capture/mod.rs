@@ -39,6 +39,49 @@ impl Frame {
     pub fn is_truncated(&self) -> bool {
         (self.data.len() as u64) < u64::from(self.orig_len)
     }
+
+    /// The frame with its bytes borrowed.
+    pub fn as_ref(&self) -> FrameRef<'_> {
+        FrameRef {
+            index: self.index,
+            input: self.input,
+            ts_ns: self.ts_ns,
+            link_type: self.link_type,
+            data: &self.data,
+            orig_len: self.orig_len,
+        }
+    }
+}
+
+/// A [`Frame`] whose bytes are borrowed, from the reader's buffer until its next record
+/// (one input is decoded in place, without copying each record out).
+#[derive(Debug, Clone, Copy)]
+pub struct FrameRef<'a> {
+    pub index: u64,
+    pub input: usize,
+    pub ts_ns: i64,
+    pub link_type: u32,
+    pub data: &'a [u8],
+    pub orig_len: u32,
+}
+
+impl FrameRef<'_> {
+    /// The frame was cut by the capture's snap length.
+    pub fn is_truncated(&self) -> bool {
+        (self.data.len() as u64) < u64::from(self.orig_len)
+    }
+
+    /// An owned copy.
+    pub fn to_frame(&self) -> Frame {
+        Frame {
+            index: self.index,
+            input: self.input,
+            ts_ns: self.ts_ns,
+            link_type: self.link_type,
+            data: crate::buffers::copy_of(self.data),
+            orig_len: self.orig_len,
+        }
+    }
 }
 
 /// What an input file turned out to be.

@@ -7,7 +7,7 @@
 //! file size. Damage after a valid header ends this input with one
 //! [`CaptureError::Malformed`] naming the byte offset; frames before it stand.
 
-use super::{CaptureError, Frame, InputInfo};
+use super::{CaptureError, Frame, FrameRef, InputInfo};
 use pcap_parser::nom;
 use pcap_parser::pcapng::{Block, parse_block_be, parse_block_le};
 use pcap_parser::traits::PcapNGPacketBlock;
@@ -99,12 +99,42 @@ pub struct PacketReader {
     layout: Layout,
     info: InputInfo,
     counter: Arc<AtomicU64>,
+    /// The last record's bytes when they had to be copied out of the buffer.
+    copied: Vec<u8>,
 }
 
-/// What one parsed record/block amounts to, owned so the buffer can move on.
+/// What one parsed record/block amounts to.
 enum Item {
-    Frame(Frame),
+    Frame(FrameAt),
     Skip,
+}
+
+/// A packet record: its facts, and where its bytes are.
+struct FrameAt {
+    input: usize,
+    ts_ns: i64,
+    link_type: u32,
+    orig_len: u32,
+    bytes: Located,
+}
+
+/// A record's bytes: a range of the read buffer (always, with pcap-parser's borrowed
+/// blocks), or a copy if they ever were not.
+enum Located {
+    At(std::ops::Range<usize>),
+    Copied(Vec<u8>),
+}
+
+/// Where `part` lies in the read buffer, given `data`, the buffer from offset `pos` on.
+fn locate(data: &[u8], pos: usize, part: &[u8]) -> Located {
+    let start = (part.as_ptr() as usize).wrapping_sub(data.as_ptr() as usize);
+    let inside = start <= data.len() && part.len() <= data.len() - start;
+    if inside {
+        let at = pos.saturating_add(start);
+        Located::At(at..at.saturating_add(part.len()))
+    } else {
+        Located::Copied(part.to_vec())
+    }
 }
 
 /// One parse step's outcome, with the bytes it consumed.
@@ -140,6 +170,7 @@ impl PacketReader {
             layout,
             info,
             counter,
+            copied: Vec::new(),
         }
     }
 
@@ -251,9 +282,10 @@ impl PacketReader {
                 match parsed {
                     Ok((rest, rec)) => {
                         let used = data.len().saturating_sub(rest.len());
+                        let bytes = locate(data, self.pos, rec.data);
                         Step::Parsed(
                             used,
-                            Item::Frame(pcap_frame(&rec, *nanos, *link_type, input)),
+                            Item::Frame(pcap_frame(&rec, *nanos, *link_type, input, bytes)),
                         )
                     }
                     Err(e) => nom_step(e),
@@ -310,13 +342,12 @@ impl PacketReader {
                                     // skipped link type rather than ending the input.
                                     None => (UNKNOWN_INTERFACE_LINK_TYPE, 0),
                                 };
-                                Item::Frame(Frame {
-                                    index: 0,
+                                Item::Frame(FrameAt {
                                     input,
                                     ts_ns,
                                     link_type,
-                                    data: crate::buffers::copy_of(epb.packet_data()),
                                     orig_len: epb.origlen,
+                                    bytes: locate(data, self.pos, epb.packet_data()),
                                 })
                             }
                             Block::SimplePacket(spb) => {
@@ -332,13 +363,12 @@ impl PacketReader {
                                     let cap = usize::try_from(snaplen).unwrap_or(usize::MAX);
                                     bytes = bytes.get(..cap).unwrap_or(bytes);
                                 }
-                                Item::Frame(Frame {
-                                    index: 0,
+                                Item::Frame(FrameAt {
                                     input,
                                     ts_ns: 0,
                                     link_type,
-                                    data: crate::buffers::copy_of(bytes),
                                     orig_len: spb.origlen,
+                                    bytes: locate(data, self.pos, bytes),
                                 })
                             }
                             // Name resolution, statistics, custom, secrets, ...: nothing for us.
@@ -396,21 +426,26 @@ fn read_u32(b: &[u8], big_endian: bool) -> u32 {
     }
 }
 
-fn pcap_frame(rec: &LegacyPcapBlock<'_>, nanos: bool, link_type: u32, input: usize) -> Frame {
+fn pcap_frame(
+    rec: &LegacyPcapBlock<'_>,
+    nanos: bool,
+    link_type: u32,
+    input: usize,
+    bytes: Located,
+) -> FrameAt {
     let frac_ns = if nanos {
         i64::from(rec.ts_usec)
     } else {
         i64::from(rec.ts_usec).saturating_mul(1000)
     };
-    Frame {
-        index: 0,
+    FrameAt {
         input,
         ts_ns: i64::from(rec.ts_sec)
             .saturating_mul(1_000_000_000)
             .saturating_add(frac_ns),
         link_type,
-        data: crate::buffers::copy_of(rec.data),
         orig_len: rec.origlen,
+        bytes,
     }
 }
 
@@ -429,10 +464,18 @@ pub(crate) fn pcapng_ts_ns(high: u32, low: u32, units_per_sec: u64, offset_s: i6
     i64::try_from(total).unwrap_or(if total < 0 { i64::MIN } else { i64::MAX })
 }
 
+/// Records as owned [`Frame`]s (the merge of several inputs keeps one per input).
 impl Iterator for PacketReader {
     type Item = Result<Frame, CaptureError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        self.next_ref().map(|r| r.map(|f| f.to_frame()))
+    }
+}
+
+impl PacketReader {
+    /// The next record, its bytes borrowed from the read buffer until the next call.
+    pub fn next_ref(&mut self) -> Option<Result<FrameRef<'_>, CaptureError>> {
         loop {
             if self.done {
                 return None;
@@ -449,8 +492,22 @@ impl Iterator for PacketReader {
                 Step::Parsed(used, item) => {
                     self.pos = self.pos.saturating_add(used.max(1)).min(self.end);
                     self.offset = self.offset.saturating_add(used as u64);
-                    if let Item::Frame(f) = item {
-                        return Some(Ok(f));
+                    if let Item::Frame(at) = item {
+                        let data: &[u8] = match at.bytes {
+                            Located::At(range) => self.buf.get(range).unwrap_or_default(),
+                            Located::Copied(bytes) => {
+                                self.copied = bytes;
+                                &self.copied
+                            }
+                        };
+                        return Some(Ok(FrameRef {
+                            index: 0,
+                            input: at.input,
+                            ts_ns: at.ts_ns,
+                            link_type: at.link_type,
+                            data,
+                            orig_len: at.orig_len,
+                        }));
                     }
                 }
                 Step::Incomplete(needed) => {
@@ -496,6 +553,32 @@ impl Iterator for PacketReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A record inside the buffer is a range of it (offset by where `data` starts); one
+    /// that is not (never, with pcap-parser) is copied.
+    #[test]
+    fn records_are_located_in_the_buffer_or_copied() {
+        let buf = b"0123456789".to_vec();
+        let data = &buf[4..];
+        match locate(data, 4, &buf[6..9]) {
+            Located::At(r) => assert_eq!(r, 6..9),
+            Located::Copied(_) => panic!("inside the buffer"),
+        }
+        match locate(data, 4, &buf[4..4]) {
+            Located::At(r) => assert_eq!(r, 4..4),
+            Located::Copied(_) => panic!("empty, at the start"),
+        }
+        let elsewhere = b"678".to_vec();
+        match locate(data, 4, &elsewhere) {
+            Located::Copied(v) => assert_eq!(v, b"678"),
+            Located::At(r) => panic!("outside the buffer, located at {r:?}"),
+        }
+        // Starting inside but running past the end is not inside.
+        match locate(&buf[4..8], 4, &buf[6..10]) {
+            Located::Copied(v) => assert_eq!(v, b"6789"),
+            Located::At(r) => panic!("past the end, located at {r:?}"),
+        }
+    }
 
     #[test]
     fn if_tsresol_decimal_and_binary() {

@@ -11,7 +11,7 @@
 //! fragments within fixed limits; IP-in-IP and Teredo are followed
 //! [`MAX_TUNNEL_DEPTH`] deep.
 
-use crate::capture::Frame;
+use crate::capture::{Frame, FrameRef};
 use std::net::SocketAddr;
 
 /// TCP flags the reassembler needs.
@@ -118,7 +118,12 @@ impl Decoder {
 
     /// Decode one frame down to its TCP segment.
     pub fn decode(&mut self, frame: &Frame) -> Decoded {
-        let ip = match link::ip_slice(frame.link_type, &frame.data) {
+        self.decode_ref(&frame.as_ref())
+    }
+
+    /// [`Decoder::decode`] of a frame whose bytes are borrowed.
+    pub fn decode_ref(&mut self, frame: &FrameRef<'_>) -> Decoded {
+        let ip = match link::ip_slice(frame.link_type, frame.data) {
             Ok(ip) => ip,
             Err(reason) => return Decoded::Skipped(cut_or_malformed(reason, frame)),
         };
@@ -133,7 +138,12 @@ impl Decoder {
         self.fragments.finish()
     }
 
-    fn decode_ip(&mut self, frame: &Frame, ip: &[u8], depth: u8) -> Result<Decoded, SkipReason> {
+    fn decode_ip(
+        &mut self,
+        frame: &FrameRef<'_>,
+        ip: &[u8],
+        depth: u8,
+    ) -> Result<Decoded, SkipReason> {
         let (slice, stop) = LaxIpSlice::from_slice(ip).map_err(|e| match e {
             etherparse::err::ip::LaxHeaderSliceError::Len(_) => SkipReason::Truncated,
             etherparse::err::ip::LaxHeaderSliceError::Content(_) => SkipReason::Malformed,
@@ -176,7 +186,7 @@ impl Decoder {
 
     fn transport(
         &mut self,
-        frame: &Frame,
+        frame: &FrameRef<'_>,
         t: Transport<'_>,
         depth: u8,
     ) -> Result<Decoded, SkipReason> {
@@ -196,7 +206,7 @@ impl Decoder {
     /// relays on arbitrary ports, not only 3544, so like Zeek we recognise it by
     /// content: an IPv6 header whose payload length fills the UDP payload exactly.
     /// Anything that does not turn out to be TCP inside is plain UDP (`not_tcp`).
-    fn teredo(&mut self, frame: &Frame, udp: &[u8], depth: u8) -> Decoded {
+    fn teredo(&mut self, frame: &FrameRef<'_>, udp: &[u8], depth: u8) -> Decoded {
         let Ok(udp) = UdpSlice::from_slice_lax(udp) else {
             return Decoded::Skipped(SkipReason::NotTcp);
         };
@@ -222,7 +232,7 @@ impl Decoder {
     /// A fragment of a larger datagram: hold it, or finish the datagram.
     fn fragment(
         &mut self,
-        frame: &Frame,
+        frame: &FrameRef<'_>,
         ip: &[u8],
         slice: &LaxIpSlice<'_>,
     ) -> Result<Decoded, SkipReason> {
@@ -346,7 +356,7 @@ fn looks_like_teredo_ipv6(b: &[u8], sport: u16, dport: u16) -> bool {
 
 /// A header cut short is `truncated` only when the snap length cut the frame;
 /// otherwise the lengths inside the frame lie, which is `malformed`.
-fn cut_or_malformed(reason: SkipReason, frame: &Frame) -> SkipReason {
+fn cut_or_malformed(reason: SkipReason, frame: &FrameRef<'_>) -> SkipReason {
     match reason {
         SkipReason::Truncated if !frame.is_truncated() => SkipReason::Malformed,
         r => r,
@@ -355,7 +365,7 @@ fn cut_or_malformed(reason: SkipReason, frame: &Frame) -> SkipReason {
 
 /// TCP header and payload. The payload is what was captured after the header:
 /// for TSO frames (IP length 0) that is all of it; checksums are not checked.
-fn tcp(frame: &Frame, t: &Transport<'_>) -> Result<Decoded, SkipReason> {
+fn tcp(frame: &FrameRef<'_>, t: &Transport<'_>) -> Result<Decoded, SkipReason> {
     let seg = TcpSlice::from_slice(t.bytes).map_err(|e| match e {
         etherparse::err::tcp::HeaderSliceError::Len(_) => SkipReason::Truncated,
         etherparse::err::tcp::HeaderSliceError::Content(_) => SkipReason::Malformed,
