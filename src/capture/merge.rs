@@ -18,11 +18,22 @@ pub struct Merger {
     /// `(ts_ns, reader position)` of every present head.
     queue: BinaryHeap<Reverse<(i64, usize)>>,
     primed: bool,
-    /// The only input ended (one input is read directly, without the heap).
+    /// The only input ended (one input is read without the heap).
     single_ended: bool,
     /// The frame [`Merger::next_frame_ref`] lent last, when it came through the heap.
     current: Option<Frame>,
     next_index: u64,
+}
+
+/// The next frame's number (counted in `stats`), from `next_index`.
+fn number(next_index: &mut u64, link_type: u32, stats: &mut Stats) -> u64 {
+    let index = *next_index;
+    *next_index = next_index.saturating_add(1);
+    stats.packets_total = stats.packets_total.saturating_add(1);
+    if link_type == UNKNOWN_INTERFACE_LINK_TYPE {
+        stats.anomaly("capture.unknown_interface");
+    }
+    index
 }
 
 impl Merger {
@@ -61,23 +72,8 @@ impl Merger {
     /// The next frame in timestamp order, with `index` set (1-based across inputs).
     /// Counts `stats.packets_total`.
     pub fn next_frame(&mut self, stats: &mut Stats) -> Option<Frame> {
-        if let [reader] = self.readers.as_mut_slice() {
-            // Nothing to merge: the heap and the head slot would only cost time per frame.
-            if self.single_ended {
-                return None;
-            }
-            return match reader.next() {
-                Some(Ok(frame)) => Some(self.numbered(frame, stats)),
-                Some(Err(_)) => {
-                    stats.anomaly("capture.damaged_input");
-                    self.single_ended = true;
-                    None
-                }
-                None => {
-                    self.single_ended = true;
-                    None
-                }
-            };
+        if self.readers.len() == 1 {
+            return self.next_frame_ref(stats).map(|f| f.to_frame());
         }
         if !self.primed {
             self.primed = true;
@@ -86,24 +82,14 @@ impl Merger {
             }
         }
         let Reverse((_, i)) = self.queue.pop()?;
-        let frame = self.heads.get_mut(i)?.take()?;
+        let mut frame = self.heads.get_mut(i)?.take()?;
         self.pull(i, stats);
-        Some(self.numbered(frame, stats))
-    }
-
-    /// Sets `frame.index` and counts the frame.
-    fn numbered(&mut self, mut frame: Frame, stats: &mut Stats) -> Frame {
-        frame.index = self.next_index;
-        self.next_index = self.next_index.saturating_add(1);
-        stats.packets_total = stats.packets_total.saturating_add(1);
-        if frame.link_type == UNKNOWN_INTERFACE_LINK_TYPE {
-            stats.anomaly("capture.unknown_interface");
-        }
-        frame
+        frame.index = number(&mut self.next_index, frame.link_type, stats);
+        Some(frame)
     }
 
     /// [`Merger::next_frame`] with the bytes borrowed until the next call: one input is
-    /// then decoded straight from its read buffer, without copying each record out.
+    /// decoded straight from its read buffer, without the heap or a copy of each record.
     pub fn next_frame_ref(&mut self, stats: &mut Stats) -> Option<FrameRef<'_>> {
         if self.readers.len() != 1 {
             let frame = self.next_frame(stats)?;
@@ -123,12 +109,7 @@ impl Merger {
         } = self;
         match readers.first_mut()?.next_ref() {
             Some(Ok(mut frame)) => {
-                frame.index = *next_index;
-                *next_index = next_index.saturating_add(1);
-                stats.packets_total = stats.packets_total.saturating_add(1);
-                if frame.link_type == UNKNOWN_INTERFACE_LINK_TYPE {
-                    stats.anomaly("capture.unknown_interface");
-                }
+                frame.index = number(next_index, frame.link_type, stats);
                 Some(frame)
             }
             Some(Err(_)) => {
