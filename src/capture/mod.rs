@@ -37,7 +37,7 @@ pub struct Frame {
 impl Frame {
     /// The frame was cut by the capture's snap length.
     pub fn is_truncated(&self) -> bool {
-        (self.data.len() as u64) < u64::from(self.orig_len)
+        self.as_ref().is_truncated()
     }
 
     /// The frame with its bytes borrowed.

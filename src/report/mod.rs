@@ -580,19 +580,25 @@ mod tests {
             }
         }
 
+        /// `n` rows cycling through the sample rows, numbered 1.., each then given `edit`.
+        fn many_rows(n: usize, edit: impl Fn(usize, &mut Exchange)) -> Vec<Exchange> {
+            let base = rows();
+            (0..n)
+                .map(|i| {
+                    let mut e = base[i % 3].clone();
+                    e.exchange_id = i as u64 + 1;
+                    edit(i, &mut e);
+                    e
+                })
+                .collect()
+        }
+
         #[test]
         fn parquet_is_zstd_and_in_row_groups() {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("big.parquet");
-            let base = rows();
             let n = PARQUET_ROW_GROUP_ROWS * 2 + 5;
-            let many: Vec<Exchange> = (0..n)
-                .map(|i| {
-                    let mut e = base[i % 3].clone();
-                    e.exchange_id = i as u64 + 1;
-                    e
-                })
-                .collect();
+            let many = many_rows(n, |_, _| {});
             assert_eq!(
                 write_exchanges(&many, &path, Format::Parquet).unwrap(),
                 n as u64
@@ -614,19 +620,13 @@ mod tests {
         fn parquet_string_dictionaries_start_afresh_in_each_row_group() {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("dict.parquet");
-            let base = rows();
             let n = PARQUET_ROW_GROUP_ROWS * 2 + 300;
             let session = |i: usize| (!i.is_multiple_of(7)).then(|| format!("s{}", i / 1000));
             let tool = |i: usize| (i >= PARQUET_ROW_GROUP_ROWS).then(|| format!("t{}", i % 3));
-            let many: Vec<Exchange> = (0..n)
-                .map(|i| {
-                    let mut e = base[i % 3].clone();
-                    e.exchange_id = i as u64 + 1;
-                    e.session_id = session(i);
-                    e.tool_name = tool(i);
-                    e
-                })
-                .collect();
+            let many = many_rows(n, |i, e| {
+                e.session_id = session(i);
+                e.tool_name = tool(i);
+            });
             write_exchanges(&many, &path, Format::Parquet).unwrap();
             let mut reader = ParquetReader::new(std::fs::File::open(&path).unwrap());
             let meta = reader.get_metadata().unwrap().clone();

@@ -308,7 +308,9 @@ impl ParquetSink {
         let path = self.path();
         let mut group: Vec<Vec<CompressedPage>> = Vec::with_capacity(self.buffers.len());
         for ((buffer, spec), field) in self.buffers.iter_mut().zip(self.columns).zip(&self.fields) {
-            let pages = column_pages(buffer.take(spec.name), field, self.options)
+            let pages = buffer
+                .take(spec.name)
+                .and_then(|array| column_pages(array.as_ref(), field, self.options))
                 .map_err(|e| polars_error_str(&path, e))?;
             group.push(pages);
         }
@@ -338,15 +340,13 @@ impl ParquetSink {
 /// One column chunk of a row group: encoded as polars encodes that type (dictionary pages
 /// where they pay, plain pages for booleans), then compressed.
 fn column_pages(
-    array: PolarsResult<Box<dyn Array>>,
+    array: &dyn Array,
     field: &ParquetType,
     options: WriteOptions,
 ) -> PolarsResult<Vec<CompressedPage>> {
-    let array = array?;
     let encoding = polars_parquet::write::get_dtype_encoding(array.dtype());
     let mut pages = Vec::new();
-    for leaf in polars_parquet::write::array_to_columns(&array, field.clone(), options, &encoding)?
-    {
+    for leaf in polars_parquet::write::array_to_columns(array, field.clone(), options, &encoding)? {
         for page in leaf {
             pages.push(polars_parquet::write::compress(
                 page?,
