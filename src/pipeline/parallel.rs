@@ -236,7 +236,8 @@ fn read_and_parse(
             frames = 0;
             bytes = 0;
             if !batch.is_empty() {
-                let cap = batch.len();
+                // The next round gets this one's room: growing it moves every event again.
+                let cap = batch.capacity();
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(cap));
                 tx.send(FromWorker::Round(full))?;
             }
@@ -302,7 +303,7 @@ impl Round {
             return Ok(());
         }
         for (batch, tx) in self.batches.iter_mut().zip(to_workers) {
-            let cap = batch.len();
+            let cap = batch.capacity();
             let events = std::mem::replace(batch, Vec::with_capacity(cap));
             tx.send(ToWorker::Round(events)).map_err(|_| Gone)?;
         }
