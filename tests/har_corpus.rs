@@ -654,7 +654,7 @@ fn samples_har_match_ground_truth() {
         for (r, t) in rows.iter().zip(want) {
             let opt = |v: &Value| v.as_str().map(str::to_string);
             let got = (
-                r.http_method.clone(),
+                r.http_method.to_string(),
                 r.rpc_method.clone(),
                 r.jsonrpc_id.clone(),
                 r.http_status.map(u64::from),

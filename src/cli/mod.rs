@@ -274,8 +274,8 @@ impl Counts {
                 }
             }
         }
-        if !self.sessions.contains(&row.session_key) {
-            self.sessions.insert(row.session_key.clone());
+        if !self.sessions.contains(row.session_key.as_str()) {
+            self.sessions.insert(row.session_key.to_string());
         }
     }
 

@@ -89,8 +89,8 @@ impl HttpLog {
                     row: HttpRow {
                         ts,
                         tcp_stream: xref.conn.tcp_stream,
-                        client_addr: xref.conn.client_addr.clone(),
-                        server_addr: xref.conn.server_addr.clone(),
+                        client_addr: xref.conn.client_addr.to_string(),
+                        server_addr: xref.conn.server_addr.to_string(),
                         trans_depth: xref.depth,
                         method: None,
                         host: None,

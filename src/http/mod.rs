@@ -7,6 +7,7 @@
 //! Never panics on any input: malformed HTTP becomes an anomaly, a skipped
 //! count, or an incomplete message.
 
+use arcstr::ArcStr;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -53,10 +54,10 @@ pub struct ConnInfo {
     /// TCP stream index; `None` for HAR input without a connection id.
     pub tcp_stream: Option<u64>,
     /// `ip:port`, IPv6 as `[ip]:port`.
-    pub client_addr: String,
-    pub server_addr: String,
+    pub client_addr: ArcStr,
+    pub server_addr: ArcStr,
     /// File name of the input it came from.
-    pub capture: Arc<str>,
+    pub capture: ArcStr,
 }
 
 /// Header list in wire order; names compare case-insensitively. All names and values share

@@ -51,6 +51,7 @@ use super::session::{
     ContextKey, DerivedSessions, SessionFacts, SessionInfo, fnv1a, host_of, legacy_session_param,
     path_of,
 };
+use super::texts::Texts;
 use super::{Exchange, InferenceConfig, InferenceInputs};
 use crate::anomaly::Stats;
 use crate::hashing::{HashMap, HashSet};
@@ -58,6 +59,7 @@ use crate::http::{BodyEnd, ExchangeRef, HttpEvent, HttpRequest, ResponseHead};
 use crate::limits::Limits;
 use crate::rpc::digest::{ElementDigest, Envelope, EnvelopeBody, EnvelopeElement};
 use crate::rpc::{self, RpcError, RpcId, RpcMessage};
+use arcstr::ArcStr;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::cmp::Reverse;
@@ -274,7 +276,7 @@ struct Ctx {
     rows: Vec<usize>,
     role: Role,
     scope: String,
-    server_addr: String,
+    server_addr: ArcStr,
     had_sid: bool,
     status: Option<u16>,
     media: Option<String>,
@@ -309,6 +311,8 @@ pub struct Analyzer {
     /// the responses when [`Analyzer::prepare_responses_here`] was called.
     preparer: Preparer,
     prepares_responses: bool,
+    /// Strings rows share (see [`Texts`]).
+    texts: Texts,
     rows: RowStore,
     /// Rows without an id, by (`ts_request`, arrival): the release order.
     pending: BinaryHeap<Reverse<(i64, usize)>>,
@@ -328,7 +332,7 @@ pub struct Analyzer {
     scopes: HashMap<String, Scope>,
     derived: DerivedSessions,
     endpoints: HashSet<String>,
-    legacy: HashMap<(String, String), LegacySession>,
+    legacy: HashMap<(ArcStr, String), LegacySession>,
     /// Preflight rows awaiting their endpoint's verdict, oldest first.
     preflights: VecDeque<usize>,
     last_ts: i64,
@@ -362,6 +366,7 @@ impl Analyzer {
             derived: DerivedSessions::default(),
             endpoints: HashSet::default(),
             legacy: HashMap::default(),
+            texts: Texts::default(),
             preflights: VecDeque::new(),
             last_ts: i64::MIN,
         }
@@ -584,7 +589,8 @@ impl Analyzer {
     /// A row may leave when its HTTP exchange is over and no later message can change it.
     fn readiness(&self, r: &Row, now: i64, at_end: bool) -> Readiness {
         if r.tentative {
-            let confirmable = r.await_endpoint && self.endpoints.contains(&r.ex.inference.endpoint);
+            let confirmable =
+                r.await_endpoint && self.endpoints.contains(r.ex.inference.endpoint.as_str());
             if !confirmable {
                 // A probe that ended without MCP content, or a preflight evicted from the
                 // queue, can never be confirmed; others get `TENTATIVE_HOLD_US`.
@@ -622,7 +628,7 @@ impl Analyzer {
     }
 
     fn legacy_end(&self, r: &Row) -> Option<BodyEnd> {
-        let sid = r.ex.session_id.clone().unwrap_or_default();
+        let sid = r.ex.session_id.as_deref().unwrap_or_default().to_string();
         self.legacy
             .get(&(r.ex.server_addr.clone(), sid))
             .and_then(|l| l.end)
@@ -636,7 +642,9 @@ impl Analyzer {
     /// A preflight whose endpoint turned out to be MCP is kept.
     fn confirm_preflight(&mut self, i: usize) {
         let known = self.rows.get(i).is_some_and(|r| {
-            r.tentative && r.await_endpoint && self.endpoints.contains(&r.ex.inference.endpoint)
+            r.tentative
+                && r.await_endpoint
+                && self.endpoints.contains(r.ex.inference.endpoint.as_str())
         });
         if known && let Some(r) = self.rows.get_mut(i) {
             r.tentative = false;
@@ -728,7 +736,7 @@ impl Analyzer {
     ) -> (Exchange, Vec<&'static str>) {
         ex.exchange_id = id;
         ex.inference.resumes = row.resumes_row.and_then(|r| self.id_of(r));
-        let info = self.infos.get(&ex.session_key).map(|(i, _)| i);
+        let info = self.infos.get(ex.session_key.as_str()).map(|(i, _)| i);
         ex.protocol_version = info
             .and_then(SessionInfo::protocol_version)
             .or_else(|| row.facts.declared_version.clone());
@@ -1145,25 +1153,26 @@ impl Analyzer {
             "streamable_http"
         };
         let seq = self.rows.next as u64;
+        let user_agent = h.get("user-agent").map(|ua| self.texts.get(ua));
         let ex = Exchange {
-            capture: String::from(&*conn.capture),
+            capture: conn.capture.clone(),
             ts_request: req.ts_first_us,
             client_addr: conn.client_addr.clone(),
             server_addr: conn.server_addr.clone(),
             tcp_stream: conn.tcp_stream,
             transport,
-            session_key: scope.clone(),
-            session_id: legacy_sid.or(sid),
-            user_agent: h.get("user-agent").map(str::to_string),
+            session_key: self.texts.get(&scope),
+            session_id: legacy_sid.or(sid).map(|s| self.texts.get(&s)),
+            user_agent: user_agent.clone(),
             kind: kind.name(),
-            http_method: req.head.method.clone(),
-            path: req.head.uri.clone(),
+            http_method: self.texts.get(&req.head.method),
+            path: self.texts.get(&req.head.uri),
             stream_end: "none",
             request_bytes: req.wire_len,
             attempt: 1,
             retry_origin: "none",
             inference: InferenceInputs {
-                endpoint: endpoint.to_string(),
+                endpoint: self.texts.get(endpoint),
                 ts_request_end: req.ts_last_us,
                 auth_hash: h.get("authorization").map(|a| fnv1a(&[a.as_bytes()])),
                 seq,
@@ -1182,7 +1191,7 @@ impl Analyzer {
             open: false,
             http_done: false,
             facts: SessionFacts {
-                user_agent: h.get("user-agent").map(str::to_string),
+                user_agent,
                 ..SessionFacts::default()
             },
             params_task: false,
@@ -1246,7 +1255,7 @@ impl Analyzer {
             host: host_of(&req.xref.conn.client_addr).to_string(),
             endpoint: endpoint.to_string(),
             auth_hash: h.get("authorization").map(|a| fnv1a(&[a.as_bytes()])),
-            user_agent: h.get("user-agent").map(str::to_string),
+            user_agent: h.get("user-agent").map(|ua| self.texts.get(ua)),
         };
         let (key, _) = self.derived.key_for(
             ctx,
@@ -1416,7 +1425,7 @@ impl Analyzer {
             if let (Some(sid), Some(scope)) = (&new_sid, &new_scope) {
                 self.rescope(i, scope);
                 if let Some(r) = self.rows.get_mut(i) {
-                    r.ex.session_id = Some(sid.clone());
+                    r.ex.session_id = Some(self.texts.get(sid));
                 }
             }
             if let Some(r) = self.rows.get_mut(i) {
@@ -1434,7 +1443,7 @@ impl Analyzer {
         }
         if let Some(r) = self.rows.get_mut(i) {
             r.scope = new_scope.to_string();
-            r.ex.session_key = new_scope.to_string();
+            r.ex.session_key = self.texts.get(new_scope);
         }
         self.absorb_row(i);
         if was_open {
@@ -1499,9 +1508,9 @@ impl Analyzer {
                     r.tentative = false;
                     r.legacy = sid.is_some();
                     r.ex.transport = "legacy_sse";
-                    r.ex.session_id.clone_from(&sid);
-                    r.scope.clone_from(&scope);
-                    r.ex.session_key = scope;
+                    r.ex.session_id = sid.as_deref().map(|s| self.texts.get(s));
+                    r.ex.session_key = self.texts.get(&scope);
+                    r.scope = scope;
                     r.ex.sse_events = r.ex.sse_events.saturating_add(1);
                 }
                 self.absorb_row(row);

@@ -51,9 +51,9 @@ impl Run {
             conn: Arc::new(ConnInfo {
                 conn: self.next_conn,
                 tcp_stream: Some(self.next_conn - 1),
-                client_addr: format!("10.0.0.1:{}", 40000 + self.next_conn),
+                client_addr: format!("10.0.0.1:{}", 40000 + self.next_conn).into(),
                 server_addr: "10.0.0.2:8080".into(),
-                capture: Arc::from("t.pcap"),
+                capture: "t.pcap".into(),
             }),
             depth: 0,
         }

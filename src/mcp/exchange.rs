@@ -2,6 +2,7 @@
 //! Field names are the column names; do not rename them.
 
 use crate::rpc::JsonFingerprint;
+pub use arcstr::ArcStr;
 use serde::Serialize;
 
 /// One client message or HTTP request to an MCP endpoint.
@@ -10,7 +11,7 @@ pub struct Exchange {
     /// 1-based, in order of the request's first byte across all inputs.
     pub exchange_id: u64,
     /// File name of the input the request came from.
-    pub capture: String,
+    pub capture: ArcStr,
     /// First byte of the HTTP request, microseconds since the Unix epoch (UTC).
     pub ts_request: i64,
     /// When the final JSON-RPC response (or the HTTP response, if none) was complete.
@@ -18,25 +19,25 @@ pub struct Exchange {
     /// `ts_response - ts_request` in milliseconds.
     pub latency_ms: Option<f64>,
     /// `ip:port`; IPv6 as `[ip]:port`.
-    pub client_addr: String,
-    pub server_addr: String,
+    pub client_addr: ArcStr,
+    pub server_addr: ArcStr,
     /// TCP connection index (null for HAR).
     pub tcp_stream: Option<u64>,
     /// `streamable_http`, `legacy_sse`, `unknown`.
     pub transport: &'static str,
     /// The analyzer's session grouping key (section 4), never empty.
-    pub session_key: String,
+    pub session_key: ArcStr,
     /// `Mcp-Session-Id` or the legacy `sessionId`/`session_id` query value.
-    pub session_id: Option<String>,
+    pub session_id: Option<ArcStr>,
     pub protocol_version: Option<String>,
     pub client_name: Option<String>,
     pub client_version: Option<String>,
-    pub user_agent: Option<String>,
+    pub user_agent: Option<ArcStr>,
     /// `request`, `notification`, `response`, `stream`, `session_end`, `http`.
     pub kind: &'static str,
-    pub http_method: String,
+    pub http_method: ArcStr,
     /// Request target including the query.
-    pub path: String,
+    pub path: ArcStr,
     pub http_status: Option<u16>,
     /// Response media type without parameters.
     pub content_type: Option<String>,
@@ -98,7 +99,7 @@ pub struct InferenceInputs {
     /// Exchange (by `exchange_id`, once assigned) whose stream this GET resumes.
     pub resumes: Option<u64>,
     /// The server endpoint: `server_addr` + path without the query.
-    pub endpoint: String,
+    pub endpoint: ArcStr,
     /// Time the request's last byte was sent (µs).
     pub ts_request_end: i64,
     /// Hash of the `Authorization` header, if any (never the credential).

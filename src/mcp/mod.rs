@@ -13,6 +13,7 @@ mod exchange;
 mod prepare;
 pub mod retry;
 mod session;
+mod texts;
 
 pub use analyzer::{
     Analyzer, HOLD_LIMIT_US, MAX_BUFFERED_ROWS, MAX_EVENT_IDS_PER_SESSION, MAX_KNOWN_ENDPOINTS,

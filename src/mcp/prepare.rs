@@ -258,7 +258,7 @@ mod tests {
                 tcp_stream: Some(0),
                 client_addr: "10.0.0.1:40000".into(),
                 server_addr: "10.0.0.2:8080".into(),
-                capture: Arc::from("t.pcap"),
+                capture: "t.pcap".into(),
             }),
             depth,
         }

@@ -9,6 +9,7 @@
 //! when the declared clientInfo changes).
 
 use crate::hashing::HashMap;
+use arcstr::ArcStr;
 
 /// Most client contexts tracked for derived keys; beyond it the least
 /// recently used context is forgotten (its next request starts a new session)
@@ -95,7 +96,7 @@ pub(crate) struct ContextKey {
     pub host: String,
     pub endpoint: String,
     pub auth_hash: Option<u64>,
-    pub user_agent: Option<String>,
+    pub user_agent: Option<ArcStr>,
 }
 
 #[derive(Debug)]
@@ -189,7 +190,7 @@ pub(crate) struct SessionFacts {
     /// `initialize` params, `MCP-Protocol-Version` header or `_meta` protocolVersion.
     pub declared_version: Option<String>,
     pub client_info: Option<(Option<String>, Option<String>)>,
-    pub user_agent: Option<String>,
+    pub user_agent: Option<ArcStr>,
 }
 
 /// Aggregated per session: the first negotiated (else declared) version, the first clientInfo and User-Agent.
@@ -198,7 +199,7 @@ pub(crate) struct SessionInfo {
     pub negotiated_version: Option<String>,
     pub declared_version: Option<String>,
     pub client_info: Option<(Option<String>, Option<String>)>,
-    pub user_agent: Option<String>,
+    pub user_agent: Option<ArcStr>,
 }
 
 impl SessionInfo {

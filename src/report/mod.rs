@@ -624,7 +624,7 @@ mod tests {
             let session = |i: usize| (!i.is_multiple_of(7)).then(|| format!("s{}", i / 1000));
             let tool = |i: usize| (i >= PARQUET_ROW_GROUP_ROWS).then(|| format!("t{}", i % 3));
             let many = many_rows(n, |i, e| {
-                e.session_id = session(i);
+                e.session_id = session(i).map(Into::into);
                 e.tool_name = tool(i);
             });
             write_exchanges(&many, &path, Format::Parquet).unwrap();

@@ -160,8 +160,8 @@ pub const EXCHANGE_COLUMNS: &[ColumnSpec] = &[
 ];
 
 /// A nullable string cell.
-pub(crate) fn opt_str(v: &Option<String>) -> Cell<'_> {
-    v.as_deref().map_or(Cell::Null, Cell::Str)
+pub(crate) fn opt_str<S: AsRef<str>>(v: &Option<S>) -> Cell<'_> {
+    v.as_ref().map_or(Cell::Null, |s| Cell::Str(s.as_ref()))
 }
 
 fn opt_u64(v: Option<u64>) -> Cell<'static> {
@@ -174,26 +174,26 @@ impl Table for Exchange {
     fn cells(&self) -> Vec<Cell<'_>> {
         vec![
             Cell::U64(self.exchange_id),
-            Cell::Str(&self.capture),
+            Cell::Str(self.capture.as_str()),
             Cell::Timestamp(self.ts_request),
             self.ts_response.map_or(Cell::Null, Cell::Timestamp),
             // JSON has no NaN or infinity; a non-finite latency is written as null everywhere.
             self.latency_ms
                 .filter(|v| v.is_finite())
                 .map_or(Cell::Null, Cell::F64),
-            Cell::Str(&self.client_addr),
-            Cell::Str(&self.server_addr),
+            Cell::Str(self.client_addr.as_str()),
+            Cell::Str(self.server_addr.as_str()),
             opt_u64(self.tcp_stream),
             Cell::Str(self.transport),
-            Cell::Str(&self.session_key),
+            Cell::Str(self.session_key.as_str()),
             opt_str(&self.session_id),
             opt_str(&self.protocol_version),
             opt_str(&self.client_name),
             opt_str(&self.client_version),
             opt_str(&self.user_agent),
             Cell::Str(self.kind),
-            Cell::Str(&self.http_method),
-            Cell::Str(&self.path),
+            Cell::Str(self.http_method.as_str()),
+            Cell::Str(self.path.as_str()),
             self.http_status.map_or(Cell::Null, Cell::U16),
             opt_str(&self.content_type),
             opt_str(&self.jsonrpc_id),

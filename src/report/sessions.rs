@@ -146,9 +146,9 @@ struct Acc {
     open_stream: bool,
 }
 
-fn fill(slot: &mut Option<String>, v: &Option<String>) {
+fn fill<S: AsRef<str>>(slot: &mut Option<String>, v: &Option<S>) {
     if slot.is_none() {
-        slot.clone_from(v);
+        *slot = v.as_ref().map(|s| s.as_ref().to_string());
     }
 }
 
@@ -167,10 +167,10 @@ impl SessionAggregator {
         self.capture_end_us = Some(self.capture_end_us.map_or(last, |c| c.max(last)));
         let acc = self
             .sessions
-            .entry(e.session_key.clone())
+            .entry(e.session_key.to_string())
             .or_insert_with(|| Acc {
                 row: SessionRow {
-                    session_key: e.session_key.clone(),
+                    session_key: e.session_key.to_string(),
                     first_ts: e.ts_request,
                     last_ts: last,
                     ..SessionRow::default()
@@ -184,8 +184,8 @@ impl SessionAggregator {
         if e.exchange_id <= acc.first_id || row.client_addr.is_empty() {
             acc.first_id = e.exchange_id;
             e.transport.clone_into(&mut row.transport);
-            row.client_addr.clone_from(&e.client_addr);
-            row.server_addr.clone_from(&e.server_addr);
+            e.client_addr.as_str().clone_into(&mut row.client_addr);
+            e.server_addr.as_str().clone_into(&mut row.server_addr);
         }
         fill(&mut row.session_id, &e.session_id);
         fill(&mut row.protocol_version, &e.protocol_version);

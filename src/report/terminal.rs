@@ -187,7 +187,7 @@ fn describe(e: &Exchange) -> String {
     let mut s = match (&e.rpc_method, e.kind) {
         (Some(m), _) => m.clone(),
         (None, "stream") => format!("{} stream", e.http_method),
-        (None, "session_end") => e.http_method.clone(),
+        (None, "session_end") => e.http_method.to_string(),
         (None, _) => format!("{} {}", e.http_method, e.path),
     };
     if let Some(id) = &e.jsonrpc_id {

@@ -44,7 +44,7 @@ pub(crate) fn rows() -> Vec<Exchange> {
     };
     let second = Exchange {
         tcp_stream: None,
-        session_id: Some(String::new()),
+        session_id: Some(arcstr::ArcStr::new()),
         jsonrpc_id: Some("\"abc\"".into()),
         rpc_method: Some("tools/list".into()),
         outcome: "JSONRPC_ERROR",

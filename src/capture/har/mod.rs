@@ -48,6 +48,7 @@ use crate::anomaly::Stats;
 use crate::http::{
     BodyEnd, ConnInfo, ExchangeRef, Headers, HttpEvent, HttpRequest, RequestHead, ResponseHead,
 };
+use arcstr::ArcStr;
 use entry::{EntryRecord, Model, Parsed, ResponseRecord};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -241,9 +242,9 @@ impl Connections {
             conn,
             tcp_stream,
             // HAR records no client address.
-            client_addr: String::new(),
-            server_addr,
-            capture: Arc::clone(&self.capture),
+            client_addr: ArcStr::new(),
+            server_addr: server_addr.into(),
+            capture: ArcStr::from(&*self.capture),
         })
     }
 

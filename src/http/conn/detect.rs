@@ -1,6 +1,7 @@
 //! Side detection: which end is the client, or whether the stream is HTTP at all.
 
 use super::*;
+use arcstr::ArcStr;
 
 impl Conn {
     /// Decides which side is the client from the first bytes of each side:
@@ -81,9 +82,9 @@ impl Conn {
                 self.info = Some(Arc::new(ConnInfo {
                     conn: self.stream,
                     tcp_stream: Some(self.stream),
-                    client_addr: client.to_string(),
-                    server_addr: server.to_string(),
-                    capture: self.capture.clone(),
+                    client_addr: client.to_string().into(),
+                    server_addr: server.to_string().into(),
+                    capture: ArcStr::from(&*self.capture),
                 }));
                 for side in [Side::Client, Side::Server] {
                     if self

@@ -29,6 +29,7 @@ use super::{
 use crate::anomaly::Stats;
 use crate::flow::{CloseReason, Side};
 use crate::limits::Limits;
+use arcstr::ArcStr;
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -424,9 +425,9 @@ impl Conn {
             Arc::new(ConnInfo {
                 conn: self.stream,
                 tcp_stream: Some(self.stream),
-                client_addr: self.client.to_string(),
-                server_addr: self.server.to_string(),
-                capture: self.capture.clone(),
+                client_addr: self.client.to_string().into(),
+                server_addr: self.server.to_string().into(),
+                capture: ArcStr::from(&*self.capture),
             })
         });
         ExchangeRef { conn, depth }

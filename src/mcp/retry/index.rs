@@ -7,10 +7,10 @@
 //! Entries older than the repeat window are expired in arrival order, so memory follows the
 //! number of distinct requests inside one window, capped by a fixed limit.
 
-use crate::hashing::{HashMap, HashSet};
+use crate::hashing::HashMap;
 use crate::mcp::Exchange;
+use arcstr::ArcStr;
 use std::collections::VecDeque;
-use std::sync::Arc;
 use xxhash_rust::xxh3::{xxh3_64, xxh3_128};
 
 /// The client host: `client_addr` without the port (`[ip]:port` for IPv6).
@@ -74,8 +74,8 @@ pub(super) struct Prior {
     /// The equivalence key: client host, endpoint, `rpc_method`, canonical params.
     pub call: Fingerprint,
     pub session: u64,
-    /// Shared between the requests of one client ([`RecentRequests`] interns it).
-    pub user_agent: Option<Arc<str>>,
+    /// Shared with the row (the analyzer keeps one copy of each user agent).
+    pub user_agent: Option<ArcStr>,
     pub jsonrpc_id: Option<u64>,
     pub body: Option<Fingerprint>,
     pub auth_hash: Option<u64>,
@@ -121,7 +121,7 @@ impl Prior {
             ts_response: row.ts_response,
             call,
             session: session_hash_of(&row.session_key),
-            user_agent: row.user_agent.as_deref().map(Arc::from),
+            user_agent: row.user_agent.clone(),
             jsonrpc_id: row
                 .jsonrpc_id
                 .as_deref()
@@ -135,9 +135,6 @@ impl Prior {
         }
     }
 }
-
-/// Distinct user agents interned; past it new ones are kept unshared (still correct).
-const MAX_INTERNED_USER_AGENTS: usize = 4096;
 
 /// Hash of (equivalence key, session): the bucket of one call within one session.
 fn session_bucket(p: &Prior) -> u64 {
@@ -246,7 +243,6 @@ pub(super) struct RecentRequests {
     /// Indexed requests in insertion order; `entries[i]` has position `first + i`.
     entries: VecDeque<Entry>,
     first: usize,
-    user_agents: HashSet<Arc<str>>,
     /// Entries whose `prior` is still held.
     live: usize,
     limit: usize,
@@ -264,7 +260,6 @@ impl RecentRequests {
             own_session: HashMap::default(),
             entries: VecDeque::new(),
             first: 0,
-            user_agents: HashSet::default(),
             live: 0,
             limit,
         }
@@ -318,12 +313,9 @@ impl RecentRequests {
     /// Make `row` the latest of its key, overall and in its session; the requests it
     /// supersedes are freed. Returns false (and indexes nothing) when the index already holds
     /// `limit` entries.
-    pub(super) fn insert(&mut self, mut row: Prior) -> bool {
+    pub(super) fn insert(&mut self, row: Prior) -> bool {
         if self.entries.len() >= self.limit {
             return false;
-        }
-        if let Some(ua) = row.user_agent.take() {
-            row.user_agent = Some(self.intern(ua));
         }
         let pos = self.first.wrapping_add(self.entries.len());
         let call = row.call.0;
@@ -350,17 +342,6 @@ impl RecentRequests {
         true
     }
 
-    /// The shared copy of `ua`.
-    fn intern(&mut self, ua: Arc<str>) -> Arc<str> {
-        if let Some(known) = self.user_agents.get(&ua) {
-            return Arc::clone(known);
-        }
-        if self.user_agents.len() < MAX_INTERNED_USER_AGENTS {
-            self.user_agents.insert(Arc::clone(&ua));
-        }
-        ua
-    }
-
     /// Entries held (live and superseded ones not yet expired).
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
@@ -381,12 +362,12 @@ mod tests {
 
     fn req(addr: &str, params: &str, ts: i64) -> Exchange {
         let mut e = Exchange {
-            client_addr: addr.to_string(),
+            client_addr: addr.into(),
             rpc_method: Some("tools/call".to_string()),
             ts_request: ts,
             ..Default::default()
         };
-        e.inference.endpoint = "10.0.0.1:80/mcp".to_string();
+        e.inference.endpoint = "10.0.0.1:80/mcp".into();
         e.inference.params_fingerprint = Some(text_fingerprint(params));
         e
     }
@@ -403,7 +384,7 @@ mod tests {
 
     fn prior(addr: &str, params: &str, ts: i64, session: &str) -> Prior {
         let mut r = req(addr, params, ts);
-        r.session_key = session.to_string();
+        r.session_key = session.into();
         Prior::of(&r)
     }
 

@@ -11,10 +11,10 @@ fn req(ts_ms: i64, session: &str, id: &str, params: &str) -> Exchange {
     let mut e = Exchange {
         ts_request: ts_ms * 1000,
         ts_response: Some((ts_ms + 100) * 1000),
-        client_addr: "10.0.0.5:40000".to_string(),
-        session_key: session.to_string(),
-        session_id: Some(session.to_string()),
-        user_agent: Some("node".to_string()),
+        client_addr: "10.0.0.5:40000".into(),
+        session_key: session.into(),
+        session_id: Some(session.into()),
+        user_agent: Some("node".into()),
         kind: "request",
         http_status: Some(200),
         jsonrpc_id: Some(id.to_string()),
@@ -26,7 +26,7 @@ fn req(ts_ms: i64, session: &str, id: &str, params: &str) -> Exchange {
         retry_origin: "stale",
         ..Default::default()
     };
-    e.inference.endpoint = ENDPOINT.to_string();
+    e.inference.endpoint = ENDPOINT.into();
     e.inference.params_fingerprint = Some(text_fingerprint(params));
     e.inference.body_fingerprint = Some(text_fingerprint(&format!(
         "{{\"id\":{id},\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{params}}}"
@@ -70,11 +70,11 @@ impl With for Exchange {
         self
     }
     fn ua(mut self, ua: &str) -> Self {
-        self.user_agent = Some(ua.to_string());
+        self.user_agent = Some(ua.into());
         self
     }
     fn addr(mut self, addr: &str) -> Self {
-        self.client_addr = addr.to_string();
+        self.client_addr = addr.into();
         self
     }
     fn method(mut self, m: &str) -> Self {
@@ -688,7 +688,7 @@ fn lifecycle_and_notifications_are_never_linked() {
 #[test]
 fn equivalence_needs_host_endpoint_method_and_params() {
     let mut other_endpoint = req(100, "S", "1", P);
-    other_endpoint.inference.endpoint = "10.0.0.1:3000/other".to_string();
+    other_endpoint.inference.endpoint = "10.0.0.1:3000/other".into();
     let rows = run(vec![
         req(0, "S", "1", P).failed("HTTP_ERROR", 503),
         req(100, "S", "1", P).addr("10.0.0.6:40000"),
@@ -881,7 +881,7 @@ mod prop {
                     e.ts_response = None;
                 }
                 if ua {
-                    e.user_agent = Some("curl/8".to_string());
+                    e.user_agent = Some("curl/8".into());
                 }
                 e.inference.has_mrtr_fields = mrtr;
                 match kind % 5 {
