@@ -655,7 +655,7 @@ fn samples_har_match_ground_truth() {
             let opt = |v: &Value| v.as_str().map(str::to_string);
             let got = (
                 r.http_method.to_string(),
-                r.rpc_method.clone(),
+                r.rpc_method.as_deref().map(str::to_string),
                 r.jsonrpc_id.clone(),
                 r.http_status.map(u64::from),
                 r.outcome.to_string(),

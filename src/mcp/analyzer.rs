@@ -1083,7 +1083,7 @@ impl Analyzer {
                 }
             }
             let params = msg.params();
-            let method = msg.method().map(str::to_string);
+            let method = msg.method().map(|m| self.texts.get(m));
             let meta_version = params
                 .and_then(|p| p.get("_meta"))
                 .and_then(|m| m.get(META_PROTOCOL_VERSION))
@@ -1102,7 +1102,7 @@ impl Analyzer {
                 r.ex.inference.body_fingerprint = Some(fingerprint.body);
                 r.facts.declared_version.clone_from(&header_version);
                 if let Some(p) = params {
-                    fill_params_facts(r, method.as_deref(), p);
+                    fill_params_facts(r, method.as_deref(), p, &mut self.texts);
                     r.ex.inference.params_fingerprint = fingerprint.params;
                 }
             }
@@ -1120,7 +1120,7 @@ impl Analyzer {
                     match found {
                         Some(m) => {
                             if let Some(r) = self.rows.get_mut(i) {
-                                r.ex.rpc_method = Some(m);
+                                r.ex.rpc_method = Some(m.into());
                             }
                         }
                         None => {
@@ -2016,9 +2016,9 @@ fn looks_jsonrpc(body: &EnvelopeBody) -> bool {
 }
 
 /// Columns and inference inputs taken from a request's `params`.
-fn fill_params_facts(r: &mut Row, method: Option<&str>, p: &Value) {
+fn fill_params_facts(r: &mut Row, method: Option<&str>, p: &Value, texts: &mut Texts) {
     if method == Some("tools/call") {
-        r.ex.tool_name = p.get("name").and_then(Value::as_str).map(str::to_string);
+        r.ex.tool_name = p.get("name").and_then(Value::as_str).map(|n| texts.get(n));
         r.params_task = p.get("task").is_some_and(Value::is_object);
     }
     r.ex.inference.has_mrtr_fields =

@@ -43,9 +43,9 @@ pub struct Exchange {
     pub content_type: Option<String>,
     /// The JSON-RPC id as JSON text (`1`, `"abc"`).
     pub jsonrpc_id: Option<String>,
-    pub rpc_method: Option<String>,
+    pub rpc_method: Option<ArcStr>,
     /// `params.name` of `tools/call`.
-    pub tool_name: Option<String>,
+    pub tool_name: Option<ArcStr>,
     /// Section 3 outcome name.
     pub outcome: &'static str,
     /// `transport`, `protocol`, `interaction`, `application`.

@@ -625,7 +625,7 @@ mod tests {
             let tool = |i: usize| (i >= PARQUET_ROW_GROUP_ROWS).then(|| format!("t{}", i % 3));
             let many = many_rows(n, |i, e| {
                 e.session_id = session(i).map(Into::into);
-                e.tool_name = tool(i);
+                e.tool_name = tool(i).map(Into::into);
             });
             write_exchanges(&many, &path, Format::Parquet).unwrap();
             let mut reader = ParquetReader::new(std::fs::File::open(&path).unwrap());

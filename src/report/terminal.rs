@@ -185,7 +185,7 @@ fn fmt_bytes(n: u64) -> String {
 /// What a row asked for: `tools/call id=1 search`, `GET stream`, `DELETE`.
 fn describe(e: &Exchange) -> String {
     let mut s = match (&e.rpc_method, e.kind) {
-        (Some(m), _) => m.clone(),
+        (Some(m), _) => m.to_string(),
         (None, "stream") => format!("{} stream", e.http_method),
         (None, "session_end") => e.http_method.to_string(),
         (None, _) => format!("{} {}", e.http_method, e.path),

@@ -363,7 +363,7 @@ mod tests {
     fn req(addr: &str, params: &str, ts: i64) -> Exchange {
         let mut e = Exchange {
             client_addr: addr.into(),
-            rpc_method: Some("tools/call".to_string()),
+            rpc_method: Some("tools/call".into()),
             ts_request: ts,
             ..Default::default()
         };

@@ -18,7 +18,7 @@ fn req(ts_ms: i64, session: &str, id: &str, params: &str) -> Exchange {
         kind: "request",
         http_status: Some(200),
         jsonrpc_id: Some(id.to_string()),
-        rpc_method: Some("tools/call".to_string()),
+        rpc_method: Some("tools/call".into()),
         outcome: "TOOL_SUCCESS",
         // Stale values: inference must overwrite them.
         attempt: 9,
@@ -39,7 +39,7 @@ fn other(ts_ms: i64, session: &str, kind: &'static str, method: Option<&str>) ->
     let mut e = req(ts_ms, session, "0", "{}");
     e.kind = kind;
     e.jsonrpc_id = None;
-    e.rpc_method = method.map(str::to_string);
+    e.rpc_method = method.map(Into::into);
     e.inference.body_fingerprint = None;
     e.inference.params_fingerprint = None;
     e
@@ -78,7 +78,7 @@ impl With for Exchange {
         self
     }
     fn method(mut self, m: &str) -> Self {
-        self.rpc_method = Some(m.to_string());
+        self.rpc_method = Some(m.into());
         self
     }
     fn no_response(mut self) -> Self {
@@ -874,7 +874,7 @@ mod prop {
                     &id.to_string(),
                     &format!("{{\"p\":{p}}}"),
                 );
-                e.rpc_method = Some(METHODS[m % METHODS.len()].to_string());
+                e.rpc_method = Some(METHODS[m % METHODS.len()].into());
                 e.outcome = OUTCOMES[o % OUTCOMES.len()];
                 e.http_status = Some([200, 401, 404, 503][usize::from(st % 4)]);
                 if o % OUTCOMES.len() == 2 {
@@ -1027,7 +1027,7 @@ mod prop {
             let mut rows = build(&specs);
             for (r, &start) in rows.iter_mut().zip(&starts) {
                 if start && r.kind == "request" && r.rpc_method.as_deref() == Some("ping") {
-                    r.rpc_method = Some("initialize".to_string());
+                    r.rpc_method = Some("initialize".into());
                 }
             }
             let cfg = InferenceConfig { repeat_window_ms: window_ms, ..InferenceConfig::default() };

@@ -299,9 +299,9 @@ pub fn http_events(data: &[u8]) -> Vec<HttpEvent> {
             Arc::new(ConnInfo {
                 conn: c,
                 tcp_stream: Some(c),
-                client_addr: endpoint(c as u8).to_string(),
-                server_addr: SERVER.to_string(),
-                capture: Arc::from("fuzz"),
+                client_addr: endpoint(c as u8).to_string().into(),
+                server_addr: SERVER.to_string().into(),
+                capture: "fuzz".into(),
             })
         })
         .collect();
