@@ -153,13 +153,15 @@ impl Headers {
     }
 
     /// Media type of `Content-Type` without parameters, lower-cased.
-    pub fn media_type(&self) -> Option<String> {
+    pub fn media_type(&self) -> Option<Cow<'_, str>> {
         self.get("content-type").map(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase()
+            let media = v.split(';').next().unwrap_or_default().trim();
+            // Nearly always lower case already: borrowed, not copied.
+            if media.bytes().any(|b| b.is_ascii_uppercase()) {
+                Cow::Owned(media.to_ascii_lowercase())
+            } else {
+                Cow::Borrowed(media)
+            }
         })
     }
 }

@@ -131,7 +131,7 @@ struct Row {
     kind: Kind,
     rpc_id: Option<RpcId>,
     /// Pairing scope (the session key as far as known).
-    scope: String,
+    scope: ArcStr,
     legacy: bool,
     /// A GET probed for MCP that has not shown MCP content, or a preflight to an
     /// endpoint not (yet) known as MCP: dropped at the end unless confirmed.
@@ -179,6 +179,13 @@ struct Reserved {
 }
 
 /// `a` then `b` in one allocation (`format!` costs several times more, once per request).
+/// `needle` (lower case) occurs in `hay`, ignoring ASCII case.
+fn contains_ignore_ascii_case(hay: &str, needle: &str) -> bool {
+    hay.as_bytes()
+        .windows(needle.len().max(1))
+        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
 fn concat(a: &str, b: &str) -> String {
     let mut s = String::with_capacity(a.len() + b.len());
     s.push_str(a);
@@ -275,11 +282,11 @@ enum Role {
 struct Ctx {
     rows: Vec<usize>,
     role: Role,
-    scope: String,
+    scope: ArcStr,
     server_addr: ArcStr,
     had_sid: bool,
     status: Option<u16>,
-    media: Option<String>,
+    media: Option<ArcStr>,
     /// A 2xx event stream (its events come split and parsed by the [`Preparer`]).
     sse: bool,
     body_overflow: bool,
@@ -329,7 +336,7 @@ pub struct Analyzer {
     /// Times half the session facts were forgotten (`mcp.session_info_limit`).
     evicted_infos: u64,
     ctxs: HashMap<CtxKey, Ctx>,
-    scopes: HashMap<String, Scope>,
+    scopes: HashMap<ArcStr, Scope>,
     derived: DerivedSessions,
     endpoints: HashSet<String>,
     legacy: HashMap<(ArcStr, String), LegacySession>,
@@ -842,19 +849,24 @@ impl Analyzer {
             .filter(|s| !s.is_empty())
             .map(str::to_string);
         let server_addr = req.xref.conn.server_addr.clone();
-        let endpoint = concat(&server_addr, path_of(&req.head.uri));
+        let endpoint = self.texts.concat(&server_addr, path_of(&req.head.uri));
         let legacy_sid = legacy_session_param(&req.head.uri)
             .filter(|s| self.legacy.contains_key(&(server_addr.clone(), s.clone())));
-        let known = self.endpoints.contains(&endpoint) || legacy_sid.is_some();
-        let method = req.head.method.to_ascii_uppercase();
+        let known = self.endpoints.contains(endpoint.as_str()) || legacy_sid.is_some();
+        // Methods nearly always arrive upper case, media types lower case: no copies for those.
+        let method = if req.head.method.bytes().any(|b| b.is_ascii_lowercase()) {
+            Cow::Owned(req.head.method.to_ascii_uppercase())
+        } else {
+            Cow::Borrowed(req.head.method.as_str())
+        };
         let accept_sse = h
             .get("accept")
-            .is_some_and(|a| a.to_ascii_lowercase().contains("text/event-stream"));
+            .is_some_and(|a| contains_ignore_ascii_case(a, "text/event-stream"));
 
         let mut ctx = Ctx {
             rows: Vec::new(),
             role: Role::Other,
-            scope: String::new(),
+            scope: ArcStr::new(),
             server_addr: server_addr.clone(),
             had_sid: sid.is_some(),
             status: None,
@@ -863,7 +875,7 @@ impl Analyzer {
             body_overflow: false,
         };
 
-        match method.as_str() {
+        match &*method {
             "POST" => {
                 let PreparedPost {
                     parsed,
@@ -900,7 +912,7 @@ impl Analyzer {
                             &endpoint,
                             None,
                         );
-                        ctx.scope.clone_from(&scope);
+                        ctx.scope = scope.clone();
                         let i = self.new_row(&req, Kind::Http, scope, sid, legacy_sid, &endpoint);
                         self.note(i, "mcp.request_not_jsonrpc", stats);
                         if let Some(r) = self.rows.get_mut(i) {
@@ -917,7 +929,7 @@ impl Analyzer {
                 let kind = if accept_sse { Kind::Stream } else { Kind::Http };
                 let scope =
                     self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
-                ctx.scope.clone_from(&scope);
+                ctx.scope = scope.clone();
                 let i = self.new_row(&req, kind, scope.clone(), sid, legacy_sid, &endpoint);
                 ctx.rows.push(i);
                 if kind == Kind::Stream {
@@ -957,7 +969,7 @@ impl Analyzer {
                 };
                 let scope =
                     self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
-                ctx.scope.clone_from(&scope);
+                ctx.scope = scope.clone();
                 let i = self.new_row(&req, kind, scope, sid, legacy_sid, &endpoint);
                 ctx.rows.push(i);
             }
@@ -965,7 +977,7 @@ impl Analyzer {
             // keep it aside until the end shows whether its endpoint is MCP.
             "OPTIONS" if !known && sid.is_none() => {
                 let scope = self.scope_for(&req, None, None, &endpoint, None);
-                ctx.scope.clone_from(&scope);
+                ctx.scope = scope.clone();
                 let i = self.new_row(&req, Kind::Http, scope, None, None, &endpoint);
                 ctx.rows.push(i);
                 if let Some(r) = self.rows.get_mut(i) {
@@ -984,7 +996,7 @@ impl Analyzer {
             _ if known || sid.is_some() => {
                 let scope =
                     self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
-                ctx.scope.clone_from(&scope);
+                ctx.scope = scope.clone();
                 let i = self.new_row(&req, Kind::Http, scope, sid, legacy_sid, &endpoint);
                 ctx.rows.push(i);
             }
@@ -1034,7 +1046,7 @@ impl Analyzer {
             return; // rpc::parse_envelopes would refuse it: not one envelope nor a batch
         }
         let scope = self.scope_for(req, sid.as_deref(), legacy_sid.as_deref(), endpoint, first);
-        ctx.scope.clone_from(&scope);
+        ctx.scope = scope.clone();
         let msgs = match rpc::parse_envelopes(body) {
             Ok(m) => m,
             Err(_) => return,
@@ -1137,7 +1149,7 @@ impl Analyzer {
         &mut self,
         req: &HttpRequest,
         kind: Kind,
-        scope: String,
+        scope: ArcStr,
         sid: Option<String>,
         legacy_sid: Option<String>,
         endpoint: &str,
@@ -1161,7 +1173,7 @@ impl Analyzer {
             server_addr: conn.server_addr.clone(),
             tcp_stream: conn.tcp_stream,
             transport,
-            session_key: self.texts.get(&scope),
+            session_key: scope.clone(),
             session_id: legacy_sid.or(sid).map(|s| self.texts.get(&s)),
             user_agent: user_agent.clone(),
             kind: kind.name(),
@@ -1224,12 +1236,12 @@ impl Analyzer {
         legacy_sid: Option<&str>,
         endpoint: &str,
         first: Option<&Envelope>,
-    ) -> String {
+    ) -> ArcStr {
         if let Some(l) = legacy_sid {
-            return concat("legacy:", l);
+            return self.texts.concat("legacy:", l);
         }
         if let Some(s) = sid {
-            return concat("sid:", s);
+            return self.texts.concat("sid:", s);
         }
         let h = &req.head.headers;
         let method = first
@@ -1264,7 +1276,7 @@ impl Analyzer {
             client_info,
             self.cfg.session_gap_ms,
         );
-        key
+        self.texts.get(&key)
     }
 
     fn learn_endpoint(&mut self, endpoint: &str, stats: &mut Stats) {
@@ -1398,7 +1410,7 @@ impl Analyzer {
         let Some(ctx) = self.ctxs.get_mut(&key) else {
             return;
         };
-        let media = head.headers.media_type();
+        let media = head.headers.media_type().map(|m| self.texts.get(&m));
         ctx.status = Some(head.status);
         ctx.media.clone_from(&media);
         let is_legacy = ctx
@@ -1418,7 +1430,7 @@ impl Analyzer {
         }
         let rows = ctx.rows.clone();
         let new_scope = new_sid.as_ref().map(|sid| {
-            ctx.scope = concat("sid:", sid);
+            ctx.scope = self.texts.concat("sid:", sid);
             ctx.scope.clone()
         });
         for &i in &rows {
@@ -1436,21 +1448,21 @@ impl Analyzer {
         }
     }
 
-    fn rescope(&mut self, i: usize, new_scope: &str) {
+    fn rescope(&mut self, i: usize, new_scope: &ArcStr) {
         let was_open = self.rows.get(i).is_some_and(|r| r.open);
         if was_open {
             self.close_open(i);
         }
         if let Some(r) = self.rows.get_mut(i) {
-            r.scope = new_scope.to_string();
-            r.ex.session_key = self.texts.get(new_scope);
+            r.scope = new_scope.clone();
+            r.ex.session_key = new_scope.clone();
         }
         self.absorb_row(i);
         if was_open {
             let Some(id) = self.rows.get(i).and_then(|r| r.rpc_id.clone()) else {
                 return;
             };
-            let scope = self.scopes.entry(new_scope.to_string()).or_default();
+            let scope = self.scopes.entry(new_scope.clone()).or_default();
             scope.open.entry(id).or_default().push(i);
             scope.open_order.push_back(i);
             scope.open_count = scope.open_count.saturating_add(1);
@@ -1501,7 +1513,7 @@ impl Analyzer {
                 let post_endpoint = concat(&server_addr, path_of(ev.data.trim()));
                 if let Some(s) = &sid {
                     *legacy = Some(s.clone());
-                    ctx.scope = concat("legacy:", s);
+                    ctx.scope = self.texts.concat("legacy:", s);
                 }
                 let scope = ctx.scope.clone();
                 if let Some(r) = self.rows.get_mut(row) {
@@ -1509,7 +1521,7 @@ impl Analyzer {
                     r.legacy = sid.is_some();
                     r.ex.transport = "legacy_sse";
                     r.ex.session_id = sid.as_deref().map(|s| self.texts.get(s));
-                    r.ex.session_key = self.texts.get(&scope);
+                    r.ex.session_key = scope.clone();
                     r.scope = scope;
                     r.ex.sse_events = r.ex.sse_events.saturating_add(1);
                 }
@@ -1595,8 +1607,8 @@ impl Analyzer {
         }
     }
 
-    fn remember_event_id(&mut self, scope: &str, id: &str, origin: Vec<usize>) {
-        let s = self.scopes.entry(scope.to_string()).or_default();
+    fn remember_event_id(&mut self, scope: &ArcStr, id: &str, origin: Vec<usize>) {
+        let s = self.scopes.entry(scope.clone()).or_default();
         if s.event_origin.insert(id.to_string(), origin).is_none() {
             s.event_order.push_back(id.to_string());
         }
@@ -1625,7 +1637,7 @@ impl Analyzer {
         msg: RpcMessage,
         ts: i64,
         local: &[usize],
-        scope: &str,
+        scope: &ArcStr,
         carrier: Carrier,
         stream_row: Option<usize>,
         stats: &mut Stats,
@@ -1633,7 +1645,7 @@ impl Analyzer {
         if !msg.is_response() {
             match msg {
                 RpcMessage::Request { id, method, .. } => {
-                    let s = self.scopes.entry(scope.to_string()).or_default();
+                    let s = self.scopes.entry(scope.clone()).or_default();
                     if s.server_reqs.len() >= MAX_SERVER_REQUESTS_PER_SESSION {
                         stats.anomaly("mcp.server_request_limit");
                         return;
@@ -1739,7 +1751,7 @@ impl Analyzer {
         } else {
             fin
         };
-        let s = self.scopes.entry(scope.to_string()).or_default();
+        let s = self.scopes.entry(scope.clone()).or_default();
         s.orphans.push_back(Orphan { id, fin, ts });
         if s.orphans.len() > MAX_ORPHANS_PER_SESSION {
             s.orphans.pop_front();

@@ -1717,3 +1717,20 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn accept_and_method_are_read_without_regard_to_case() {
+    assert!(contains_ignore_ascii_case(
+        "application/json, Text/Event-Stream",
+        "text/event-stream"
+    ));
+    assert!(contains_ignore_ascii_case(
+        "text/event-stream",
+        "text/event-stream"
+    ));
+    assert!(!contains_ignore_ascii_case(
+        "text/event",
+        "text/event-stream"
+    ));
+    assert!(!contains_ignore_ascii_case("", "text/event-stream"));
+}

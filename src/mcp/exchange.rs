@@ -40,7 +40,7 @@ pub struct Exchange {
     pub path: ArcStr,
     pub http_status: Option<u16>,
     /// Response media type without parameters.
-    pub content_type: Option<String>,
+    pub content_type: Option<ArcStr>,
     /// The JSON-RPC id as JSON text (`1`, `"abc"`).
     pub jsonrpc_id: Option<String>,
     pub rpc_method: Option<ArcStr>,

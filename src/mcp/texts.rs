@@ -12,6 +12,8 @@ pub const MAX_TEXTS: usize = 4096;
 #[derive(Debug, Default)]
 pub struct Texts {
     known: HashSet<ArcStr>,
+    /// Where [`Texts::concat`] joins its parts before the lookup.
+    scratch: String,
 }
 
 impl Texts {
@@ -25,6 +27,17 @@ impl Texts {
         }
         let text = ArcStr::from(s);
         self.known.insert(text.clone());
+        text
+    }
+
+    /// The shared copy of `a` followed by `b`.
+    pub fn concat(&mut self, a: &str, b: &str) -> ArcStr {
+        let mut joined = std::mem::take(&mut self.scratch);
+        joined.clear();
+        joined.push_str(a);
+        joined.push_str(b);
+        let text = self.get(&joined);
+        self.scratch = joined;
         text
     }
 }
@@ -49,5 +62,8 @@ mod tests {
         // Started over: a fresh copy, equal in value.
         let c = texts.get("/mcp");
         assert_eq!(c, a);
+        let joined = texts.concat("sid:", "abc");
+        assert_eq!(joined, "sid:abc");
+        assert!(ArcStr::ptr_eq(&joined, &texts.get("sid:abc")));
     }
 }

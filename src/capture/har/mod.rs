@@ -511,6 +511,7 @@ fn response_events(
                 .unwrap_or_default()
                 .trim()
                 .to_ascii_lowercase()
+                .into()
         })
     });
     let is_sse = media.as_deref() == Some("text/event-stream");
