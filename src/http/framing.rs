@@ -164,7 +164,7 @@ mod tests {
     fn resp(status: u16, pairs: &[(&str, &str)]) -> ResponseHead {
         ResponseHead {
             status,
-            reason: String::new(),
+            reason: arcstr::ArcStr::new(),
             version: "1.1".into(),
             headers: h(pairs),
         }

@@ -7,7 +7,9 @@
 //! version) and records what it tolerated. Never panics on any input.
 
 use super::{Headers, HttpError, RequestHead, ResponseHead};
+use arcstr::{ArcStr, literal};
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::mem::MaybeUninit;
 
 /// Longest head (start line, header fields, blank line) accepted; past it the
@@ -378,8 +380,8 @@ pub fn parse_request_head(
     {
         {
             return Ok(RequestHead {
-                method: method.to_string(),
-                uri: uri.to_string(),
+                method: method_text(method),
+                uri: uri_text(uri),
                 version: http_1_version(minor),
                 headers: httparse_headers(head, req.headers),
             });
@@ -397,8 +399,8 @@ pub fn parse_request_head(
     }
     let headers = parse_fields(lines.get(1..).unwrap_or_default(), anomalies);
     Ok(RequestHead {
-        method,
-        uri,
+        method: method_text(&method),
+        uri: uri_text(&uri),
         version: version.into(),
         headers,
     })
@@ -419,7 +421,7 @@ pub fn parse_response_head(
         {
             return Ok(ResponseHead {
                 status: code,
-                reason: resp.reason.unwrap_or_default().to_string(),
+                reason: reason_text(resp.reason.unwrap_or_default()),
                 version: http_1_version(minor),
                 headers: httparse_headers(head, resp.headers),
             });
@@ -438,9 +440,58 @@ pub fn parse_response_head(
     let headers = parse_fields(lines.get(1..).unwrap_or_default(), anomalies);
     Ok(ResponseHead {
         status,
-        reason,
+        reason: reason_text(&reason),
         version: version.into(),
         headers,
+    })
+}
+
+/// A request method, shared (no allocation) for the common ones.
+pub fn method_text(method: &str) -> ArcStr {
+    match method {
+        "POST" => literal!("POST"),
+        "GET" => literal!("GET"),
+        "DELETE" => literal!("DELETE"),
+        "OPTIONS" => literal!("OPTIONS"),
+        "HEAD" => literal!("HEAD"),
+        "PUT" => literal!("PUT"),
+        "PATCH" => literal!("PATCH"),
+        other => ArcStr::from(other),
+    }
+}
+
+/// A status reason phrase, shared (no allocation) for the common ones.
+pub fn reason_text(reason: &str) -> ArcStr {
+    match reason {
+        "" => ArcStr::new(),
+        "OK" => literal!("OK"),
+        "Accepted" => literal!("Accepted"),
+        "No Content" => literal!("No Content"),
+        "Bad Request" => literal!("Bad Request"),
+        "Unauthorized" => literal!("Unauthorized"),
+        "Not Found" => literal!("Not Found"),
+        "Method Not Allowed" => literal!("Method Not Allowed"),
+        "Internal Server Error" => literal!("Internal Server Error"),
+        "Bad Gateway" => literal!("Bad Gateway"),
+        "Service Unavailable" => literal!("Service Unavailable"),
+        other => ArcStr::from(other),
+    }
+}
+
+thread_local! {
+    /// The last request target parsed on this thread: a client sends the same one again and
+    /// again, and every request then shares one copy.
+    static LAST_URI: RefCell<ArcStr> = const { RefCell::new(ArcStr::new()) };
+}
+
+/// A request target, shared with the previous request's when equal.
+pub fn uri_text(uri: &str) -> ArcStr {
+    LAST_URI.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.as_str() != uri {
+            *last = ArcStr::from(uri);
+        }
+        last.clone()
     })
 }
 

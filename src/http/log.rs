@@ -124,9 +124,9 @@ impl HttpLog {
                     return;
                 };
                 e.row.ts = r.ts_first_us;
-                e.row.method = Some(r.head.method.clone());
+                e.row.method = Some(r.head.method.to_string());
                 e.row.host = r.head.headers.get("host").map(str::to_string);
-                e.row.uri = Some(r.head.uri.clone());
+                e.row.uri = Some(r.head.uri.to_string());
                 e.row.version = Some(r.head.version.to_string());
                 e.row.request_body_len = r.body.len() as u64;
                 e.row.request_wire_len = r.wire_len;

@@ -190,8 +190,8 @@ impl From<Vec<(String, String)>> for Headers {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestHead {
-    pub method: String,
-    pub uri: String,
+    pub method: ArcStr,
+    pub uri: ArcStr,
     /// `1.0` or `1.1` (`2` for HAR entries recorded over HTTP/2).
     pub version: Cow<'static, str>,
     pub headers: Headers,
@@ -200,7 +200,7 @@ pub struct RequestHead {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResponseHead {
     pub status: u16,
-    pub reason: String,
+    pub reason: ArcStr,
     pub version: Cow<'static, str>,
     pub headers: Headers,
 }

@@ -450,10 +450,11 @@ fn entry_events(
         frame: 0,
         wire_len: u64::try_from(q.body_size).unwrap_or(req_body.len() as u64),
         head: RequestHead {
-            method: method.clone(),
+            method: method.as_str().into(),
             uri: parts
                 .as_ref()
-                .map_or_else(|| q.url.clone(), |p| p.target.clone()),
+                .map_or(q.url.as_str(), |p| p.target.as_str())
+                .into(),
             version: normalise_version(&q.http_version).into(),
             headers: req_headers,
         },
@@ -571,7 +572,7 @@ fn response_events(
         frame: 0,
         head: ResponseHead {
             status,
-            reason: r.status_text,
+            reason: r.status_text.into(),
             version: normalise_version(&r.http_version).into(),
             headers,
         },

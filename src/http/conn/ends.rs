@@ -181,7 +181,7 @@ impl Conn {
     pub(super) fn pair_response(
         &mut self,
         anomalies: &mut Vec<String>,
-    ) -> (ExchangeRef, Option<String>) {
+    ) -> (ExchangeRef, Option<ArcStr>) {
         match self.pending.pop_front() {
             Some(p) => (p.xref, Some(p.method)),
             None => {

@@ -151,7 +151,7 @@ impl Conn {
             let (first_ts, first_frame) = self.resp.first_mark((ts_us, frame));
             let head = ResponseHead {
                 status: 0,
-                reason: String::new(),
+                reason: ArcStr::new(),
                 version: "0.9".into(),
                 headers: Headers::default(),
             };

@@ -152,7 +152,7 @@ enum BodyReader {
 #[derive(Debug)]
 struct Pending {
     xref: ExchangeRef,
-    method: String,
+    method: ArcStr,
     version: Cow<'static, str>,
 }
 

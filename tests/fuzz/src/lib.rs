@@ -352,8 +352,8 @@ pub fn http_events(data: &[u8]) -> Vec<HttpEvent> {
                     ts_last_us: ts_us,
                     frame: 0,
                     head: RequestHead {
-                        method: method.to_string(),
-                        uri: uri.to_string(),
+                        method: method.into(),
+                        uri: uri.into(),
                         version: "1.1".into(),
                         headers: headers(mask, session, false),
                     },
@@ -373,7 +373,7 @@ pub fn http_events(data: &[u8]) -> Vec<HttpEvent> {
                     frame: 0,
                     head: ResponseHead {
                         status,
-                        reason: String::new(),
+                        reason: Default::default(),
                         version: "1.1".into(),
                         headers: headers(mask, session, true),
                     },
