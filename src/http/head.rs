@@ -560,6 +560,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn head_texts_are_shared_and_keep_their_value() {
+        assert!(ArcStr::is_static(&method_text("POST")));
+        assert!(ArcStr::is_static(&reason_text("Service Unavailable")));
+        let odd = method_text("PROPFIND");
+        assert_eq!(odd, "PROPFIND");
+        assert!(!ArcStr::is_static(&odd));
+        assert_eq!(reason_text("Teapot"), "Teapot");
+        let a = uri_text("/mcp?x=1");
+        let b = uri_text("/mcp?x=1");
+        assert!(ArcStr::ptr_eq(&a, &b), "a repeated target shares one copy");
+        let c = uri_text("/other");
+        assert_eq!(c, "/other");
+        assert_eq!(uri_text("/mcp?x=1"), "/mcp?x=1");
+    }
+
+    #[test]
     fn get_all_finds_every_value_case_insensitively() {
         let h: Headers = [("Content-Length", "1"), ("x", "y"), ("content-length", "2")]
             .into_iter()
