@@ -830,10 +830,7 @@ impl Analyzer {
             return;
         }
         if let Some(Final::Result(res)) = &r.final_msg {
-            r.facts.negotiated_version = res
-                .get("protocolVersion")
-                .and_then(Value::as_str)
-                .map(str::to_string);
+            r.facts.negotiated_version.clone_from(&res.protocol_version);
             self.absorb_row(i);
         }
     }
@@ -1667,7 +1664,7 @@ impl Analyzer {
         let id = msg.id().cloned();
         let fin = match msg {
             // Server messages come from `rpc::parse_response_body`: the result is slim already.
-            RpcMessage::Result { result, .. } => Final::Result(result),
+            RpcMessage::Result { result, .. } => Final::result(&result),
             RpcMessage::Error { code, message, .. } => Final::Error { code, message },
             RpcMessage::Invalid { reason, .. } => Final::Invalid(reason),
             _ => return,

@@ -11,13 +11,66 @@ use std::borrow::Cow;
 /// What the final JSON-RPC response of a request was.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Final {
-    Result(Value),
+    Result(ResultFacts),
     Error {
         code: i64,
         message: String,
     },
     /// Not a valid envelope (reason), though it answered this request.
     Invalid(String),
+}
+
+impl Final {
+    /// A result, read at once for what classification needs (the tree is not kept).
+    pub fn result(result: &Value) -> Final {
+        Final::Result(ResultFacts::of(result))
+    }
+}
+
+/// What classification reads of a `result` (mcp-wire.md 4.1-4.2), taken while the parsed
+/// response is at hand, so a row holds a few fields rather than a JSON tree until its release.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct ResultFacts {
+    result_type: Option<Value>,
+    is_error: Option<Value>,
+    task_is_object: bool,
+    content: Content,
+    /// `protocolVersion` (an `initialize` result's negotiated version).
+    pub protocol_version: Option<String>,
+}
+
+/// The shape of a result's `content`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Content {
+    #[default]
+    Missing,
+    NotAnArray,
+    /// Index of the first block without a string `type`.
+    UntypedBlock(usize),
+    Blocks,
+}
+
+impl ResultFacts {
+    pub fn of(result: &Value) -> ResultFacts {
+        let content = match result.get("content") {
+            None => Content::Missing,
+            Some(Value::Array(blocks)) => blocks
+                .iter()
+                .position(|b| b.get("type").and_then(Value::as_str).is_none())
+                .map_or(Content::Blocks, Content::UntypedBlock),
+            Some(_) => Content::NotAnArray,
+        };
+        ResultFacts {
+            result_type: result.get("resultType").cloned(),
+            is_error: result.get("isError").cloned(),
+            task_is_object: result.get("task").is_some_and(Value::is_object),
+            content,
+            protocol_version: result
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        }
+    }
 }
 
 /// Row kinds that need a final response / that are only accepted.
@@ -284,15 +337,15 @@ fn classify_stream(f: &RowFacts<'_>) -> Verdict {
     }
 }
 
-fn classify_result(f: &RowFacts<'_>, result: &Value) -> Verdict {
-    let rt = result.get("resultType");
+fn classify_result(f: &RowFacts<'_>, result: &ResultFacts) -> Verdict {
+    let rt = result.result_type.as_ref();
     let result_type = rt.map(|v| match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     });
     let is_tool = f.rpc_method == Some("tools/call");
     let is_error = if is_tool {
-        result.get("isError").and_then(Value::as_bool)
+        result.is_error.as_ref().and_then(Value::as_bool)
     } else {
         None
     };
@@ -308,7 +361,7 @@ fn classify_result(f: &RowFacts<'_>, result: &Value) -> Verdict {
         _ => {}
     }
     // 2025-11-25 task-augmented call: CreateTaskResult {task} instead of a CallToolResult.
-    if f.params_task && rt.is_none() && result.get("task").is_some_and(Value::is_object) {
+    if f.params_task && rt.is_none() && result.task_is_object {
         return done(verdict("TASK_CREATED"));
     }
     let unknown_rt = match rt {
@@ -333,29 +386,24 @@ fn classify_result(f: &RowFacts<'_>, result: &Value) -> Verdict {
     done(verdict("TOOL_SUCCESS"))
 }
 
-fn tool_result_problem(result: &Value, unknown_rt: bool) -> Option<String> {
+fn tool_result_problem(result: &ResultFacts, unknown_rt: bool) -> Option<String> {
     if unknown_rt {
         return Some(format!(
             "unknown resultType {}",
             result
-                .get("resultType")
+                .result_type
+                .as_ref()
                 .map(Value::to_string)
                 .unwrap_or_default()
         ));
     }
-    let Some(content) = result.get("content") else {
-        return Some("content is missing".into());
-    };
-    let Some(blocks) = content.as_array() else {
-        return Some("content is not an array".into());
-    };
-    if let Some(i) = blocks
-        .iter()
-        .position(|b| b.get("type").and_then(Value::as_str).is_none())
-    {
-        return Some(format!("content[{i}] has no string type"));
+    match result.content {
+        Content::Missing => return Some("content is missing".into()),
+        Content::NotAnArray => return Some("content is not an array".into()),
+        Content::UntypedBlock(i) => return Some(format!("content[{i}] has no string type")),
+        Content::Blocks => {}
     }
-    match result.get("isError") {
+    match result.is_error {
         None | Some(Value::Bool(_)) => None,
         Some(_) => Some("isError is not a boolean".into()),
     }
@@ -376,8 +424,8 @@ mod tests {
             reason: "OK",
             media: Some("application/json"),
             no_response: None,
-            final_msg: fin(Final::Result(
-                json!({"content":[{"type":"text","text":"x"}]}),
+            final_msg: fin(Final::result(
+                &json!({"content":[{"type":"text","text":"x"}]}),
             )),
             final_ts: Some(10),
             cancel_ts: None,
@@ -403,30 +451,32 @@ mod tests {
     fn tool_results() {
         let mut f = facts();
         assert_eq!(outcome(&f), "TOOL_SUCCESS");
-        f.final_msg = fin(Final::Result(json!({"content":[],"isError":true})));
+        f.final_msg = fin(Final::result(&json!({"content":[],"isError":true})));
         let v = classify(&f);
         assert_eq!(
             (v.outcome, v.layer, v.is_error),
             ("TOOL_ERROR", "application", Some(true))
         );
-        f.final_msg = fin(Final::Result(json!({"content":"not-an-array"})));
+        f.final_msg = fin(Final::result(&json!({"content":"not-an-array"})));
         assert_eq!(outcome(&f), "INVALID_TOOL_RESULT");
-        f.final_msg = fin(Final::Result(json!({"content":[],"isError":"yes"})));
+        f.final_msg = fin(Final::result(&json!({"content":[],"isError":"yes"})));
         assert_eq!(outcome(&f), "INVALID_TOOL_RESULT");
-        f.final_msg = fin(Final::Result(json!({"content":[],"resultType":"weird"})));
+        f.final_msg = fin(Final::result(&json!({"content":[],"resultType":"weird"})));
         assert_eq!(outcome(&f), "INVALID_TOOL_RESULT");
-        f.final_msg = fin(Final::Result(json!({"content":[],"resultType":"complete"})));
+        f.final_msg = fin(Final::result(
+            &json!({"content":[],"resultType":"complete"}),
+        ));
         let v = classify(&f);
         assert_eq!(
             (v.outcome, v.result_type.as_deref()),
             ("TOOL_SUCCESS", Some("complete"))
         );
-        f.final_msg = fin(Final::Result(
-            json!({"resultType":"input_required","requestState":"s"}),
+        f.final_msg = fin(Final::result(
+            &json!({"resultType":"input_required","requestState":"s"}),
         ));
         assert_eq!(classify(&f).layer, "interaction");
         assert_eq!(outcome(&f), "INPUT_REQUIRED");
-        f.final_msg = fin(Final::Result(json!({"resultType":"task","taskId":"t"})));
+        f.final_msg = fin(Final::result(&json!({"resultType":"task","taskId":"t"})));
         assert_eq!(outcome(&f), "TASK_CREATED");
     }
 
@@ -517,7 +567,7 @@ mod tests {
         f.status = Some(500);
         assert_eq!(outcome(&f), "HTTP_ERROR");
         f.status = Some(200);
-        f.final_msg = fin(Final::Result(json!({"content":[]})));
+        f.final_msg = fin(Final::result(&json!({"content":[]})));
         let v = classify(&f);
         assert_eq!(v.outcome, "TOOL_SUCCESS");
         assert!(v.anomalies.is_empty());
@@ -555,7 +605,7 @@ mod tests {
         f.rpc_method = Some("tools/list");
         f.status = Some(200);
         f.media = Some("application/json");
-        f.final_msg = fin(Final::Result(json!({"tools":[]})));
+        f.final_msg = fin(Final::result(&json!({"tools":[]})));
         assert_eq!(outcome(&f), "RPC_SUCCESS");
     }
 }
