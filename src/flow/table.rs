@@ -178,7 +178,7 @@ impl Flow {
 ///
 /// Memory: at most `max_open_flows` open flows, each holding at most
 /// `max_buffered_bytes_per_direction` out-of-order bytes per direction plus
-/// twice [`super::RETAINED_DELIVERED_BYTES`] of history, and at most as
+/// [`super::RETAINED_DELIVERED_BYTES`] of history, and at most as
 /// many buffer-free tombstones. Per packet: one hash lookup and O(1) list
 /// updates; the reassembly itself copies a payload only into the history.
 #[derive(Debug)]
