@@ -844,11 +844,12 @@ impl Analyzer {
             .get("mcp-session-id")
             .map(str::trim)
             .filter(|s| !s.is_empty())
-            .map(str::to_string);
+            .map(|s| self.texts.get(s));
         let server_addr = req.xref.conn.server_addr.clone();
         let endpoint = self.texts.concat(&server_addr, path_of(&req.head.uri));
         let legacy_sid = legacy_session_param(&req.head.uri)
-            .filter(|s| self.legacy.contains_key(&(server_addr.clone(), s.clone())));
+            .filter(|s| self.legacy.contains_key(&(server_addr.clone(), s.clone())))
+            .map(|s| self.texts.get(&s));
         let known = self.endpoints.contains(endpoint.as_str()) || legacy_sid.is_some();
         // Methods nearly always arrive upper case, media types lower case: no copies for those.
         let method = if req.head.method.bytes().any(|b| b.is_ascii_lowercase()) {
@@ -1016,9 +1017,9 @@ impl Analyzer {
         req: &HttpRequest,
         body: PreparedBody,
         ctx: &mut Ctx,
-        sid: Option<String>,
-        legacy_sid: Option<String>,
-        endpoint: &str,
+        sid: Option<ArcStr>,
+        legacy_sid: Option<ArcStr>,
+        endpoint: &ArcStr,
         stats: &mut Stats,
     ) {
         let PreparedBody {
@@ -1147,9 +1148,9 @@ impl Analyzer {
         req: &HttpRequest,
         kind: Kind,
         scope: ArcStr,
-        sid: Option<String>,
-        legacy_sid: Option<String>,
-        endpoint: &str,
+        sid: Option<ArcStr>,
+        legacy_sid: Option<ArcStr>,
+        endpoint: &ArcStr,
     ) -> usize {
         let h = &req.head.headers;
         let conn = &req.xref.conn;
@@ -1171,7 +1172,7 @@ impl Analyzer {
             tcp_stream: conn.tcp_stream,
             transport,
             session_key: scope.clone(),
-            session_id: legacy_sid.or(sid).map(|s| self.texts.get(&s)),
+            session_id: legacy_sid.or(sid),
             user_agent: user_agent.clone(),
             kind: kind.name(),
             http_method: req.head.method.clone(),
@@ -1181,7 +1182,7 @@ impl Analyzer {
             attempt: 1,
             retry_origin: "none",
             inference: InferenceInputs {
-                endpoint: self.texts.get(endpoint),
+                endpoint: endpoint.clone(),
                 ts_request_end: req.ts_last_us,
                 auth_hash: h.get("authorization").map(|a| fnv1a(&[a.as_bytes()])),
                 seq,
