@@ -178,7 +178,6 @@ struct Reserved {
     continuation_of: Option<u64>,
 }
 
-/// `a` then `b` in one allocation (`format!` costs several times more, once per request).
 /// `needle` (lower case) occurs in `hay`, ignoring ASCII case.
 fn contains_ignore_ascii_case(hay: &str, needle: &str) -> bool {
     hay.as_bytes()
@@ -186,6 +185,7 @@ fn contains_ignore_ascii_case(hay: &str, needle: &str) -> bool {
         .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
+/// `a` then `b` in one allocation (`format!` costs several times more, once per request).
 fn concat(a: &str, b: &str) -> String {
     let mut s = String::with_capacity(a.len() + b.len());
     s.push_str(a);
@@ -851,7 +851,8 @@ impl Analyzer {
             .filter(|s| self.legacy.contains_key(&(server_addr.clone(), s.clone())))
             .map(|s| self.texts.get(&s));
         let known = self.endpoints.contains(endpoint.as_str()) || legacy_sid.is_some();
-        // Methods nearly always arrive upper case, media types lower case: no copies for those.
+        // A method nearly always arrives upper case (no copy then); `Accept` is searched
+        // without a lower-cased copy.
         let method = if req.head.method.bytes().any(|b| b.is_ascii_lowercase()) {
             Cow::Owned(req.head.method.to_ascii_uppercase())
         } else {
