@@ -50,9 +50,6 @@ pub const QUEUED_ROUNDS: usize = 4;
 /// neither thread idles while the other is the bottleneck. Either way the result is the same.
 pub const BACKLOG_TO_PREPARE: usize = 2;
 
-/// One round's events, tagged with their merge keys.
-type Batch = Vec<(u64, Event)>;
-
 /// Receives each HTTP event, in one-thread order, with the caller's stats.
 pub(super) type EventSink<'a, E> = dyn FnMut(Event, &mut Stats) -> Result<(), RunError<E>> + 'a;
 
@@ -106,19 +103,13 @@ pub(super) fn run<E: std::error::Error + 'static>(
         let backlog = &backlog;
         let mut to_workers = Vec::with_capacity(stages.len());
         let mut from_workers = Vec::with_capacity(stages.len());
-        // Emptied batches go back to the thread that filled them (see [`consume`]).
-        let mut spent_to = Vec::with_capacity(stages.len());
         let mut workers = Vec::with_capacity(stages.len());
         for (w, stage) in stages.into_iter().enumerate() {
             let (tx_in, rx_in) = sync_channel(QUEUED_ROUNDS);
             let (tx_out, rx_out) = sync_channel(QUEUED_ROUNDS);
-            let (spent_tx, spent) = sync_channel(QUEUED_ROUNDS + 1);
-            spent_to.push(spent_tx);
             let handle = thread::Builder::new()
                 .name(format!("mcp-trace-http-{w}"))
-                .spawn_scoped(scope, move || {
-                    http_worker(stage, prepare, rx_in, tx_out, spent)
-                })
+                .spawn_scoped(scope, move || http_worker(stage, prepare, rx_in, tx_out))
                 .map_err(|e| RunError::Worker(format!("cannot start an HTTP worker: {e}")))?;
             workers.push(handle);
             to_workers.push(tx_in);
@@ -129,12 +120,9 @@ pub(super) fn run<E: std::error::Error + 'static>(
             Some(stage) => {
                 let (tx_out, rx_out) = sync_channel(QUEUED_ROUNDS);
                 from_workers.push(rx_out);
-                let (spent_tx, spent) = sync_channel(QUEUED_ROUNDS + 1);
-                spent_to.push(spent_tx);
                 reader.spawn_scoped(scope, move || {
                     let out = Outbox {
                         tx: &tx_out,
-                        spent,
                         backlog,
                     };
                     read_and_parse(merger, flow, progress.as_ref(), stage, prepare, &out)
@@ -146,7 +134,7 @@ pub(super) fn run<E: std::error::Error + 'static>(
         }
         .map_err(|e| RunError::Worker(format!("cannot start the reader: {e}")))?;
 
-        let consumed = consume(&from_workers, &spent_to, backlog, stats, sink);
+        let consumed = consume(&from_workers, backlog, stats, sink);
         // Closing the receivers unblocks workers (and through them the reader) after a sink error.
         drop(from_workers);
         let read = joined(reader, "reader");
@@ -248,8 +236,9 @@ fn read_and_parse(
             frames = 0;
             bytes = 0;
             if !batch.is_empty() {
-                let next = tx.spare_batch(batch.capacity());
-                let full = std::mem::replace(&mut batch, next);
+                // The next round gets this one's room: growing it moves every event again.
+                let cap = batch.capacity();
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(cap));
                 tx.send(FromWorker::Round(full))?;
             }
         }
@@ -264,21 +253,10 @@ fn read_and_parse(
 /// The reader's channel to the caller, with the count of rounds waiting in it.
 struct Outbox<'a> {
     tx: &'a SyncSender<FromWorker>,
-    /// Batches the caller has emptied.
-    spent: Receiver<Batch>,
     backlog: &'a AtomicUsize,
 }
 
 impl Outbox<'_> {
-    /// An empty batch for the next round: one the caller gave back (its memory mapped and
-    /// recently used), else a new one with this round's room (growing it would move every
-    /// event again).
-    fn spare_batch(&self, room: usize) -> Batch {
-        self.spent
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(room))
-    }
-
     fn send(&self, msg: FromWorker) -> Result<(), Gone> {
         self.backlog.fetch_add(1, Ordering::Relaxed);
         self.tx.send(msg).map_err(|_| Gone)
@@ -345,7 +323,6 @@ fn http_worker(
     prepare: Option<(Limits, PrepareScope)>,
     rx: Receiver<ToWorker>,
     tx: SyncSender<FromWorker>,
-    spent: Receiver<Batch>,
 ) -> Result<(), Gone> {
     let mut stats = Stats::default();
     let mut out: Vec<HttpEvent> = Vec::new();
@@ -353,9 +330,7 @@ fn http_worker(
     while let Ok(msg) = rx.recv() {
         match msg {
             ToWorker::Round(events) => {
-                let mut batch = spent
-                    .try_recv()
-                    .unwrap_or_else(|_| Vec::with_capacity(events.len()));
+                let mut batch = Vec::with_capacity(events.len());
                 for (seq, ev) in events {
                     stage.push(ev, &mut stats, &mut out);
                     batch.extend(
@@ -397,12 +372,11 @@ fn conn_of(ev: &HttpEvent) -> u64 {
 /// and feeds the sink, until every worker has finished.
 fn consume<E: std::error::Error + 'static>(
     from_workers: &[Receiver<FromWorker>],
-    spent_to: &[SyncSender<Batch>],
     backlog: &AtomicUsize,
     stats: &mut Stats,
     sink: &mut EventSink<'_, E>,
 ) -> Result<(), Stop<E>> {
-    let mut batches: Vec<Batch> = Vec::with_capacity(from_workers.len());
+    let mut batches: Vec<std::vec::IntoIter<(u64, Event)>> = Vec::with_capacity(from_workers.len());
     loop {
         batches.clear();
         let mut finished = 0usize;
@@ -412,21 +386,15 @@ fn consume<E: std::error::Error + 'static>(
             let _ =
                 backlog.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
             match received {
-                FromWorker::Round(batch) => batches.push(batch),
+                FromWorker::Round(batch) => batches.push(batch.into_iter()),
                 FromWorker::Finished(batch, worker_stats) => {
                     stats.merge(&worker_stats);
                     finished += 1;
-                    batches.push(batch);
+                    batches.push(batch.into_iter());
                 }
             }
         }
-        let mut events: Vec<_> = batches.iter_mut().map(|b| b.drain(..)).collect();
-        merge_round(&mut events, &mut |ev| sink(ev, stats)).map_err(Stop::Sink)?;
-        drop(events);
-        // Each emptied batch goes back to its sender (dropped here when it has enough).
-        for (batch, back) in batches.drain(..).zip(spent_to) {
-            let _ = back.try_send(batch);
-        }
+        merge_round(&mut batches, &mut |ev| sink(ev, stats)).map_err(Stop::Sink)?;
         if finished == from_workers.len() {
             return Ok(());
         }
@@ -437,8 +405,10 @@ fn consume<E: std::error::Error + 'static>(
     }
 }
 
-fn merge_round<X, I: Iterator<Item = (u64, Event)>>(
-    batches: &mut [I],
+/// Feeds the events of one round to `f` in ascending tag order. Each batch is already in
+/// order, and a tag lives in one batch only, so this is a plain k-way merge.
+fn merge_round<X>(
+    batches: &mut [std::vec::IntoIter<(u64, Event)>],
     f: &mut dyn FnMut(Event) -> Result<(), X>,
 ) -> Result<(), X> {
     if let [only] = batches {
@@ -532,7 +502,7 @@ mod tests {
         drop(tx1);
         let mut stats = Stats::default();
         let mut sink = |_: Event, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
-        let res = consume(&[rx0, rx1], &[], &AtomicUsize::new(0), &mut stats, &mut sink);
+        let res = consume(&[rx0, rx1], &AtomicUsize::new(0), &mut stats, &mut sink);
         assert!(matches!(res, Err(Stop::Disconnected)));
         drop(tx0);
     }
@@ -540,14 +510,12 @@ mod tests {
     #[test]
     fn the_backlog_counts_rounds_sent_and_not_yet_taken() {
         let (tx, rx) = sync_channel(QUEUED_ROUNDS);
-        let (spent_tx, spent) = sync_channel(QUEUED_ROUNDS + 1);
         let backlog = AtomicUsize::new(0);
         let out = Outbox {
             tx: &tx,
-            spent,
             backlog: &backlog,
         };
-        out.send(FromWorker::Round(Vec::with_capacity(9))).unwrap();
+        out.send(FromWorker::Round(Vec::new())).unwrap();
         assert!(!out.caller_is_behind(), "one round waiting");
         out.send(FromWorker::Round(Vec::new())).unwrap();
         assert!(out.caller_is_behind(), "two rounds waiting");
@@ -556,13 +524,9 @@ mod tests {
         assert_eq!(backlog.load(Ordering::Relaxed), 3);
         let mut stats = Stats::default();
         let mut sink = |_: Event, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
-        assert!(consume(&[rx], &[spent_tx], &backlog, &mut stats, &mut sink).is_ok());
+        assert!(consume(&[rx], &backlog, &mut stats, &mut sink).is_ok());
         assert_eq!(backlog.load(Ordering::Relaxed), 0);
         assert!(!out.caller_is_behind());
-        // The emptied batches came back, first round first; then new ones are made.
-        assert_eq!(out.spare_batch(1).capacity(), 9);
-        assert_eq!(out.spent.try_iter().count(), 2);
-        assert_eq!(out.spare_batch(1).capacity(), 1);
     }
 
     #[test]
@@ -574,7 +538,7 @@ mod tests {
         tx1.send(FromWorker::Round(Vec::new())).unwrap();
         let mut stats = Stats::default();
         let mut sink = |_: Event, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
-        let res = consume(&[rx0, rx1], &[], &AtomicUsize::new(0), &mut stats, &mut sink);
+        let res = consume(&[rx0, rx1], &AtomicUsize::new(0), &mut stats, &mut sink);
         assert!(matches!(res, Err(Stop::Disconnected)));
     }
 }

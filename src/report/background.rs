@@ -24,19 +24,15 @@ pub struct BackgroundWriter<T: Table + Send + 'static> {
     tx: Option<SyncSender<Msg<T>>>,
     handle: Option<JoinHandle<Result<(), ReportError>>>,
     batch: Vec<T>,
-    /// Batches the writer has emptied, given back: rows then go into memory that is already
-    /// mapped and warm, and each batch is freed by the thread that made it.
-    spent: Receiver<Vec<T>>,
 }
 
 impl<T: Table + Send + 'static> BackgroundWriter<T> {
     /// Moves `writer` to a new thread.
     pub fn spawn(writer: TableWriter<T>) -> Result<Self, ReportError> {
         let (tx, rx) = sync_channel(BATCHES_IN_FLIGHT);
-        let (spent_tx, spent) = sync_channel(BATCHES_IN_FLIGHT + 1);
         let handle = std::thread::Builder::new()
             .name("mcp-trace-writer".into())
-            .spawn(move || write_all(writer, rx, spent_tx))
+            .spawn(move || write_all(writer, rx))
             .map_err(|e| ReportError::Thread {
                 message: e.to_string(),
             })?;
@@ -44,7 +40,6 @@ impl<T: Table + Send + 'static> BackgroundWriter<T> {
             tx: Some(tx),
             handle: Some(handle),
             batch: Vec::with_capacity(ROW_BATCH),
-            spent,
         })
     }
 
@@ -52,11 +47,7 @@ impl<T: Table + Send + 'static> BackgroundWriter<T> {
     pub fn push(&mut self, row: T) -> Result<(), ReportError> {
         self.batch.push(row);
         if self.batch.len() >= ROW_BATCH {
-            let next = self
-                .spent
-                .try_recv()
-                .unwrap_or_else(|_| Vec::with_capacity(ROW_BATCH));
-            let rows = std::mem::replace(&mut self.batch, next);
+            let rows = std::mem::replace(&mut self.batch, Vec::with_capacity(ROW_BATCH));
             self.send(Msg::Rows(rows))?;
         }
         Ok(())
@@ -109,17 +100,13 @@ impl<T: Table + Send + 'static> Drop for BackgroundWriter<T> {
 fn write_all<T: Table>(
     mut writer: TableWriter<T>,
     rx: Receiver<Msg<T>>,
-    spent: SyncSender<Vec<T>>,
 ) -> Result<(), ReportError> {
     for msg in rx {
         match msg {
-            Msg::Rows(mut rows) => {
+            Msg::Rows(rows) => {
                 for row in &rows {
                     writer.push(row)?;
                 }
-                rows.clear();
-                // Full or gone: the batch is simply freed here.
-                let _ = spent.try_send(rows);
             }
             Msg::Commit => return writer.finish().map(|_| ()),
         }
@@ -171,33 +158,6 @@ mod tests {
             })
             .collect();
         assert_eq!(ids, (1..=n).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn written_batches_come_back_empty() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out.jsonl");
-        let w = TableWriter::<Exchange>::create(&path, Format::Jsonl).unwrap();
-        let mut bg = BackgroundWriter::spawn(w).unwrap();
-        let first = bg.batch.as_ptr();
-        for id in 1..=ROW_BATCH as u64 + 1 {
-            bg.push(row(id)).unwrap();
-        }
-        // The first batch went to the writer; it comes back emptied, allocation and all.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let back = loop {
-            if let Ok(b) = bg.spent.try_recv() {
-                break b;
-            }
-            assert!(std::time::Instant::now() < deadline, "no batch came back");
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        };
-        assert_eq!(back.as_ptr(), first);
-        assert!(back.is_empty());
-        assert!(back.capacity() >= ROW_BATCH);
-        bg.finish().unwrap();
-        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
-        assert_eq!(lines, ROW_BATCH + 1);
     }
 
     #[test]
