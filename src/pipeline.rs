@@ -23,8 +23,8 @@ use crate::flow::{FlowLimits, FlowTable, StreamEvent};
 use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
 use crate::limits::Limits;
 use crate::mcp::{Analyzer, Exchange, InferenceConfig, PrepareScope, Prepared, Preparer};
+use arcstr::ArcStr;
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Instant;
 
 mod parallel;
@@ -172,15 +172,15 @@ pub fn http_rows(paths: &[String]) -> Result<(Vec<HttpRow>, Stats), RunError<Inf
 }
 
 /// File name shown in the `capture` column.
-fn display_name(path: &str) -> Arc<str> {
+fn display_name(path: &str) -> ArcStr {
     if path == "-" {
-        return Arc::from("-");
+        return arcstr::literal!("-");
     }
     let name = std::path::Path::new(path)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.to_string());
-    Arc::from(name)
+    ArcStr::from(name)
 }
 
 /// An HTTP event and, for `analyze`, the body work on it that needs no analyzer state, done
@@ -213,7 +213,7 @@ fn run_http<E: std::error::Error + 'static>(
     let mut stats = Stats::default();
     let mut readers = Vec::new();
     let mut hars = Vec::new();
-    let names: Vec<Arc<str>> = paths.iter().map(|p| display_name(p)).collect();
+    let names: Vec<ArcStr> = paths.iter().map(|p| display_name(p)).collect();
     // Inputs are opened (and their headers checked) before any work starts,
     // so a bad file fails the run at once.
     for (index, path) in paths.iter().enumerate() {
@@ -281,7 +281,7 @@ fn run_http<E: std::error::Error + 'static>(
         let name = names
             .get(index)
             .cloned()
-            .unwrap_or_else(|| Arc::from("har"));
+            .unwrap_or_else(|| arcstr::literal!("har"));
         bytes_read += data.len() as u64;
         let events = har::read_har(&name, &data, conn_base, &mut stats)?;
         conn_base += events.len() as u64 + 1;

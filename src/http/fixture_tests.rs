@@ -246,7 +246,7 @@ fn events(f: &Fixture, cut: &dyn Fn(usize) -> Vec<usize>) -> Vec<StreamEvent> {
 }
 
 fn run(evs: Vec<StreamEvent>) -> (Vec<HttpEvent>, Stats) {
-    let mut stage = HttpStage::new(vec![std::sync::Arc::from("fixture.pcap")]);
+    let mut stage = HttpStage::new(vec!["fixture.pcap".into()]);
     let mut stats = Stats::default();
     let mut out = Vec::new();
     for e in evs {

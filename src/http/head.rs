@@ -9,7 +9,7 @@
 use super::{Headers, HttpError, RequestHead, ResponseHead};
 use arcstr::{ArcStr, literal};
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::mem::MaybeUninit;
 
 /// Longest head (start line, header fields, blank line) accepted; past it the
@@ -446,53 +446,70 @@ pub fn parse_response_head(
     })
 }
 
+/// Methods and reason phrases common enough to be static: a head naming one allocates none.
+const COMMON_METHODS: [ArcStr; 7] = [
+    literal!("POST"),
+    literal!("GET"),
+    literal!("DELETE"),
+    literal!("OPTIONS"),
+    literal!("HEAD"),
+    literal!("PUT"),
+    literal!("PATCH"),
+];
+const COMMON_REASONS: [ArcStr; 11] = [
+    literal!(""),
+    literal!("OK"),
+    literal!("Accepted"),
+    literal!("No Content"),
+    literal!("Bad Request"),
+    literal!("Unauthorized"),
+    literal!("Not Found"),
+    literal!("Method Not Allowed"),
+    literal!("Internal Server Error"),
+    literal!("Bad Gateway"),
+    literal!("Service Unavailable"),
+];
+
+/// `text` as a shared string: the static copy when it is one of `common`.
+fn shared_text(text: &str, common: &[ArcStr]) -> ArcStr {
+    common
+        .iter()
+        .find(|c| c.as_str() == text)
+        .cloned()
+        .unwrap_or_else(|| ArcStr::from(text))
+}
+
 /// A request method, shared (no allocation) for the common ones.
 pub fn method_text(method: &str) -> ArcStr {
-    match method {
-        "POST" => literal!("POST"),
-        "GET" => literal!("GET"),
-        "DELETE" => literal!("DELETE"),
-        "OPTIONS" => literal!("OPTIONS"),
-        "HEAD" => literal!("HEAD"),
-        "PUT" => literal!("PUT"),
-        "PATCH" => literal!("PATCH"),
-        other => ArcStr::from(other),
-    }
+    shared_text(method, &COMMON_METHODS)
 }
 
 /// A status reason phrase, shared (no allocation) for the common ones.
 pub fn reason_text(reason: &str) -> ArcStr {
-    match reason {
-        "" => ArcStr::new(),
-        "OK" => literal!("OK"),
-        "Accepted" => literal!("Accepted"),
-        "No Content" => literal!("No Content"),
-        "Bad Request" => literal!("Bad Request"),
-        "Unauthorized" => literal!("Unauthorized"),
-        "Not Found" => literal!("Not Found"),
-        "Method Not Allowed" => literal!("Method Not Allowed"),
-        "Internal Server Error" => literal!("Internal Server Error"),
-        "Bad Gateway" => literal!("Bad Gateway"),
-        "Service Unavailable" => literal!("Service Unavailable"),
-        other => ArcStr::from(other),
-    }
+    shared_text(reason, &COMMON_REASONS)
 }
 
 thread_local! {
     /// The last request target parsed on this thread: a client sends the same one again and
     /// again, and every request then shares one copy.
-    static LAST_URI: RefCell<ArcStr> = const { RefCell::new(ArcStr::new()) };
+    static LAST_URI: Cell<ArcStr> = const { Cell::new(ArcStr::new()) };
 }
 
-/// A request target, shared with the previous request's when equal.
+/// A request target, shared with the previous request's when equal (a copy of its own while
+/// the thread is being torn down).
 pub fn uri_text(uri: &str) -> ArcStr {
-    LAST_URI.with(|last| {
-        let mut last = last.borrow_mut();
-        if last.as_str() != uri {
-            *last = ArcStr::from(uri);
-        }
-        last.clone()
-    })
+    LAST_URI
+        .try_with(|last| {
+            let prev = last.take();
+            let text = if prev.as_str() == uri {
+                prev
+            } else {
+                ArcStr::from(uri)
+            };
+            last.set(text.clone());
+            text
+        })
+        .unwrap_or_else(|_| ArcStr::from(uri))
 }
 
 /// "1.0" or "1.1" from httparse's minor version, without allocating (two per exchange).

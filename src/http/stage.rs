@@ -6,11 +6,11 @@ use crate::anomaly::Stats;
 use crate::flow::{CloseReason, StreamEvent, StreamEventKind};
 use crate::hashing::HashMap;
 use crate::limits::Limits;
-use std::sync::Arc;
+use arcstr::ArcStr;
 
 /// StreamEvents in, HttpEvents out. Never panics on any input.
 pub struct HttpStage {
-    inputs: Vec<Arc<str>>,
+    inputs: Vec<ArcStr>,
     limits: Limits,
     /// Boxed: a `Conn` is several hundred bytes, and a table of 100k mostly idle streams
     /// would otherwise hold (and, growing, copy) them all inline.
@@ -20,12 +20,12 @@ pub struct HttpStage {
 impl HttpStage {
     /// `inputs`: the file names of the inputs, indexed by
     /// `StreamEventKind::Opened.input` (for `ConnInfo.capture`).
-    pub fn new(inputs: Vec<Arc<str>>) -> HttpStage {
+    pub fn new(inputs: Vec<ArcStr>) -> HttpStage {
         Self::with_limits(inputs, Limits::default())
     }
 
     /// [`HttpStage::new`] with the head, body and decoding bounds of `limits`.
-    pub fn with_limits(inputs: Vec<Arc<str>>, limits: Limits) -> HttpStage {
+    pub fn with_limits(inputs: Vec<ArcStr>, limits: Limits) -> HttpStage {
         HttpStage {
             inputs,
             limits,
@@ -44,11 +44,7 @@ impl HttpStage {
                 input,
                 ..
             } => {
-                let capture = self
-                    .inputs
-                    .get(input)
-                    .cloned()
-                    .unwrap_or_else(|| Arc::from(""));
+                let capture = self.inputs.get(input).cloned().unwrap_or_default();
                 // A stream index is opened once; a repeat replaces a stale entry.
                 if let Some(mut old) = self.conns.remove(&stream) {
                     old.on_close(CloseReason::Evicted, ts_us, stats, out);

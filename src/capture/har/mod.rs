@@ -209,7 +209,7 @@ pub fn read_har(
     // Stable: ties keep file order.
     records.sort_by_key(|(start, _, _)| *start);
 
-    let capture: Arc<str> = Arc::from(name);
+    let capture = ArcStr::from(name);
     let mut conns = Connections::new(conn_base, capture);
     let mut out = Vec::with_capacity(records.len().saturating_mul(4));
     for (start, rec, anomalies) in records {
@@ -221,13 +221,13 @@ pub fn read_har(
 /// Assigns [`ConnInfo`]s and `trans_depth`s in request-time order.
 struct Connections {
     next: u64,
-    capture: Arc<str>,
+    capture: ArcStr,
     /// (connection id, server address) -> connection and requests so far.
     named: HashMap<(String, String), (Arc<ConnInfo>, u32)>,
 }
 
 impl Connections {
-    fn new(conn_base: u64, capture: Arc<str>) -> Self {
+    fn new(conn_base: u64, capture: ArcStr) -> Self {
         Connections {
             next: conn_base,
             capture,
@@ -244,7 +244,7 @@ impl Connections {
             // HAR records no client address.
             client_addr: ArcStr::new(),
             server_addr: server_addr.into(),
-            capture: ArcStr::from(&*self.capture),
+            capture: self.capture.clone(),
         })
     }
 

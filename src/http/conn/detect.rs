@@ -1,7 +1,6 @@
 //! Side detection: which end is the client, or whether the stream is HTTP at all.
 
 use super::*;
-use arcstr::ArcStr;
 
 impl Conn {
     /// Decides which side is the client from the first bytes of each side:
@@ -84,7 +83,7 @@ impl Conn {
                     tcp_stream: Some(self.stream),
                     client_addr: client.to_string().into(),
                     server_addr: server.to_string().into(),
-                    capture: ArcStr::from(&*self.capture),
+                    capture: self.capture.clone(),
                 }));
                 for side in [Side::Client, Side::Server] {
                     if self

@@ -214,7 +214,7 @@ pub struct Conn {
     stream: u64,
     client: SocketAddr,
     server: SocketAddr,
-    capture: Arc<str>,
+    capture: ArcStr,
     info: Option<Arc<ConnInfo>>,
     role: Role,
     held: Vec<Held>,
@@ -248,7 +248,7 @@ impl Conn {
         stream: u64,
         client: SocketAddr,
         server: SocketAddr,
-        capture: Arc<str>,
+        capture: ArcStr,
         limits: Limits,
     ) -> Conn {
         Conn {
@@ -427,7 +427,7 @@ impl Conn {
                 tcp_stream: Some(self.stream),
                 client_addr: self.client.to_string().into(),
                 server_addr: self.server.to_string().into(),
-                capture: ArcStr::from(&*self.capture),
+                capture: self.capture.clone(),
             })
         });
         ExchangeRef { conn, depth }

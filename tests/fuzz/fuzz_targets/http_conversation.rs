@@ -5,10 +5,9 @@ use libfuzzer_sys::fuzz_target;
 use mcp_trace::anomaly::Stats;
 use mcp_trace::http::{HttpEvent, HttpStage};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 fuzz_target!(|data: &[u8]| {
-    let mut stage = HttpStage::new(vec![Arc::from("fuzz")]);
+    let mut stage = HttpStage::new(vec!["fuzz".into()]);
     let mut stats = Stats::default();
     let mut out = Vec::new();
     for ev in mcp_trace_fuzz::stream_events(data) {

@@ -6,7 +6,6 @@ use mcp_trace::anomaly::Stats;
 use mcp_trace::http::HttpStage;
 use mcp_trace::mcp::{Analyzer, InferenceConfig};
 use mcp_trace::report::Table;
-use std::sync::Arc;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
@@ -16,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let events = if mode & 1 == 0 {
         mcp_trace_fuzz::http_events(rest)
     } else {
-        let mut stage = HttpStage::new(vec![Arc::from("fuzz")]);
+        let mut stage = HttpStage::new(vec!["fuzz".into()]);
         let mut out = Vec::new();
         for ev in mcp_trace_fuzz::stream_events(rest) {
             stage.push(ev, &mut stats, &mut out);
