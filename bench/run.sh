@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark of `mcp-trace analyze` (Parquet out), the baseline loop
-# (examples/baseline.rs) and tshark's HTTP pass, on captures from
+# (examples/baseline.rs, also with `--json`: every JSON-RPC message checked) and
+# tshark's HTTP pass, on captures from
 # examples/gen_capture.rs. See bench/README.md.
 #
 #   bench/run.sh [-r ROUNDS] [--stdin] [--no-tshark] [--tshark-file SMALL.pcap] CAPTURE.pcap
@@ -82,6 +83,7 @@ for round in $(seq 1 "$rounds"); do
   measure mcp-trace "$cap" "$round" "$MCP_TRACE" analyze "$cap" -o "$work/out.$OUT_EXT" --summary "$work/run.json" \
     ${extra[@]+"${extra[@]}"}
   measure baseline "$cap" "$round" "$BASELINE" "$cap"
+  measure baseline-json "$cap" "$round" "$BASELINE" "$cap" --json
   if [[ $stdin == 1 ]]; then measure_stdin "$round"; fi
   if [[ $tshark == 1 ]]; then
     measure tshark "$tshark_file" "$round" tshark -r "$tshark_file" -o tcp.desegment_tcp_streams:TRUE \
@@ -89,9 +91,9 @@ for round in $(seq 1 "$rounds"); do
   fi
 done
 
-python3 - "$results" "$cap" "$work/run.json" "$(truth_of "$cap")" "$work/baseline.out" "$work/stdin.json" <<'EOF'
+python3 - "$results" "$cap" "$work/run.json" "$(truth_of "$cap")" "$work/baseline.out" "$work/stdin.json" "$work/baseline-json.out" <<'EOF'
 import json, os, sys
-results, cap, run_json, truth_json, baseline_out, stdin_json = sys.argv[1:7]
+results, cap, run_json, truth_json, baseline_out, stdin_json, baseline_json_out = sys.argv[1:8]
 rows = [l.rstrip("\n").split("\t") for l in open(results)]
 best = {}
 for tool, f, _round, wall, rss in rows:
@@ -108,7 +110,7 @@ def truth(f):
 print(f"\n| tool | capture | MB | best wall s | median wall s | MB/s | packets/s | peak RSS MB |")
 print("|---|---|---:|---:|---:|---:|---:|---:|")
 speed = {}
-for tool in ["mcp-trace", "mcp-trace-stdin", "baseline", "tshark"]:
+for tool in ["mcp-trace", "mcp-trace-stdin", "baseline", "baseline-json", "tshark"]:
     if tool not in best:
         continue
     b = best[tool]
@@ -125,6 +127,8 @@ print()
 if "tshark" in speed:
     print(f"mcp-trace vs tshark (MB/s ratio): {speed['mcp-trace'] / speed['tshark']:.1f}x faster")
 print(f"mcp-trace vs baseline: {speed['baseline'] / speed['mcp-trace']:.2f}x the baseline's time")
+print(f"baseline with every JSON-RPC message checked (--json): "
+      f"{speed['baseline'] / speed['baseline-json']:.2f}x the baseline's time")
 
 # Every request the generator wrote must be found, with its outcome.
 want = json.load(open(truth_json))
@@ -153,6 +157,7 @@ for label, path in [("file", run_json), ("stdin", stdin_json)]:
     if got.get("anomalies"):
         print("  anomalies:", json.dumps(got["anomalies"]))
 print("baseline:", open(baseline_out).read().strip())
+print("baseline --json:", " ".join(open(baseline_json_out).read().split()))
 if mismatch:
     sys.exit(1)
 EOF

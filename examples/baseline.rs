@@ -10,6 +10,12 @@
 //! trimmed) -> `httparse` on every message head, bodies skipped by
 //! Content-Length or chunked framing. Nothing else: no JSON, no MCP, no output
 //! file. Prints one line of counts and throughput.
+//!
+//! With `--json` (after the file) it also gathers every body (chunked ones
+//! decoded) and checks each JSON-RPC message in it with `serde_json` into
+//! `IgnoredAny`: a JSON body whole, an event stream data line by data line.
+//! That is the least an MCP analyzer adds to the loop (it must read every
+//! message), so it bounds from below what `mcp-trace` can cost (bench/README.md).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufReader, Read};
@@ -40,6 +46,8 @@ struct Dir {
     buf: Vec<u8>,
     held: BTreeMap<u32, Vec<u8>>,
     body: Body,
+    /// The current message's body so far (`--json` only), chunked framing removed.
+    content: Vec<u8>,
 }
 
 #[derive(Default)]
@@ -50,6 +58,44 @@ struct Counts {
     requests: u64,
     responses: u64,
     bad: u64,
+    /// `--json`: gather bodies and check every JSON-RPC message.
+    json: bool,
+    json_messages: u64,
+    json_bytes: u64,
+    json_bad: u64,
+}
+
+impl Counts {
+    fn check_json(&mut self, text: &[u8]) {
+        self.json_messages += 1;
+        self.json_bytes += text.len() as u64;
+        if serde_json::from_slice::<serde::de::IgnoredAny>(text).is_err() {
+            self.json_bad += 1;
+        }
+    }
+}
+
+/// The end of a message's body: a JSON body is one check, an event stream one per
+/// `data:` line (the generator writes one per event).
+fn body_done_at(content: &mut Vec<u8>, c: &mut Counts) {
+    if !c.json || content.is_empty() {
+        content.clear();
+        return;
+    }
+    let first = content.iter().find(|b| !b.is_ascii_whitespace());
+    if matches!(first, Some(b'{' | b'[')) {
+        c.check_json(content);
+    } else {
+        for line in content.split(|&b| b == b'\n') {
+            if let Some(data) = line.strip_prefix(b"data:") {
+                let data = data.strip_suffix(b"\r").unwrap_or(data);
+                if data.iter().any(|b| !b.is_ascii_whitespace()) {
+                    c.check_json(data);
+                }
+            }
+        }
+    }
+    content.clear();
 }
 
 fn u16_at(b: &[u8], i: usize) -> Option<u16> {
@@ -120,8 +166,13 @@ fn parse(d: &mut Dir, c: &mut Counts) {
             }
             Body::Length(n) => {
                 let take = n.min(rest.len() as u64);
+                if c.json {
+                    d.content
+                        .extend_from_slice(rest.get(..take as usize).unwrap_or_default());
+                }
                 pos += take as usize;
                 d.body = if take == n {
+                    body_done_at(&mut d.content, c);
                     Body::Head
                 } else {
                     Body::Length(n - take)
@@ -145,6 +196,10 @@ fn parse(d: &mut Dir, c: &mut Counts) {
             },
             Body::ChunkData(n) => {
                 let take = n.min(rest.len() as u64);
+                if c.json {
+                    d.content
+                        .extend_from_slice(rest.get(..take as usize).unwrap_or_default());
+                }
                 pos += take as usize;
                 d.body = if take == n {
                     Body::ChunkCrlf
@@ -164,9 +219,11 @@ fn parse(d: &mut Dir, c: &mut Counts) {
                 if rest.starts_with(b"\r\n") {
                     pos += 2;
                     d.body = Body::Head;
+                    body_done_at(&mut d.content, c);
                 } else if let Some(i) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
                     pos += i + 4;
                     d.body = Body::Head;
+                    body_done_at(&mut d.content, c);
                 } else {
                     break;
                 }
@@ -252,7 +309,7 @@ fn segment(
     }
 }
 
-fn run(input: Box<dyn Read>) -> Result<(Counts, u64), String> {
+fn run(input: Box<dyn Read>, json: bool) -> Result<(Counts, u64), String> {
     let mut r = BufReader::with_capacity(1 << 20, input);
     let mut gh = [0u8; 24];
     r.read_exact(&mut gh).map_err(|e| e.to_string())?;
@@ -263,7 +320,10 @@ fn run(input: Box<dyn Read>) -> Result<(Counts, u64), String> {
         _ => return Err("not a classic pcap file".into()),
     };
     let mut flows: HashMap<Key, Dir> = HashMap::new();
-    let mut c = Counts::default();
+    let mut c = Counts {
+        json,
+        ..Counts::default()
+    };
     let mut bytes = 24u64;
     let mut rec = [0u8; 16];
     let mut pkt = Vec::with_capacity(1 << 16);
@@ -329,8 +389,16 @@ fn run(input: Box<dyn Read>) -> Result<(Counts, u64), String> {
 
 fn main() -> ExitCode {
     let Some(path) = std::env::args().nth(1) else {
-        eprintln!("usage: baseline FILE|-");
+        eprintln!("usage: baseline FILE|- [--json]");
         return ExitCode::from(2);
+    };
+    let json = match std::env::args().nth(2).as_deref() {
+        None => false,
+        Some("--json") => true,
+        Some(other) => {
+            eprintln!("baseline: unknown option {other} (usage: baseline FILE|- [--json])");
+            return ExitCode::from(2);
+        }
     };
     let input: Box<dyn Read> = if path == "-" {
         Box::new(std::io::stdin().lock())
@@ -344,7 +412,7 @@ fn main() -> ExitCode {
         }
     };
     let started = Instant::now();
-    match run(input) {
+    match run(input, json) {
         Ok((c, bytes)) => {
             let s = started.elapsed().as_secs_f64();
             println!(
@@ -359,6 +427,12 @@ fn main() -> ExitCode {
                 s,
                 bytes as f64 / 1e6 / s
             );
+            if c.json {
+                println!(
+                    "json_messages={} json_bytes={} json_invalid={}",
+                    c.json_messages, c.json_bytes, c.json_bad
+                );
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -403,6 +477,34 @@ content-length: 0\r\n\r\nPOST /mcp HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}";
         let bytes: Vec<&[u8]> = CONVERSATION.chunks(1).collect();
         let c = feed(&bytes);
         assert_eq!((c.requests, c.responses), (2, 2));
+    }
+
+    #[test]
+    fn json_mode_checks_every_message_of_json_and_event_stream_bodies() {
+        let pieces = ["event: message\ndata: {", "}\n\ndat", "a: [1, 2\n"];
+        let mut conversation = b"POST /mcp HTTP/1.1\r\ncontent-length: 9\r\n\r\n{\"id\": 1}\
+HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+            .to_vec();
+        for p in pieces {
+            conversation.extend_from_slice(format!("{:x}\r\n{p}\r\n", p.len()).as_bytes());
+        }
+        conversation.extend_from_slice(b"0\r\n\r\n");
+        for i in 0..=conversation.len() {
+            let (a, b) = conversation.split_at(i);
+            let mut d = Dir::default();
+            let mut c = Counts {
+                json: true,
+                ..Counts::default()
+            };
+            for p in [a, b] {
+                d.buf.extend_from_slice(p);
+                parse(&mut d, &mut c);
+            }
+            // `{"id": 1}`, ` {}`, and the truncated ` [1, 2` (invalid).
+            assert_eq!((c.requests, c.responses), (1, 1), "split at {i}");
+            assert_eq!((c.json_messages, c.json_bad), (3, 1), "split at {i}");
+            assert_eq!(c.json_bytes, 9 + 3 + 6, "split at {i}");
+        }
     }
 
     #[test]
