@@ -99,7 +99,7 @@ struct Totals {
 pub fn analyze(paths: &[String], cfg: &Config) -> Result<Analysis, RunError<Infallible>> {
     let mut rows = Vec::new();
     let totals = analyze_streaming(paths, cfg, &mut |ex| {
-        rows.push(ex);
+        rows.push(*ex);
         Ok::<(), Infallible>(())
     })?;
     // Rows set aside while open come when they end (see `mcp::Analyzer`).
@@ -119,11 +119,11 @@ pub fn analyze(paths: &[String], cfg: &Config) -> Result<Analysis, RunError<Infa
 pub fn analyze_streaming<E: std::error::Error + 'static>(
     paths: &[String],
     cfg: &Config,
-    on_row: &mut dyn FnMut(Exchange) -> Result<(), E>,
+    on_row: &mut dyn FnMut(Box<Exchange>) -> Result<(), E>,
 ) -> Result<RunTotals, RunError<E>> {
     let started = Instant::now();
     let mut analyzer = Analyzer::with_limits(cfg.inference, cfg.limits);
-    let mut ready: Vec<Exchange> = Vec::new();
+    let mut ready: Vec<Box<Exchange>> = Vec::new();
     let mut events = 0u32;
     // Two threads: the reader also runs the HTTP stage, so the analyzer's thread takes the
     // response bodies, and the POST bodies whenever it keeps up with the reader

@@ -158,11 +158,11 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     // The output file is created before any input is read and written as rows are released;
     // a failed run drops the writer, which removes the partial file.
     let mut writer = match (&args.output, output_format) {
-        (Some(path), Some(format)) => {
-            Some(report::BackgroundWriter::spawn(
-                TableWriter::<Exchange>::create(path, format)?,
-            )?)
-        }
+        (Some(path), Some(format)) => Some(report::BackgroundWriter::spawn(TableWriter::<
+            Box<Exchange>,
+        >::create(
+            path, format
+        )?)?),
         _ => None,
     };
     let mut tally = Tally::new(args.sessions.is_some());
@@ -178,7 +178,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         match writer.as_mut() {
             Some(w) => w.push(row),
             None => {
-                selected.push(row);
+                selected.push(*row);
                 Ok(())
             }
         }

@@ -127,7 +127,8 @@ fn ctx_key(x: &ExchangeRef) -> CtxKey {
 /// One row under construction, with the facts classification needs.
 #[derive(Debug)]
 struct Row {
-    ex: Exchange,
+    /// Boxed: at release it moves on to the writer as a pointer.
+    ex: Box<Exchange>,
     kind: Kind,
     rpc_id: Option<RpcId>,
     /// Pairing scope (the session key as far as known).
@@ -475,7 +476,7 @@ impl Analyzer {
 
     /// Moves the rows that are final, as of capture time `now_us`, to `out` in `exchange_id`
     /// order (see the module doc, "Release"), then any row set aside that has ended.
-    pub fn drain_ready(&mut self, now_us: i64, stats: &mut Stats, out: &mut Vec<Exchange>) {
+    pub fn drain_ready(&mut self, now_us: i64, stats: &mut Stats, out: &mut Vec<Box<Exchange>>) {
         let now = now_us.max(self.last_ts);
         self.release(now, false, stats, out);
         if now.saturating_sub(self.last_aside_scan) >= ASIDE_SCAN_INTERVAL_US {
@@ -503,7 +504,7 @@ impl Analyzer {
     /// `exchange_id` order (rows set aside included), and retry inference's counts go to
     /// `stats`. Without earlier [`Analyzer::drain_ready`] calls this is every row, with ids
     /// 1.. in order of (`ts_request`, arrival).
-    pub fn finish(mut self, stats: &mut Stats) -> Vec<Exchange> {
+    pub fn finish(mut self, stats: &mut Stats) -> Vec<Box<Exchange>> {
         // The HTTP stage ends every exchange; anything left is cut by the end of input.
         let mut left: Vec<CtxKey> = self.ctxs.keys().copied().collect();
         left.sort_unstable();
@@ -548,7 +549,9 @@ impl Analyzer {
 
     /// Releases rows from the head of the buffer while they are final (`at_end`: all are),
     /// setting aside open rows that held the head too long.
-    fn release(&mut self, now: i64, at_end: bool, stats: &mut Stats, out: &mut Vec<Exchange>) {
+    // Boxed rows: a released row moves on to the writer as a pointer, not 656 bytes a hop.
+    #[allow(clippy::vec_box)]
+    fn release(&mut self, now: i64, at_end: bool, stats: &mut Stats, out: &mut Vec<Box<Exchange>>) {
         // Nothing below adds to `pending` before the pop, so the pop takes this row.
         while let Some(&Reverse((ts, i))) = self.pending.peek() {
             if !at_end && now.saturating_sub(ts) < REORDER_SLACK_US {
@@ -684,7 +687,7 @@ impl Analyzer {
 
     /// Takes row `i` out as a final exchange (its id already in `ex.exchange_id`, or
     /// reserved), classified with what its session is known to be.
-    fn finalize(&mut self, i: usize, stats: &mut Stats) -> Option<Exchange> {
+    fn finalize(&mut self, i: usize, stats: &mut Stats) -> Option<Box<Exchange>> {
         self.close_open(i);
         let mut row = self.rows.remove(i)?;
         if row.legacy && row.kind == Kind::Request && row.final_msg.is_none() {
@@ -737,10 +740,10 @@ impl Analyzer {
     fn build_exchange(
         &self,
         row: &Row,
-        mut ex: Exchange,
+        mut ex: Box<Exchange>,
         id: u64,
         provisional: bool,
-    ) -> (Exchange, Vec<&'static str>) {
+    ) -> (Box<Exchange>, Vec<&'static str>) {
         ex.exchange_id = id;
         ex.inference.resumes = row.resumes_row.and_then(|r| self.id_of(r));
         let info = self.infos.get(ex.session_key.as_str()).map(|(i, _)| i);
@@ -1192,7 +1195,7 @@ impl Analyzer {
             ..Exchange::default()
         };
         let i = self.rows.push(Box::new(Row {
-            ex,
+            ex: Box::new(ex),
             kind,
             rpc_id: None,
             scope,

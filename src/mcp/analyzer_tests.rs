@@ -188,7 +188,7 @@ impl Run {
     fn finish(self) -> (Vec<Exchange>, Stats) {
         let mut stats = self.stats;
         let rows = self.a.finish(&mut stats);
-        (rows, stats)
+        (rows.into_iter().map(|ex| *ex).collect(), stats)
     }
 }
 
@@ -1426,7 +1426,7 @@ impl Run {
     fn drain(&mut self) -> Vec<Exchange> {
         let mut out = Vec::new();
         self.a.drain_ready(self.t, &mut self.stats, &mut out);
-        out
+        out.into_iter().map(|ex| *ex).collect()
     }
 
     /// One `tools/call` in session S answered with JSON.
