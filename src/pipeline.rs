@@ -138,10 +138,19 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
         paths,
         cfg,
         Some((cfg.limits, scope)),
-        &mut |ev, stats, streaming| {
-            analyzer.push_prepared(ev.http, ev.prepared, stats);
-            events = events.wrapping_add(1);
-            if streaming && events.is_multiple_of(DRAIN_EVERY_EVENTS) {
+        &mut |item, stats, streaming| {
+            let drain = match item {
+                Item::Event(ev) => {
+                    analyzer.push_prepared(ev.http, ev.prepared, stats);
+                    events = events.wrapping_add(1);
+                    events.is_multiple_of(DRAIN_EVERY_EVENTS)
+                }
+                Item::Mark { unfinished_from_us } => {
+                    analyzer.set_release_mark(unfinished_from_us);
+                    true
+                }
+            };
+            if streaming && drain {
                 analyzer.drain_ready(analyzer.last_event_us(), stats, &mut ready);
                 for ex in ready.drain(..) {
                     on_row(ex).map_err(RunError::Sink)?;
@@ -164,8 +173,10 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
 /// `mcp-trace http`: every HTTP exchange, MCP or not.
 pub fn http_rows(paths: &[String]) -> Result<(Vec<HttpRow>, Stats), RunError<Infallible>> {
     let mut log = HttpLog::new();
-    let totals = run_http(paths, &Config::default(), None, &mut |ev, _, _| {
-        log.push(&ev.http);
+    let totals = run_http(paths, &Config::default(), None, &mut |item, _, _| {
+        if let Item::Event(ev) = item {
+            log.push(&ev.http);
+        }
         Ok::<(), RunError<Infallible>>(())
     })?;
     Ok((log.finish(), totals.stats))
@@ -198,8 +209,21 @@ impl Event {
     }
 }
 
-/// Receives each HTTP event with the stats and whether events are in capture-time order.
-type HttpSink<'a, E> = dyn FnMut(Event, &mut Stats, bool) -> Result<(), RunError<E>> + 'a;
+/// What the HTTP stages hand on, in one-thread order.
+#[derive(Debug)]
+pub enum Item {
+    Event(Event),
+    /// Every HTTP request handed on after this started at or after `unfinished_from_us`
+    /// (the earliest request under way in the HTTP stages; `None`: none is), or at or after
+    /// the packet that completes it ([`crate::mcp::Analyzer::set_release_mark`]). Sent every
+    /// round of packets while the inputs are read in time order.
+    Mark {
+        unfinished_from_us: Option<i64>,
+    },
+}
+
+/// Receives each item with the stats and whether events are in capture-time order.
+type HttpSink<'a, E> = dyn FnMut(Item, &mut Stats, bool) -> Result<(), RunError<E>> + 'a;
 
 /// Runs the packet and HTTP stages, handing each HTTP event to `sink` with the stats and
 /// whether the events come in capture-time order across all inputs (false when a HAR input
@@ -246,12 +270,13 @@ fn run_http<E: std::error::Error + 'static>(
             progress.clone(),
             prepare,
             &mut stats,
-            &mut |ev, stats| sink(ev, stats, in_order),
+            &mut |item, stats| sink(item, stats, in_order),
         )?
     } else {
         let mut http = HttpStage::with_limits(names.clone(), cfg.limits);
         let mut http_events: Vec<HttpEvent> = Vec::new();
         let mut preparer = prepare.map(Preparer::from);
+        let mut frames = 0u32;
         let read = read_streams::<RunError<E>>(
             merger,
             cfg.flow,
@@ -262,14 +287,29 @@ fn run_http<E: std::error::Error + 'static>(
                     http.push(ev, stats, &mut http_events);
                 }
                 for ev in http_events.drain(..) {
-                    sink(Event::new(ev, preparer.as_mut()), stats, in_order)?;
+                    sink(
+                        Item::Event(Event::new(ev, preparer.as_mut())),
+                        stats,
+                        in_order,
+                    )?;
+                }
+                // As often as a `--threads` run's rounds.
+                frames += 1;
+                if frames >= parallel::ROUND_FRAMES {
+                    frames = 0;
+                    let unfinished_from_us = http.earliest_unfinished_request_us();
+                    sink(Item::Mark { unfinished_from_us }, stats, in_order)?;
                 }
                 Ok(())
             },
         )?;
         http.finish(&mut stats, &mut http_events);
         for ev in http_events.drain(..) {
-            sink(Event::new(ev, preparer.as_mut()), &mut stats, in_order)?;
+            sink(
+                Item::Event(Event::new(ev, preparer.as_mut())),
+                &mut stats,
+                in_order,
+            )?;
         }
         read
     };
@@ -287,7 +327,11 @@ fn run_http<E: std::error::Error + 'static>(
         conn_base += events.len() as u64 + 1;
         let mut preparer = prepare.map(Preparer::from);
         for ev in events {
-            sink(Event::new(ev, preparer.as_mut()), &mut stats, false)?;
+            sink(
+                Item::Event(Event::new(ev, preparer.as_mut())),
+                &mut stats,
+                false,
+            )?;
         }
         inputs.push(info);
     }

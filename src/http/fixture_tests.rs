@@ -762,3 +762,103 @@ mod proptests {
         }
     }
 }
+
+/// A stream event at `ms` milliseconds.
+fn at(stream: u64, ms: i64, kind: StreamEventKind) -> StreamEvent {
+    StreamEvent {
+        stream,
+        ts_ns: ms * 1_000_000,
+        frame: u64::try_from(ms).unwrap(),
+        kind,
+    }
+}
+
+fn opened(port: u16) -> StreamEventKind {
+    StreamEventKind::Opened {
+        client: format!("10.0.0.1:{port}").parse().unwrap(),
+        server: "10.0.0.2:80".parse().unwrap(),
+        saw_syn: true,
+        input: 0,
+    }
+}
+
+fn client(text: &str) -> StreamEventKind {
+    StreamEventKind::Data {
+        side: Side::Client,
+        bytes: text.as_bytes().to_vec(),
+    }
+}
+
+#[test]
+fn the_earliest_request_under_way_is_tracked_until_it_is_handed_on() {
+    let mut stage = HttpStage::new(vec!["t.pcap".into()]);
+    let mut stats = Stats::default();
+    let out = std::cell::RefCell::new(Vec::new());
+    let mut push = |stage: &mut HttpStage, ev| {
+        stage.push(ev, &mut stats, &mut out.borrow_mut());
+        stage.earliest_unfinished_request_us()
+    };
+    assert_eq!(push(&mut stage, at(3, 1000, opened(40000))), None);
+    // Half a head on stream 3, then a whole head and half a body on stream 4.
+    let partial = client("POST /mcp HTTP/1.1\r\nContent-Length: 10\r\n");
+    assert_eq!(push(&mut stage, at(3, 1001, partial)), Some(1_001_000));
+    assert_eq!(
+        push(&mut stage, at(4, 1002, opened(40001))),
+        Some(1_001_000)
+    );
+    let head = client("POST /mcp HTTP/1.1\r\nContent-Length: 4\r\n\r\n{}");
+    assert_eq!(push(&mut stage, at(4, 1003, head)), Some(1_001_000));
+    // Stream 3's head completes, its body is still short: still under way since 1001 ms.
+    assert_eq!(
+        push(&mut stage, at(3, 1004, client("\r\n01234"))),
+        Some(1_001_000)
+    );
+    // Its body completes: the request is handed on, stream 4's is the earliest now.
+    assert_eq!(
+        push(&mut stage, at(3, 1005, client("56789"))),
+        Some(1_003_000)
+    );
+    let handed_on = |ts: i64| {
+        out.borrow()
+            .iter()
+            .any(|e| matches!(e, HttpEvent::Request(r) if r.ts_first_us == ts))
+    };
+    assert!(handed_on(1_001_000));
+    // A request that arrives whole is never under way.
+    assert_eq!(
+        push(&mut stage, at(3, 1006, client("GET / HTTP/1.1\r\n\r\n"))),
+        Some(1_003_000)
+    );
+    // Stream 4 closes: its request is cut and handed on as it is.
+    let closed = StreamEventKind::Closed {
+        reason: CloseReason::Finished,
+    };
+    assert_eq!(push(&mut stage, at(4, 1007, closed)), None);
+    assert!(handed_on(1_003_000));
+}
+
+#[test]
+fn bytes_held_before_the_sides_are_known_count_as_a_request_under_way() {
+    let mut stage = HttpStage::new(vec!["t.pcap".into()]);
+    let mut stats = Stats::default();
+    let mut out = Vec::new();
+    stage.push(at(5, 2000, opened(40002)), &mut stats, &mut out);
+    // Two bytes say nothing yet about which side speaks HTTP.
+    stage.push(at(5, 2001, client("PO")), &mut stats, &mut out);
+    assert_eq!(stage.earliest_unfinished_request_us(), Some(2_001_000));
+    stage.push(
+        at(5, 2002, client("ST / HTTP/1.1\r\n\r\n")),
+        &mut stats,
+        &mut out,
+    );
+    assert_eq!(stage.earliest_unfinished_request_us(), None);
+    stage.finish(&mut stats, &mut out);
+    let starts: Vec<i64> = out
+        .iter()
+        .filter_map(|e| match e {
+            HttpEvent::Request(r) => Some(r.ts_first_us),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, vec![2_001_000]);
+}

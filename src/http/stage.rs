@@ -7,6 +7,7 @@ use crate::flow::{CloseReason, StreamEvent, StreamEventKind};
 use crate::hashing::HashMap;
 use crate::limits::Limits;
 use arcstr::ArcStr;
+use std::collections::BTreeSet;
 
 /// StreamEvents in, HttpEvents out. Never panics on any input.
 pub struct HttpStage {
@@ -15,6 +16,10 @@ pub struct HttpStage {
     /// Boxed: a `Conn` is several hundred bytes, and a table of 100k mostly idle streams
     /// would otherwise hold (and, growing, copy) them all inline.
     conns: HashMap<u64, Box<Conn>>,
+    /// Streams with a request begun and not yet handed on, with its first-byte time, and the
+    /// same ordered by that time: see [`HttpStage::earliest_unfinished_request_us`].
+    unfinished: HashMap<u64, i64>,
+    unfinished_by_start: BTreeSet<(i64, u64)>,
 }
 
 impl HttpStage {
@@ -30,6 +35,8 @@ impl HttpStage {
             inputs,
             limits,
             conns: HashMap::default(),
+            unfinished: HashMap::default(),
+            unfinished_by_start: BTreeSet::new(),
         }
     }
 
@@ -37,7 +44,8 @@ impl HttpStage {
     pub fn push(&mut self, ev: StreamEvent, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
         let ts_us = ev.ts_ns.div_euclid(1000);
         let stream = ev.stream;
-        match ev.kind {
+        // The stream's request under way after the event, if any.
+        let started = match ev.kind {
             StreamEventKind::Opened {
                 client,
                 server,
@@ -53,32 +61,58 @@ impl HttpStage {
                     stream,
                     Box::new(Conn::new(stream, client, server, capture, self.limits)),
                 );
+                None
             }
-            StreamEventKind::Data { side, bytes } => {
-                if let Some(c) = self.conns.get_mut(&stream) {
-                    c.on_data(side, bytes, ts_us, ev.frame, stats, out);
-                }
-            }
-            StreamEventKind::Gap { side, len } => {
-                if let Some(c) = self.conns.get_mut(&stream) {
-                    c.on_gap(side, len, ts_us, stats, out);
-                }
-            }
-            StreamEventKind::Fin { side } => {
-                if let Some(c) = self.conns.get_mut(&stream) {
-                    c.on_fin(side, ts_us, stats, out);
-                }
-            }
-            StreamEventKind::Rst { side } => {
-                if let Some(c) = self.conns.get_mut(&stream) {
-                    c.on_rst(side, ts_us, stats, out);
-                }
-            }
+            StreamEventKind::Data { side, bytes } => self.conns.get_mut(&stream).and_then(|c| {
+                c.on_data(side, bytes, ts_us, ev.frame, stats, out);
+                c.request_started_us()
+            }),
+            StreamEventKind::Gap { side, len } => self.conns.get_mut(&stream).and_then(|c| {
+                c.on_gap(side, len, ts_us, stats, out);
+                c.request_started_us()
+            }),
+            StreamEventKind::Fin { side } => self.conns.get_mut(&stream).and_then(|c| {
+                c.on_fin(side, ts_us, stats, out);
+                c.request_started_us()
+            }),
+            StreamEventKind::Rst { side } => self.conns.get_mut(&stream).and_then(|c| {
+                c.on_rst(side, ts_us, stats, out);
+                c.request_started_us()
+            }),
             StreamEventKind::Closed { reason } => {
                 if let Some(mut c) = self.conns.remove(&stream) {
                     c.on_close(reason, ts_us, stats, out);
                 }
+                None
             }
+        };
+        self.track_unfinished(stream, started);
+    }
+
+    /// The first-byte time of the earliest request begun on any stream and not yet handed on
+    /// (`None`: no request is under way). Every [`HttpEvent::Request`] this stage emits later
+    /// started at or after it, or at or after the packet that completes it; the analyzer
+    /// releases the rows that started before it without waiting longer
+    /// (`mcp::Analyzer::set_release_mark`).
+    pub fn earliest_unfinished_request_us(&self) -> Option<i64> {
+        self.unfinished_by_start.first().map(|&(ts, _)| ts)
+    }
+
+    fn track_unfinished(&mut self, stream: u64, started: Option<i64>) {
+        if started.is_none() && self.unfinished.is_empty() {
+            return;
+        }
+        let before = self.unfinished.get(&stream).copied();
+        if before == started {
+            return;
+        }
+        if let Some(ts) = before {
+            self.unfinished.remove(&stream);
+            self.unfinished_by_start.remove(&(ts, stream));
+        }
+        if let Some(ts) = started {
+            self.unfinished.insert(stream, ts);
+            self.unfinished_by_start.insert((ts, stream));
         }
     }
 
@@ -92,5 +126,7 @@ impl HttpStage {
                 c.on_close(CloseReason::CaptureEnd, ts, stats, out);
             }
         }
+        self.unfinished.clear();
+        self.unfinished_by_start.clear();
     }
 }

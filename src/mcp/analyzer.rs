@@ -21,7 +21,11 @@
 //! assigned as the head leaves, so ids follow the request's first byte:
 //!
 //! 1. The head waits [`REORDER_SLACK_US`] after its first byte (a request is
-//!    seen at its last byte; a slower upload that started earlier comes first).
+//!    seen at its last byte; a slower upload that started earlier comes first),
+//!    or less once a release mark says no earlier request can still come: the
+//!    pipeline passes on, every round of packets, the first byte of the earliest
+//!    request the HTTP stages have under way ([`Analyzer::set_release_mark`]).
+//!    Rows then leave while still in cache, and few wait at the end of input.
 //! 2. It leaves once its HTTP exchange is over and no later message can change
 //!    it: a request without its response stays while it may still be answered
 //!    elsewhere: [`STREAM_RESUME_HOLD_US`] after its stream broke (a GET with
@@ -93,6 +97,10 @@ pub const MAX_PENDING_PREFLIGHTS: usize = 4096;
 /// is released: the HTTP stage emits a request at its last byte, so a slower upload that
 /// started earlier still gets the earlier `exchange_id`.
 pub const REORDER_SLACK_US: i64 = 1_000_000;
+/// A release mark ([`Analyzer::set_release_mark`]) frees a row only once it is this old
+/// (capture time, µs), or twice the largest step back the capture's clock has taken so far
+/// if that is more: a packet written out of time order can still bring an earlier request.
+pub const RELEASE_MARK_MIN_AGE_US: i64 = 20_000;
 /// A request whose stream ended without its response (`STREAM_INCOMPLETE`) stays open this
 /// long (capture time, µs, from the end of its HTTP response) for a resumed GET with
 /// `Last-Event-ID` or the standalone stream to complete it (report-schema.md rule 5).
@@ -344,6 +352,11 @@ pub struct Analyzer {
     /// Preflight rows awaiting their endpoint's verdict, oldest first.
     preflights: VecDeque<usize>,
     last_ts: i64,
+    /// Largest step back in event time seen so far (µs).
+    max_backstep: i64,
+    /// Rows whose request started before this time (µs) need not wait out
+    /// [`REORDER_SLACK_US`]: no earlier request can still come ([`Analyzer::set_release_mark`]).
+    release_before: i64,
 }
 
 impl Analyzer {
@@ -377,6 +390,8 @@ impl Analyzer {
             texts: Texts::default(),
             preflights: VecDeque::new(),
             last_ts: i64::MIN,
+            max_backstep: 0,
+            release_before: i64::MIN,
         }
     }
 
@@ -408,7 +423,7 @@ impl Analyzer {
     fn consume(&mut self, ev: HttpEvent, prepared: Option<Prepared>, stats: &mut Stats) {
         match ev {
             HttpEvent::Request(req) => {
-                self.last_ts = self.last_ts.max(req.ts_last_us);
+                self.saw_time(req.ts_last_us);
                 let post = match prepared {
                     Some(Prepared::Post(p)) => Some(p),
                     _ => None,
@@ -418,11 +433,12 @@ impl Analyzer {
             HttpEvent::ResponseHead {
                 xref, ts_us, head, ..
             } => {
+                // The head's first byte, not the packet's time: no step back to count.
                 self.last_ts = self.last_ts.max(ts_us);
                 self.on_head(ctx_key(&xref), &head);
             }
             HttpEvent::ResponseBody { xref, ts_us, .. } => {
-                self.last_ts = self.last_ts.max(ts_us);
+                self.saw_time(ts_us);
                 if let Some(Prepared::Body(piece)) = prepared {
                     self.on_body(ctx_key(&xref), piece, stats);
                 }
@@ -436,7 +452,7 @@ impl Analyzer {
                 client_closed,
                 ..
             } => {
-                self.last_ts = self.last_ts.max(ts_us);
+                self.saw_time(ts_us);
                 let key = ctx_key(&xref);
                 if client_closed {
                     self.mark_client_closed(key);
@@ -459,7 +475,7 @@ impl Analyzer {
                 end,
                 client_closed,
             } => {
-                self.last_ts = self.last_ts.max(ts_us);
+                self.saw_time(ts_us);
                 let key = ctx_key(&xref);
                 if client_closed {
                     self.mark_client_closed(key);
@@ -472,6 +488,30 @@ impl Analyzer {
     /// Capture time of the latest event pushed (µs).
     pub fn last_event_us(&self) -> i64 {
         self.last_ts
+    }
+
+    /// A packet's time: a step back is the capture's clock going backwards.
+    fn saw_time(&mut self, ts: i64) {
+        if ts < self.last_ts {
+            self.max_backstep = self.max_backstep.max(self.last_ts.saturating_sub(ts));
+        }
+        self.last_ts = self.last_ts.max(ts);
+    }
+
+    /// Tells the analyzer that every request still to come started at or after
+    /// `unfinished_from_us` (the HTTP stage's earliest request under way,
+    /// [`crate::http::HttpStage::earliest_unfinished_request_us`]; `None`: none is) or else
+    /// at or after the packet that completes it, with every event before it already pushed.
+    /// From then on a row that started before that time and [`RELEASE_MARK_MIN_AGE_US`]
+    /// before the latest event leaves without waiting out [`REORDER_SLACK_US`]: its
+    /// `exchange_id` can no longer be taken by an earlier request. Without marks (a HAR input,
+    /// the tests) rows wait out the slack.
+    pub fn set_release_mark(&mut self, unfinished_from_us: Option<i64>) {
+        let age = RELEASE_MARK_MIN_AGE_US
+            .max(self.max_backstep.saturating_mul(2))
+            .min(REORDER_SLACK_US);
+        let by_clock = self.last_ts.saturating_sub(age);
+        self.release_before = unfinished_from_us.map_or(by_clock, |t| t.min(by_clock));
     }
 
     /// Moves the rows that are final, as of capture time `now_us`, to `out` in `exchange_id`
@@ -554,7 +594,7 @@ impl Analyzer {
     fn release(&mut self, now: i64, at_end: bool, stats: &mut Stats, out: &mut Vec<Box<Exchange>>) {
         // Nothing below adds to `pending` before the pop, so the pop takes this row.
         while let Some(&Reverse((ts, i))) = self.pending.peek() {
-            if !at_end && now.saturating_sub(ts) < REORDER_SLACK_US {
+            if !at_end && now.saturating_sub(ts) < REORDER_SLACK_US && ts >= self.release_before {
                 return;
             }
             self.confirm_preflight(i);

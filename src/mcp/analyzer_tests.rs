@@ -1734,3 +1734,73 @@ fn accept_and_method_are_read_without_regard_to_case() {
     ));
     assert!(!contains_ignore_ascii_case("", "text/event-stream"));
 }
+
+// ---- release marks -------------------------------------------------------------------------
+
+impl Run {
+    /// The capture time the next `json_call` request starts at.
+    fn next_start(&self) -> i64 {
+        self.t + 1000
+    }
+}
+
+#[test]
+fn a_release_mark_frees_rows_older_than_the_earliest_request_under_way() {
+    let mut r = Run::new();
+    for id in 1..=3 {
+        r.json_call(id);
+    }
+    // Nothing under way, but the rows are younger than RELEASE_MARK_MIN_AGE_US.
+    r.a.set_release_mark(None);
+    assert!(r.drain().is_empty());
+    r.advance(RELEASE_MARK_MIN_AGE_US);
+    let fourth = r.next_start();
+    r.json_call(4);
+    r.a.set_release_mark(None);
+    assert_eq!(
+        ids(&r.drain()),
+        vec![1, 2, 3],
+        "old enough, long before the slack"
+    );
+    r.advance(RELEASE_MARK_MIN_AGE_US);
+    r.json_call(5);
+    // A request that began just before the fourth is still under way: the fourth waits.
+    r.a.set_release_mark(Some(fourth - 1));
+    assert!(r.drain().is_empty());
+    r.a.set_release_mark(None);
+    assert_eq!(ids(&r.drain()), vec![4]);
+    // Without a new mark the fifth waits out the slack, as rows without marks do.
+    r.advance(REORDER_SLACK_US);
+    assert_eq!(ids(&r.drain()), vec![5]);
+    let (rest, _) = r.finish();
+    assert!(rest.is_empty(), "{rest:#?}");
+}
+
+#[test]
+fn a_step_back_of_the_clock_makes_marks_wait_twice_as_long() {
+    let mut r = Run::new();
+    r.json_call(1);
+    // A request whose packets are stamped about 100 ms before the latest event.
+    r.t -= 100_000;
+    let stepped_back = r.next_start();
+    r.json_call(2);
+    r.t += 100_000;
+    r.json_call(3);
+    r.advance(150_000);
+    r.json_call(4);
+    r.a.set_release_mark(None);
+    // Marks now free rows about 200 ms old: only the stepped-back one (about 255 ms).
+    let first = r.drain();
+    assert_eq!(ids(&first), vec![1]);
+    assert_eq!(first[0].ts_request, stepped_back);
+    r.advance(60_000);
+    r.json_call(5);
+    r.a.set_release_mark(None);
+    let second = r.drain();
+    assert_eq!(
+        ids(&second),
+        vec![2, 3],
+        "about 215 ms old; the fourth is 60 ms old"
+    );
+    assert!(second[0].ts_request < second[1].ts_request);
+}

@@ -26,7 +26,7 @@
 //! and stop, and the run ends with [`RunError::Worker`]. A sink error drops the caller's
 //! receivers, which stops the workers and then the reader the same way.
 
-use super::{Event, ReadTotals, RunError, read_streams};
+use super::{Event, Item, ReadTotals, RunError, read_streams};
 use crate::anomaly::Stats;
 use crate::capture::Merger;
 use crate::flow::{FlowLimits, StreamEvent, StreamEventKind};
@@ -50,8 +50,8 @@ pub const QUEUED_ROUNDS: usize = 4;
 /// neither thread idles while the other is the bottleneck. Either way the result is the same.
 pub const BACKLOG_TO_PREPARE: usize = 2;
 
-/// Receives each HTTP event, in one-thread order, with the caller's stats.
-pub(super) type EventSink<'a, E> = dyn FnMut(Event, &mut Stats) -> Result<(), RunError<E>> + 'a;
+/// Receives each item, in one-thread order, with the caller's stats.
+pub(super) type EventSink<'a, E> = dyn FnMut(Item, &mut Stats) -> Result<(), RunError<E>> + 'a;
 
 /// Reader -> worker.
 enum ToWorker {
@@ -63,7 +63,9 @@ enum ToWorker {
 
 /// Worker -> caller. Events are tagged with their merge key within the round.
 enum FromWorker {
-    Round(Vec<(u64, Event)>),
+    /// A round's events, and the earliest request under way in the worker's HTTP stage
+    /// after it ([`HttpStage::earliest_unfinished_request_us`]).
+    Round(Vec<(u64, Event)>, Option<i64>),
     /// The flushed connections' events keyed by stream id, and the worker's counts.
     Finished(Vec<(u64, Event)>, Stats),
 }
@@ -239,7 +241,10 @@ fn read_and_parse(
                 // The next round gets this one's room: growing it moves every event again.
                 let cap = batch.capacity();
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(cap));
-                tx.send(FromWorker::Round(full))?;
+                tx.send(FromWorker::Round(
+                    full,
+                    stage.earliest_unfinished_request_us(),
+                ))?;
             }
         }
         Ok(())
@@ -338,7 +343,9 @@ fn http_worker(
                             .map(|h| (seq, Event::new(h, preparer.as_mut()))),
                     );
                 }
-                tx.send(FromWorker::Round(batch)).map_err(|_| Gone)?;
+                let unfinished = stage.earliest_unfinished_request_us();
+                tx.send(FromWorker::Round(batch, unfinished))
+                    .map_err(|_| Gone)?;
             }
             ToWorker::Finish => {
                 stage.finish(&mut stats, &mut out);
@@ -380,13 +387,20 @@ fn consume<E: std::error::Error + 'static>(
     loop {
         batches.clear();
         let mut finished = 0usize;
+        let mut unfinished_from_us: Option<i64> = None;
         for rx in from_workers {
             let received = rx.recv().map_err(|_| Stop::Disconnected)?;
             // Only the reader's outbox counts; the workers' rounds leave the count at 0.
             let _ =
                 backlog.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
             match received {
-                FromWorker::Round(batch) => batches.push(batch.into_iter()),
+                FromWorker::Round(batch, unfinished) => {
+                    unfinished_from_us = match (unfinished_from_us, unfinished) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    batches.push(batch.into_iter());
+                }
                 FromWorker::Finished(batch, worker_stats) => {
                     stats.merge(&worker_stats);
                     finished += 1;
@@ -394,9 +408,12 @@ fn consume<E: std::error::Error + 'static>(
                 }
             }
         }
-        merge_round(&mut batches, &mut |ev| sink(ev, stats)).map_err(Stop::Sink)?;
+        merge_round(&mut batches, &mut |ev| sink(Item::Event(ev), stats)).map_err(Stop::Sink)?;
         if finished == from_workers.len() {
             return Ok(());
+        }
+        if finished == 0 {
+            sink(Item::Mark { unfinished_from_us }, stats).map_err(Stop::Sink)?;
         }
         if finished > 0 {
             // The reader ends every worker in the same round; anything else is a lost round.
@@ -498,10 +515,10 @@ mod tests {
     fn a_worker_gone_mid_run_is_reported_not_awaited() {
         let (tx0, rx0) = sync_channel(QUEUED_ROUNDS);
         let (tx1, rx1) = sync_channel::<FromWorker>(QUEUED_ROUNDS);
-        tx0.send(FromWorker::Round(Vec::new())).unwrap();
+        tx0.send(FromWorker::Round(Vec::new(), None)).unwrap();
         drop(tx1);
         let mut stats = Stats::default();
-        let mut sink = |_: Event, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
+        let mut sink = |_: Item, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
         let res = consume(&[rx0, rx1], &AtomicUsize::new(0), &mut stats, &mut sink);
         assert!(matches!(res, Err(Stop::Disconnected)));
         drop(tx0);
@@ -515,15 +532,15 @@ mod tests {
             tx: &tx,
             backlog: &backlog,
         };
-        out.send(FromWorker::Round(Vec::new())).unwrap();
+        out.send(FromWorker::Round(Vec::new(), None)).unwrap();
         assert!(!out.caller_is_behind(), "one round waiting");
-        out.send(FromWorker::Round(Vec::new())).unwrap();
+        out.send(FromWorker::Round(Vec::new(), None)).unwrap();
         assert!(out.caller_is_behind(), "two rounds waiting");
         out.send(FromWorker::Finished(Vec::new(), Stats::default()))
             .unwrap();
         assert_eq!(backlog.load(Ordering::Relaxed), 3);
         let mut stats = Stats::default();
-        let mut sink = |_: Event, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
+        let mut sink = |_: Item, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
         assert!(consume(&[rx], &backlog, &mut stats, &mut sink).is_ok());
         assert_eq!(backlog.load(Ordering::Relaxed), 0);
         assert!(!out.caller_is_behind());
@@ -535,9 +552,9 @@ mod tests {
         let (tx1, rx1) = sync_channel(QUEUED_ROUNDS);
         tx0.send(FromWorker::Finished(Vec::new(), Stats::default()))
             .unwrap();
-        tx1.send(FromWorker::Round(Vec::new())).unwrap();
+        tx1.send(FromWorker::Round(Vec::new(), None)).unwrap();
         let mut stats = Stats::default();
-        let mut sink = |_: Event, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
+        let mut sink = |_: Item, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
         let res = consume(&[rx0, rx1], &AtomicUsize::new(0), &mut stats, &mut sink);
         assert!(matches!(res, Err(Stop::Disconnected)));
     }

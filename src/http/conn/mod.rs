@@ -280,6 +280,30 @@ impl Conn {
         self.last_ts_us
     }
 
+    /// The first-byte time of a request this stream has begun and not yet handed on as an
+    /// [`HttpEvent::Request`], if it has one: bytes held while the sides are unknown (either
+    /// side's, to be safe), a head being read, or a body being read. Every request it hands
+    /// on later started at or after this time, or at or after the delivery that brings it.
+    pub fn request_started_us(&self) -> Option<i64> {
+        match self.role {
+            Role::NotHttp => None,
+            Role::Undecided => self.held.iter().find_map(|h| match h {
+                Held::Data { ts_us, .. } => Some(*ts_us),
+                Held::Gap { .. } | Held::Fin { .. } => None,
+            }),
+            Role::Http { .. } => {
+                if let Some(msg) = &self.req_msg {
+                    return Some(msg.ts_first_us);
+                }
+                if self.req.buf.is_empty() || self.req.state == ReadState::Dead {
+                    return None;
+                }
+                // No mark for the buffer's start cannot happen; if it did, hold everything.
+                Some(self.req.first_mark((i64::MIN, 0)).0)
+            }
+        }
+    }
+
     fn dir_of(&self, side: Side) -> Dir {
         let swapped = matches!(self.role, Role::Http { swapped: true });
         match (side, swapped) {
