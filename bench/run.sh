@@ -51,31 +51,37 @@ work="$(mktemp -d /tmp/mcp-bench.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 results="$work/results.tsv"   # tool  file  round  wall_s  rss_kb
 
-# Runs "$@" under /usr/bin/time -v, stdout discarded; appends one result line.
+# Seconds since $1 (from `date +%s%N`), to the millisecond: /usr/bin/time's own wall clock
+# has 10 ms steps, 6% of a 100 MB run.
+since() { echo "$(( $(date +%s%N) - $1 ))" | awk '{printf "%.3f", $1 / 1e9}'; }
+
+# Runs "$@" under /usr/bin/time -v (for the peak RSS), stdout discarded; appends one result line.
 measure() {
   local tool="$1" file="$2" round="$3"; shift 3
-  local log="$work/time.log" out="$work/$tool.out"
+  local log="$work/time.log" out="$work/$tool.out" t0
   [[ $tool == tshark ]] && out=/dev/null  # its field dump is as large as the capture
+  t0=$(date +%s%N)
   if ! "$TIME" -v -o "$log" "$@" > "$out" 2> "$work/$tool.err"; then
     echo "$tool failed:" >&2; cat "$work/$tool.err" >&2; exit 1
   fi
   local wall rss
-  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$log")
+  wall=$(since "$t0")
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
   printf '%s\t%s\t%s\t%s\t%s\n' "$tool" "$file" "$round" "$wall" "$rss" >> "$results"
-  printf '  round %s  %-16s %8.2f s  %7.1f MB RSS\n' "$round" "$tool" "$wall" "$(echo "$rss/1024" | bc -l)" >&2
+  printf '  round %s  %-16s %8.3f s  %7.1f MB RSS\n' "$round" "$tool" "$wall" "$(echo "$rss/1024" | bc -l)" >&2
 }
 
-# `cat FILE | mcp-trace analyze -`: time and RSS of mcp-trace alone.
+# `cat FILE | mcp-trace analyze -`: the pipeline's time, mcp-trace's RSS.
 measure_stdin() {
-  local round="$1" log="$work/time.log"
+  local round="$1" log="$work/time.log" t0
+  t0=$(date +%s%N)
   cat "$cap" | "$TIME" -v -o "$log" "$MCP_TRACE" analyze - -o "$work/stdin.$OUT_EXT" --summary "$work/stdin.json" \
     ${extra[@]+"${extra[@]}"} > /dev/null 2> "$work/stdin.err" || { cat "$work/stdin.err" >&2; exit 1; }
   local wall rss
-  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$log")
+  wall=$(since "$t0")
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
   printf '%s\t%s\t%s\t%s\t%s\n' "mcp-trace-stdin" "$cap" "$round" "$wall" "$rss" >> "$results"
-  printf '  round %s  %-16s %8.2f s  %7.1f MB RSS\n' "$round" "mcp-trace-stdin" "$wall" "$(echo "$rss/1024" | bc -l)" >&2
+  printf '  round %s  %-16s %8.3f s  %7.1f MB RSS\n' "$round" "mcp-trace-stdin" "$wall" "$(echo "$rss/1024" | bc -l)" >&2
 }
 
 echo "capture: $cap ($(stat -c %s "$cap") bytes); tshark on: $tshark_file; rounds: $rounds; mcp-trace args: ${extra[*]:-none}" >&2
@@ -121,7 +127,7 @@ for tool in ["mcp-trace", "mcp-trace-stdin", "baseline", "baseline-json", "tshar
     walls = sorted(b["walls"])
     mid = len(walls) // 2
     median = walls[mid] if len(walls) % 2 else (walls[mid - 1] + walls[mid]) / 2
-    print(f"| {tool} | {os.path.basename(b['file'])} | {mb:.0f} | {wall:.2f} | {median:.2f} | "
+    print(f"| {tool} | {os.path.basename(b['file'])} | {mb:.0f} | {wall:.3f} | {median:.3f} | "
           f"{mb / wall:.1f} | {pk / wall:,.0f} | {b['rss'] / 1024:.0f} |")
 print()
 if "tshark" in speed:
