@@ -35,14 +35,13 @@ tshark_file="${tshark_file:-$cap}"
 target="${CARGO_TARGET_DIR:-$(dirname "$0")/../target}"
 MCP_TRACE="${MCP_TRACE:-$target/release/mcp-trace}"
 BASELINE="${BASELINE:-$target/release/examples/baseline}"
-TIME=/usr/bin/time
 OUT_EXT="${OUT_EXT:-parquet}"  # jsonl for builds without the parquet feature
 extra=()
 [[ -n "${THREADS:-}" ]] && extra+=(--threads "$THREADS")
 # shellcheck disable=SC2206  # word splitting wanted
 [[ -n "${MCP_TRACE_ARGS:-}" ]] && extra+=($MCP_TRACE_ARGS)
-for b in "$MCP_TRACE" "$BASELINE" "$TIME"; do
-  [[ -x "$b" ]] || { echo "missing $b (cargo build --release --bin mcp-trace --example baseline; apt-get install time)" >&2; exit 2; }
+for b in "$MCP_TRACE" "$BASELINE"; do
+  [[ -x "$b" ]] || { echo "missing $b (cargo build --release --bin mcp-trace --example baseline)" >&2; exit 2; }
 done
 truth_of() { echo "${1%.pcap}.truth.json"; }
 [[ -f "$(truth_of "$cap")" ]] || { echo "missing $(truth_of "$cap") (generate the capture with examples/gen_capture.rs)" >&2; exit 2; }
@@ -51,37 +50,35 @@ work="$(mktemp -d /tmp/mcp-bench.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 results="$work/results.tsv"   # tool  file  round  wall_s  rss_kb
 
-# Seconds since $1 (from `date +%s%N`), to the millisecond: /usr/bin/time's own wall clock
-# has 10 ms steps, 6% of a 100 MB run.
-since() { echo "$(( $(date +%s%N) - $1 ))" | awk '{printf "%.3f", $1 / 1e9}'; }
+MEASURE="$(dirname "$0")/measure.py"  # wall time (perf_counter) and peak RSS (wait4)
 
-# Runs "$@" under /usr/bin/time -v (for the peak RSS), stdout discarded; appends one result line.
+# Appends one result line; prints the round. Arguments: tool file round wall rss_kb.
+record() {
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >> "$results"
+  printf '  round %s  %-16s %8.3f s  %7.1f MB RSS\n' "$3" "$1" "$4" "$(echo "$5/1024" | bc -l)" >&2
+}
+
+# Runs "$@" under bench/measure.py, stdout discarded; appends one result line.
 measure() {
   local tool="$1" file="$2" round="$3"; shift 3
-  local log="$work/time.log" out="$work/$tool.out" t0
+  local out="$work/$tool.out" res wall rss
   [[ $tool == tshark ]] && out=/dev/null  # its field dump is as large as the capture
-  t0=$(date +%s%N)
-  if ! "$TIME" -v -o "$log" "$@" > "$out" 2> "$work/$tool.err"; then
+  if ! res=$(python3 "$MEASURE" --out "$out" --err "$work/$tool.err" -- "$@"); then
     echo "$tool failed:" >&2; cat "$work/$tool.err" >&2; exit 1
   fi
-  local wall rss
-  wall=$(since "$t0")
-  rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
-  printf '%s\t%s\t%s\t%s\t%s\n' "$tool" "$file" "$round" "$wall" "$rss" >> "$results"
-  printf '  round %s  %-16s %8.3f s  %7.1f MB RSS\n' "$round" "$tool" "$wall" "$(echo "$rss/1024" | bc -l)" >&2
+  read -r wall rss <<< "$res"
+  record "$tool" "$file" "$round" "$wall" "$rss"
 }
 
 # `cat FILE | mcp-trace analyze -`: the pipeline's time, mcp-trace's RSS.
 measure_stdin() {
-  local round="$1" log="$work/time.log" t0
-  t0=$(date +%s%N)
-  cat "$cap" | "$TIME" -v -o "$log" "$MCP_TRACE" analyze - -o "$work/stdin.$OUT_EXT" --summary "$work/stdin.json" \
-    ${extra[@]+"${extra[@]}"} > /dev/null 2> "$work/stdin.err" || { cat "$work/stdin.err" >&2; exit 1; }
-  local wall rss
-  wall=$(since "$t0")
-  rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
-  printf '%s\t%s\t%s\t%s\t%s\n' "mcp-trace-stdin" "$cap" "$round" "$wall" "$rss" >> "$results"
-  printf '  round %s  %-16s %8.3f s  %7.1f MB RSS\n' "$round" "mcp-trace-stdin" "$wall" "$(echo "$rss/1024" | bc -l)" >&2
+  local round="$1" res wall rss
+  if ! res=$(python3 "$MEASURE" --stdin "$cap" --err "$work/stdin.err" -- \
+    "$MCP_TRACE" analyze - -o "$work/stdin.$OUT_EXT" --summary "$work/stdin.json" ${extra[@]+"${extra[@]}"}); then
+    echo "mcp-trace (stdin) failed:" >&2; cat "$work/stdin.err" >&2; exit 1
+  fi
+  read -r wall rss <<< "$res"
+  record "mcp-trace-stdin" "$cap" "$round" "$wall" "$rss"
 }
 
 echo "capture: $cap ($(stat -c %s "$cap") bytes); tshark on: $tshark_file; rounds: $rounds; mcp-trace args: ${extra[*]:-none}" >&2
