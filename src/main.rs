@@ -66,8 +66,8 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// Freed pages go back to the OS after this many milliseconds instead of mimalloc's default
 /// second: polars frees its buffers after every row group, and within a second they still
 /// count as resident (1 GB as Parquet: 130-134 MB peak with the default, 125-127 MB with
-/// 100 ms, 122-123 MB with 1 ms). A 1 ms delay cost up to 3% more CPU than 100 ms: pages given back
-/// at once are faulted in and zeroed again (bench/README.md, session 8).
+/// 100 ms, 122-123 MB with 1 ms). A 1 ms delay cost up to 3% more CPU than 100 ms: pages
+/// given back at once are faulted in and zeroed again (bench/README.md, session 8).
 #[cfg(feature = "mimalloc")]
 const PURGE_DELAY_MS: std::ffi::c_long = 100;
 

@@ -158,11 +158,10 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     // The output file is created before any input is read and written as rows are released;
     // a failed run drops the writer, which removes the partial file.
     let mut writer = match (&args.output, output_format) {
-        (Some(path), Some(format)) => Some(report::BackgroundWriter::spawn(TableWriter::<
-            Box<Exchange>,
-        >::create(
-            path, format
-        )?)?),
+        (Some(path), Some(format)) => {
+            let table: TableWriter<Box<Exchange>> = TableWriter::create(path, format)?;
+            Some(report::BackgroundWriter::spawn(table)?)
+        }
         _ => None,
     };
     let mut tally = Tally::new(args.sessions.is_some());
