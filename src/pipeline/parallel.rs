@@ -21,7 +21,8 @@
 //! to whichever thread has room.
 //!
 //! Channels are bounded ([`QUEUED_ROUNDS`] per worker each way) and a round holds at most
-//! [`ROUND_FRAMES`] frames or about [`ROUND_BYTES`] payload bytes, so memory stays bounded.
+//! [`ROUND_FRAMES`] frames or about [`ROUND_BYTES`] payload bytes (with the reader's own HTTP
+//! stage, decoded body bytes too), so memory stays bounded.
 //! A thread that stops early (a panic) closes its channels: the others see the disconnect
 //! and stop, and the run ends with [`RunError::Worker`]. A sink error drops the caller's
 //! receivers, which stops the workers and then the reader the same way.
@@ -40,10 +41,15 @@ use std::thread::{self, ScopedJoinHandle};
 /// Frames per round: enough that channel costs vanish, few enough that a round's data is
 /// still in cache when the caller reads it (512 cost 5-8% more CPU than 128 on 100 MB).
 pub const ROUND_FRAMES: u32 = 128;
-/// TCP payload bytes after which a round is sent early (loopback captures carry 64 KB segments).
-pub const ROUND_BYTES: usize = 1 << 20;
-/// Rounds waiting in each channel; past it the sender blocks.
-pub const QUEUED_ROUNDS: usize = 4;
+/// TCP payload bytes (and, from the reader's own HTTP stage, decoded body bytes) after which
+/// a round is sent early (loopback captures carry 64 KB segments).
+pub const ROUND_BYTES: usize = 256 * 1024;
+/// Rounds waiting in each channel; past it the sender blocks. Three threads share two cores,
+/// so each runs in time slices of a few milliseconds: the queue must outlast one (about 4 ms
+/// of packets at 128 frames a round), or a thread waits while its peer is switched out. With
+/// 4 rounds the cores were busy 1.77 of 2 on 100 MB, with 32 about 1.85 (bench/README.md,
+/// session 9).
+pub const QUEUED_ROUNDS: usize = 32;
 /// With the HTTP stage on the reader thread, the reader parses POST bodies only while at
 /// least this many rounds wait for the caller: the caller is then behind and the reader has
 /// time to spare. Otherwise the POSTs go unparsed and the caller's analyzer parses them, so
@@ -226,6 +232,7 @@ fn read_and_parse(
                 bytes = bytes.saturating_add(b.len());
             }
             stage.push(ev, stats, &mut out);
+            bytes = bytes.saturating_add(out.iter().map(body_bytes).sum::<usize>());
             let here = !adaptive || tx.caller_is_behind();
             // One batch per round: the order is already the final one.
             batch.extend(
@@ -361,6 +368,15 @@ fn http_worker(
         }
     }
     Err(Gone)
+}
+
+/// Body bytes an event carries (a decompressed piece may be far larger than its packet).
+fn body_bytes(ev: &HttpEvent) -> usize {
+    match ev {
+        HttpEvent::Request(r) => r.body.len(),
+        HttpEvent::ResponseBody { data, .. } => data.len(),
+        _ => 0,
+    }
 }
 
 /// Connection (= TCP stream) id of an event.
@@ -544,6 +560,72 @@ mod tests {
         assert!(consume(&[rx], &backlog, &mut stats, &mut sink).is_ok());
         assert_eq!(backlog.load(Ordering::Relaxed), 0);
         assert!(!out.caller_is_behind());
+    }
+
+    /// A gzip response of 2 MiB of zeros arrives in a handful of packets: far fewer than
+    /// ROUND_FRAMES and ROUND_BYTES of payload, but its pieces inflate to over ROUND_BYTES.
+    /// The reader closes a round once its events carry that much, so the queued rounds hold
+    /// what ROUND_BYTES promises, not what a compressor makes of it.
+    #[test]
+    fn a_round_closes_on_decoded_body_bytes_too() {
+        use crate::pipeline::tests::{Conn, T0_US, pcap_of};
+        use std::io::Write;
+        let zeros = vec![0u8; 2 << 20];
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(&zeros).unwrap();
+        let body = gz.finish().unwrap();
+        let mut c = Conn::open(0);
+        c.send(true, b"GET /x HTTP/1.1\r\nHost: s\r\n\r\n", None);
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        c.send(false, head.as_bytes(), None);
+        c.send(false, &body, None);
+        let frames: Vec<(i64, Vec<u8>)> = (0i64..)
+            .zip(c.packets)
+            .map(|(i, p)| (T0_US + i * 100, p))
+            .collect();
+        assert!(
+            frames.len() < ROUND_FRAMES as usize,
+            "{} frames",
+            frames.len()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gzip.pcap");
+        std::fs::write(&path, pcap_of(&frames)).unwrap();
+        let crate::capture::Source::Packets(reader) =
+            crate::capture::open(&path.to_string_lossy(), 0).unwrap()
+        else {
+            panic!("not a packet capture")
+        };
+        let (tx, rx) = sync_channel(1024);
+        let backlog = AtomicUsize::new(0);
+        let out = Outbox {
+            tx: &tx,
+            backlog: &backlog,
+        };
+        let stage = HttpStage::new(vec!["gzip.pcap".into()]);
+        let merger = Merger::new(vec![reader]);
+        assert!(read_and_parse(merger, FlowLimits::default(), None, stage, None, &out).is_ok());
+        drop(tx);
+        let mut per_round = Vec::new();
+        let mut largest_piece = 0;
+        for msg in rx.iter() {
+            let (FromWorker::Round(batch, _) | FromWorker::Finished(batch, _)) = msg;
+            let sizes: Vec<usize> = batch.iter().map(|(_, ev)| body_bytes(&ev.http)).collect();
+            largest_piece = sizes.iter().copied().fold(largest_piece, usize::max);
+            per_round.push(sizes.iter().sum::<usize>());
+        }
+        assert_eq!(
+            per_round.iter().sum::<usize>(),
+            zeros.len(),
+            "{per_round:?}"
+        );
+        assert!(per_round.len() >= 2, "{per_round:?}");
+        for n in per_round {
+            assert!(n < ROUND_BYTES + largest_piece, "{n} bytes in one round");
+        }
     }
 
     #[test]

@@ -126,19 +126,19 @@ fn all_packet_samples_in_one_run_same_with_threads() {
     assert!(stats["tcp_streams"].as_u64().unwrap() > 50);
 }
 
-const T0_US: i64 = 1_700_000_000_000_000;
+pub(super) const T0_US: i64 = 1_700_000_000_000_000;
 
 /// One TCP connection of the built capture: its packets, in its own order.
-struct Conn {
+pub(super) struct Conn {
     client: ([u8; 4], u16),
     server: ([u8; 4], u16),
     client_seq: u32,
     server_seq: u32,
-    packets: Vec<Vec<u8>>,
+    pub(super) packets: Vec<Vec<u8>>,
 }
 
 #[derive(Clone, Copy)]
-enum Flags {
+pub(super) enum Flags {
     Syn,
     SynAck,
     Ack,
@@ -148,7 +148,7 @@ enum Flags {
 }
 
 impl Conn {
-    fn open(n: u16) -> Conn {
+    pub(super) fn open(n: u16) -> Conn {
         let hi = u8::try_from(n / 200).unwrap();
         let lo = u8::try_from(n % 200).unwrap();
         let mut c = Conn {
@@ -166,7 +166,7 @@ impl Conn {
         c
     }
 
-    fn packet(&mut self, from_client: bool, flags: Flags, payload: &[u8]) {
+    pub(super) fn packet(&mut self, from_client: bool, flags: Flags, payload: &[u8]) {
         let (src, dst, seq, ack) = if from_client {
             (self.client, self.server, self.client_seq, self.server_seq)
         } else {
@@ -190,7 +190,7 @@ impl Conn {
 
     /// Bytes from one side in 300-byte segments, each acknowledged; `drop` loses one
     /// segment (the ACK after it covers it, so the flow stage reports a gap).
-    fn send(&mut self, from_client: bool, data: &[u8], drop: Option<usize>) {
+    pub(super) fn send(&mut self, from_client: bool, data: &[u8], drop: Option<usize>) {
         for (i, seg) in data.chunks(300).enumerate() {
             if drop != Some(i) {
                 self.packet(from_client, Flags::Data, seg);
@@ -331,7 +331,7 @@ fn built_capture(conns: u16) -> (Vec<u8>, usize, u64) {
 }
 
 /// A classic pcap (Ethernet, µs) of `(time in µs, frame)` in the order given.
-fn pcap_of(frames: &[(i64, Vec<u8>)]) -> Vec<u8> {
+pub(super) fn pcap_of(frames: &[(i64, Vec<u8>)]) -> Vec<u8> {
     let mut out = Vec::new();
     for v in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
         out.extend_from_slice(&v.to_le_bytes());
