@@ -776,6 +776,51 @@ fn hostile_gzip_bomb() {
     assert_eq!(num(&s, "http_exchanges"), 1);
 }
 
+/// Several gzip bombs inflating at once, their segments interleaved: every packet inflates to
+/// about 1.4 MiB, so a round of packets counted only by its payload would carry hundreds of
+/// MiB between the threads. Rounds also close on decoded bytes (`pipeline::parallel`), so the
+/// peak stays near what the analyzer legitimately holds: each body's first 16 MiB.
+#[test]
+fn hostile_gzip_bombs_at_once() {
+    let bombs = scaled(4, 8);
+    // 80 MiB of zeros each (the decoder stops at 64), in about 80 KB.
+    let mut body = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    body.extend_from_slice(&deflate_bomb(80));
+    body.extend_from_slice(&0u32.to_le_bytes());
+    body.extend_from_slice(&0u32.to_le_bytes());
+    let s = hostile(
+        "gzip-bombs",
+        |p| {
+            let mut w = PcapWriter::create(p);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n\
+                 Content-Length: {}\r\n\r\n",
+                body.len()
+            );
+            let mut conns: Vec<Conn> = (0..bombs)
+                .map(|i| {
+                    let client = ([10, 0, 1, i as u8 + 1], 40001);
+                    let mut c = Conn::open(&mut w, client, SERVER, 1000, 5000);
+                    c.send(&mut w, true, &mcp_post(TOOLS_CALL));
+                    c.send(&mut w, false, head.as_bytes());
+                    c
+                })
+                .collect();
+            for piece in body.chunks(MSS) {
+                for c in &mut conns {
+                    c.send(&mut w, false, piece);
+                }
+            }
+            for c in &mut conns {
+                c.close(&mut w);
+            }
+            w.finish();
+        },
+        &["http.decompression_limit"],
+    );
+    assert_eq!(num(&s, "http_exchanges"), bombs as u64);
+}
+
 #[test]
 fn hostile_header_of_many_megabytes() {
     let mib = scaled(4, 16);

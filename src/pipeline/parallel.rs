@@ -22,7 +22,11 @@
 //!
 //! Channels are bounded ([`QUEUED_ROUNDS`] per worker each way) and a round holds at most
 //! [`ROUND_FRAMES`] frames or about [`ROUND_BYTES`] payload bytes (with the reader's own HTTP
-//! stage, decoded body bytes too), so memory stays bounded.
+//! stage, decoded body bytes too), so memory stays bounded. Decoded bodies can still be far
+//! larger than their packets, so each thread sending rounds to the caller also waits while its
+//! rounds not yet taken hold over [`HELD_BYTES`] of bodies. Known limit: with HTTP workers, one
+//! round's output is not split, so a round of packets that all inflate (many decompression
+//! bombs at once) is held whole, up to the decoder's per-body limit for each.
 //! A thread that stops early (a panic) closes its channels: the others see the disconnect
 //! and stop, and the run ends with [`RunError::Worker`]. A sink error drops the caller's
 //! receivers, which stops the workers and then the reader the same way.
@@ -34,9 +38,10 @@ use crate::flow::{FlowLimits, StreamEvent, StreamEventKind};
 use crate::http::{HttpEvent, HttpStage};
 use crate::limits::Limits;
 use crate::mcp::{PrepareScope, Preparer};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::{self, ScopedJoinHandle};
+use std::time::Duration;
 
 /// Frames per round: enough that channel costs vanish, few enough that a round's data is
 /// still in cache when the caller reads it (512 cost 5-8% more CPU than 128 on 100 MB).
@@ -50,6 +55,13 @@ pub const ROUND_BYTES: usize = 256 * 1024;
 /// 4 rounds the cores were busy 1.77 of 2 on 100 MB, with 32 about 1.85 (bench/README.md,
 /// session 9).
 pub const QUEUED_ROUNDS: usize = 32;
+/// Body bytes one producer may have in rounds the caller has not taken yet; past it the
+/// producer waits. Ordinary traffic stays far below it (32 rounds of a few hundred KB), while
+/// bodies that inflate at once (decompression bombs on several connections) no longer pile
+/// up between the threads.
+pub const HELD_BYTES: usize = 16 << 20;
+/// How long a producer over [`HELD_BYTES`] sleeps before it looks again.
+const HELD_WAIT: Duration = Duration::from_micros(200);
 /// With the HTTP stage on the reader thread, the reader parses POST bodies only while at
 /// least this many rounds wait for the caller: the caller is then behind and the reader has
 /// time to spare. Otherwise the POSTs go unparsed and the caller's analyzer parses them, so
@@ -69,9 +81,9 @@ enum ToWorker {
 
 /// Worker -> caller. Events are tagged with their merge key within the round.
 enum FromWorker {
-    /// A round's events, and the earliest request under way in the worker's HTTP stage
-    /// after it ([`HttpStage::earliest_unfinished_request_us`]).
-    Round(Vec<(u64, Event)>, Option<i64>),
+    /// A round's events, the earliest request under way in the worker's HTTP stage after it
+    /// ([`HttpStage::earliest_unfinished_request_us`]), and the body bytes the events hold.
+    Round(Vec<(u64, Event)>, Option<i64>, usize),
     /// The flushed connections' events keyed by stream id, and the worker's counts.
     Finished(Vec<(u64, Event)>, Stats),
 }
@@ -105,10 +117,9 @@ pub(super) fn run<E: std::error::Error + 'static>(
     } else {
         None
     };
-    // Rounds sent and not yet taken by the caller.
-    let backlog = AtomicUsize::new(0);
+    let ledger = Ledger::new(if inline.is_some() { 1 } else { stages.len() });
     thread::scope(|scope| {
-        let backlog = &backlog;
+        let ledger = &ledger;
         let mut to_workers = Vec::with_capacity(stages.len());
         let mut from_workers = Vec::with_capacity(stages.len());
         let mut workers = Vec::with_capacity(stages.len());
@@ -117,7 +128,9 @@ pub(super) fn run<E: std::error::Error + 'static>(
             let (tx_out, rx_out) = sync_channel(QUEUED_ROUNDS);
             let handle = thread::Builder::new()
                 .name(format!("mcp-trace-http-{w}"))
-                .spawn_scoped(scope, move || http_worker(stage, prepare, rx_in, tx_out))
+                .spawn_scoped(scope, move || {
+                    http_worker(stage, prepare, rx_in, tx_out, (ledger, w))
+                })
                 .map_err(|e| RunError::Worker(format!("cannot start an HTTP worker: {e}")))?;
             workers.push(handle);
             to_workers.push(tx_in);
@@ -131,7 +144,7 @@ pub(super) fn run<E: std::error::Error + 'static>(
                 reader.spawn_scoped(scope, move || {
                     let out = Outbox {
                         tx: &tx_out,
-                        backlog,
+                        ledger,
                     };
                     read_and_parse(merger, flow, progress.as_ref(), stage, prepare, &out)
                 })
@@ -142,7 +155,8 @@ pub(super) fn run<E: std::error::Error + 'static>(
         }
         .map_err(|e| RunError::Worker(format!("cannot start the reader: {e}")))?;
 
-        let consumed = consume(&from_workers, backlog, stats, sink);
+        let consumed = consume(&from_workers, ledger, stats, sink);
+        ledger.caller_done.store(true, Ordering::Release);
         // Closing the receivers unblocks workers (and through them the reader) after a sink error.
         drop(from_workers);
         let read = joined(reader, "reader");
@@ -248,9 +262,11 @@ fn read_and_parse(
                 // The next round gets this one's room: growing it moves every event again.
                 let cap = batch.capacity();
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(cap));
+                let held = held_bytes(&full);
                 tx.send(FromWorker::Round(
                     full,
                     stage.earliest_unfinished_request_us(),
+                    held,
                 ))?;
             }
         }
@@ -262,22 +278,74 @@ fn read_and_parse(
     Ok((stats, totals))
 }
 
-/// The reader's channel to the caller, with the count of rounds waiting in it.
+/// The reader's channel to the caller (the reader is the only producer, number 0).
 struct Outbox<'a> {
     tx: &'a SyncSender<FromWorker>,
-    backlog: &'a AtomicUsize,
+    ledger: &'a Ledger,
 }
 
 impl Outbox<'_> {
     fn send(&self, msg: FromWorker) -> Result<(), Gone> {
-        self.backlog.fetch_add(1, Ordering::Relaxed);
+        if let FromWorker::Round(_, _, held) = &msg {
+            self.ledger.reserve(0, *held);
+        }
+        self.ledger.backlog.fetch_add(1, Ordering::Relaxed);
         self.tx.send(msg).map_err(|_| Gone)
     }
 
     /// Enough rounds wait for the caller that the reader may take on its work.
     fn caller_is_behind(&self) -> bool {
-        self.backlog.load(Ordering::Relaxed) >= BACKLOG_TO_PREPARE
+        self.ledger.backlog.load(Ordering::Relaxed) >= BACKLOG_TO_PREPARE
     }
+}
+
+/// What the caller shares with the threads that send it rounds, besides the channels.
+struct Ledger {
+    /// Rounds the reader (running the only HTTP stage) sent and the caller has not taken.
+    backlog: AtomicUsize,
+    /// Per producer, in the order of the caller's receivers: body bytes in rounds sent and
+    /// not yet taken.
+    held: Vec<AtomicUsize>,
+    /// The caller takes no more rounds: nobody waits for room any more.
+    caller_done: AtomicBool,
+}
+
+impl Ledger {
+    fn new(producers: usize) -> Ledger {
+        Ledger {
+            backlog: AtomicUsize::new(0),
+            held: (0..producers).map(|_| AtomicUsize::new(0)).collect(),
+            caller_done: AtomicBool::new(false),
+        }
+    }
+
+    /// Waits while `producer`'s rounds in flight hold more than [`HELD_BYTES`] (until the
+    /// caller takes some or stops), then counts `bytes` more. A producer waits only for its
+    /// own rounds, which the caller can always take: no producer waits for another.
+    fn reserve(&self, producer: usize, bytes: usize) {
+        let Some(held) = self.held.get(producer) else {
+            return;
+        };
+        while held.load(Ordering::Acquire) > HELD_BYTES && !self.caller_done.load(Ordering::Acquire)
+        {
+            thread::sleep(HELD_WAIT);
+        }
+        held.fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    /// The caller took a round holding `bytes` from `producer`.
+    fn taken(&self, producer: usize, bytes: usize) {
+        if let Some(held) = self.held.get(producer) {
+            let _ = held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                Some(n.saturating_sub(bytes))
+            });
+        }
+    }
+}
+
+/// Body bytes the events of a round hold.
+fn held_bytes(batch: &[(u64, Event)]) -> usize {
+    batch.iter().map(|(_, ev)| body_bytes(&ev.http)).sum()
 }
 
 /// Stream events gathered for the next round, one batch per worker.
@@ -335,6 +403,7 @@ fn http_worker(
     prepare: Option<(Limits, PrepareScope)>,
     rx: Receiver<ToWorker>,
     tx: SyncSender<FromWorker>,
+    (ledger, producer): (&Ledger, usize),
 ) -> Result<(), Gone> {
     let mut stats = Stats::default();
     let mut out: Vec<HttpEvent> = Vec::new();
@@ -351,7 +420,9 @@ fn http_worker(
                     );
                 }
                 let unfinished = stage.earliest_unfinished_request_us();
-                tx.send(FromWorker::Round(batch, unfinished))
+                let held = held_bytes(&batch);
+                ledger.reserve(producer, held);
+                tx.send(FromWorker::Round(batch, unfinished, held))
                     .map_err(|_| Gone)?;
             }
             ToWorker::Finish => {
@@ -395,7 +466,7 @@ fn conn_of(ev: &HttpEvent) -> u64 {
 /// and feeds the sink, until every worker has finished.
 fn consume<E: std::error::Error + 'static>(
     from_workers: &[Receiver<FromWorker>],
-    backlog: &AtomicUsize,
+    ledger: &Ledger,
     stats: &mut Stats,
     sink: &mut EventSink<'_, E>,
 ) -> Result<(), Stop<E>> {
@@ -404,13 +475,15 @@ fn consume<E: std::error::Error + 'static>(
         batches.clear();
         let mut finished = 0usize;
         let mut unfinished_from_us: Option<i64> = None;
-        for rx in from_workers {
+        for (producer, rx) in from_workers.iter().enumerate() {
             let received = rx.recv().map_err(|_| Stop::Disconnected)?;
             // Only the reader's outbox counts; the workers' rounds leave the count at 0.
-            let _ =
-                backlog.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+            let _ = ledger
+                .backlog
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
             match received {
-                FromWorker::Round(batch, unfinished) => {
+                FromWorker::Round(batch, unfinished, held) => {
+                    ledger.taken(producer, held);
                     unfinished_from_us = match (unfinished_from_us, unfinished) {
                         (Some(a), Some(b)) => Some(a.min(b)),
                         (a, b) => a.or(b),
@@ -531,11 +604,11 @@ mod tests {
     fn a_worker_gone_mid_run_is_reported_not_awaited() {
         let (tx0, rx0) = sync_channel(QUEUED_ROUNDS);
         let (tx1, rx1) = sync_channel::<FromWorker>(QUEUED_ROUNDS);
-        tx0.send(FromWorker::Round(Vec::new(), None)).unwrap();
+        tx0.send(FromWorker::Round(Vec::new(), None, 0)).unwrap();
         drop(tx1);
         let mut stats = Stats::default();
         let mut sink = |_: Item, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
-        let res = consume(&[rx0, rx1], &AtomicUsize::new(0), &mut stats, &mut sink);
+        let res = consume(&[rx0, rx1], &Ledger::new(2), &mut stats, &mut sink);
         assert!(matches!(res, Err(Stop::Disconnected)));
         drop(tx0);
     }
@@ -543,22 +616,22 @@ mod tests {
     #[test]
     fn the_backlog_counts_rounds_sent_and_not_yet_taken() {
         let (tx, rx) = sync_channel(QUEUED_ROUNDS);
-        let backlog = AtomicUsize::new(0);
+        let ledger = Ledger::new(1);
         let out = Outbox {
             tx: &tx,
-            backlog: &backlog,
+            ledger: &ledger,
         };
-        out.send(FromWorker::Round(Vec::new(), None)).unwrap();
+        out.send(FromWorker::Round(Vec::new(), None, 0)).unwrap();
         assert!(!out.caller_is_behind(), "one round waiting");
-        out.send(FromWorker::Round(Vec::new(), None)).unwrap();
+        out.send(FromWorker::Round(Vec::new(), None, 0)).unwrap();
         assert!(out.caller_is_behind(), "two rounds waiting");
         out.send(FromWorker::Finished(Vec::new(), Stats::default()))
             .unwrap();
-        assert_eq!(backlog.load(Ordering::Relaxed), 3);
+        assert_eq!(ledger.backlog.load(Ordering::Relaxed), 3);
         let mut stats = Stats::default();
         let mut sink = |_: Item, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
-        assert!(consume(&[rx], &backlog, &mut stats, &mut sink).is_ok());
-        assert_eq!(backlog.load(Ordering::Relaxed), 0);
+        assert!(consume(&[rx], &ledger, &mut stats, &mut sink).is_ok());
+        assert_eq!(ledger.backlog.load(Ordering::Relaxed), 0);
         assert!(!out.caller_is_behind());
     }
 
@@ -600,10 +673,10 @@ mod tests {
             panic!("not a packet capture")
         };
         let (tx, rx) = sync_channel(1024);
-        let backlog = AtomicUsize::new(0);
+        let ledger = Ledger::new(1);
         let out = Outbox {
             tx: &tx,
-            backlog: &backlog,
+            ledger: &ledger,
         };
         let stage = HttpStage::new(vec!["gzip.pcap".into()]);
         let merger = Merger::new(vec![reader]);
@@ -612,7 +685,7 @@ mod tests {
         let mut per_round = Vec::new();
         let mut largest_piece = 0;
         for msg in rx.iter() {
-            let (FromWorker::Round(batch, _) | FromWorker::Finished(batch, _)) = msg;
+            let (FromWorker::Round(batch, ..) | FromWorker::Finished(batch, _)) = msg;
             let sizes: Vec<usize> = batch.iter().map(|(_, ev)| body_bytes(&ev.http)).collect();
             largest_piece = sizes.iter().copied().fold(largest_piece, usize::max);
             per_round.push(sizes.iter().sum::<usize>());
@@ -629,15 +702,49 @@ mod tests {
     }
 
     #[test]
+    fn a_producer_over_its_held_bytes_waits_until_the_caller_takes_some() {
+        let ledger = Ledger::new(2);
+        ledger.reserve(1, HELD_BYTES + 1);
+        thread::scope(|s| {
+            let waiting = s.spawn(|| ledger.reserve(1, 10));
+            // The other producer is not held up by producer 1's bytes.
+            ledger.reserve(0, 5);
+            thread::sleep(Duration::from_millis(30));
+            assert!(!waiting.is_finished(), "over HELD_BYTES: must wait");
+            assert_eq!(ledger.held[1].load(Ordering::Acquire), HELD_BYTES + 1);
+            ledger.taken(1, HELD_BYTES);
+            waiting.join().unwrap();
+        });
+        assert_eq!(ledger.held[1].load(Ordering::Acquire), 11);
+        assert_eq!(ledger.held[0].load(Ordering::Acquire), 5);
+        // Taking more than is counted (never happens) leaves zero, not a wrapped count.
+        ledger.taken(0, 6);
+        assert_eq!(ledger.held[0].load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn a_stopped_caller_releases_a_waiting_producer() {
+        let ledger = Ledger::new(1);
+        ledger.reserve(0, HELD_BYTES + 1);
+        thread::scope(|s| {
+            let waiting = s.spawn(|| ledger.reserve(0, 1));
+            thread::sleep(Duration::from_millis(30));
+            assert!(!waiting.is_finished());
+            ledger.caller_done.store(true, Ordering::Release);
+            waiting.join().unwrap();
+        });
+    }
+
+    #[test]
     fn workers_finishing_in_different_rounds_is_an_error() {
         let (tx0, rx0) = sync_channel(QUEUED_ROUNDS);
         let (tx1, rx1) = sync_channel(QUEUED_ROUNDS);
         tx0.send(FromWorker::Finished(Vec::new(), Stats::default()))
             .unwrap();
-        tx1.send(FromWorker::Round(Vec::new(), None)).unwrap();
+        tx1.send(FromWorker::Round(Vec::new(), None, 0)).unwrap();
         let mut stats = Stats::default();
         let mut sink = |_: Item, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
-        let res = consume(&[rx0, rx1], &AtomicUsize::new(0), &mut stats, &mut sink);
+        let res = consume(&[rx0, rx1], &Ledger::new(2), &mut stats, &mut sink);
         assert!(matches!(res, Err(Stop::Disconnected)));
     }
 }
