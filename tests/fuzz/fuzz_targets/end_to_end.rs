@@ -1,5 +1,7 @@
 //! Raw capture bytes -> exchanges: `pipeline::analyze` on a temporary file,
-//! then the summary and the table rows, as `mcp-trace analyze` does.
+//! then the summary and the table rows, as `mcp-trace analyze` does. The same file is then
+//! analyzed with 2 or 3 threads (by the input's length), which must give the same rows and
+//! counts: the threaded pipeline, differentially.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use mcp_trace::pipeline::{Config, analyze};
@@ -12,7 +14,25 @@ fuzz_target!(|data: &[u8]| {
     }
     let Some(p) = path.to_str() else { return };
     let res = analyze(&[p.to_string()], &Config::default());
+    let threaded = Config {
+        threads: 2 + data.len() % 2,
+        ..Config::default()
+    };
+    let res_threaded = analyze(&[p.to_string()], &threaded);
     let _ = std::fs::remove_file(&path);
+    match (&res, &res_threaded) {
+        (Ok(one), Ok(more)) => {
+            let rows = |a: &[mcp_trace::mcp::Exchange]| serde_json::to_value(a).ok();
+            assert_eq!(rows(&one.rows), rows(&more.rows), "rows differ with threads");
+            assert_eq!(
+                serde_json::to_value(&one.stats).ok(),
+                serde_json::to_value(&more.stats).ok(),
+                "counts differ with threads"
+            );
+        }
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+        _ => panic!("one thread and {} threads disagree on failing", threaded.threads),
+    }
     let Ok(a) = res else { return };
     let s = &a.stats;
     assert_eq!(
