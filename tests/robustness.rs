@@ -98,6 +98,11 @@ fn vm_hwm_kb(pid: u32) -> Option<u64> {
 
 /// Run `mcp-trace analyze <input> -o <tmp>/out.jsonl --summary <tmp>/summary.json`.
 fn analyze(input: &Path, timeout: Duration) -> Run {
+    analyze_with(input, timeout, &[])
+}
+
+/// [`analyze`] with more arguments.
+fn analyze_with(input: &Path, timeout: Duration, extra: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let summary = dir.path().join("summary.json");
     let out = dir.path().join("out.jsonl");
@@ -118,6 +123,7 @@ fn analyze(input: &Path, timeout: Duration) -> Run {
         .arg("--summary")
         .arg(&summary)
         .arg("--no-progress")
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -624,9 +630,24 @@ fn hostile(name: &str, build: impl FnOnce(&Path), expected: &[&str]) -> Value {
     hostile_bounded(name, build, expected, PEAK_RSS_LIMIT_KB)
 }
 
+/// [`hostile`] run with more arguments (e.g. a thread count).
+fn hostile_with(name: &str, extra: &[&str], build: impl FnOnce(&Path), expected: &[&str]) -> Value {
+    hostile_run(name, extra, build, expected, PEAK_RSS_LIMIT_KB)
+}
+
 /// [`hostile`] with its own peak RSS bound.
 fn hostile_bounded(
     name: &str,
+    build: impl FnOnce(&Path),
+    expected: &[&str],
+    rss_limit_kb: u64,
+) -> Value {
+    hostile_run(name, &[], build, expected, rss_limit_kb)
+}
+
+fn hostile_run(
+    name: &str,
+    extra: &[&str],
     build: impl FnOnce(&Path),
     expected: &[&str],
     rss_limit_kb: u64,
@@ -645,9 +666,9 @@ fn hostile_bounded(
     } else {
         HANG_TIMEOUT
     };
-    let run = analyze(&path, timeout);
+    let run = analyze_with(&path, timeout, extra);
     eprintln!(
-        "hostile {name}: {size} bytes in, exit {:?}, {:?}, peak RSS {} kB",
+        "hostile {name} {extra:?}: {size} bytes in, exit {:?}, {:?}, peak RSS {} kB",
         run.code, run.elapsed, run.peak_rss_kb
     );
     if let Err(why) = check_run_bounded(name, &run, rss_limit_kb) {
@@ -788,37 +809,43 @@ fn hostile_gzip_bombs_at_once() {
     body.extend_from_slice(&deflate_bomb(80));
     body.extend_from_slice(&0u32.to_le_bytes());
     body.extend_from_slice(&0u32.to_le_bytes());
-    let s = hostile(
-        "gzip-bombs",
-        |p| {
-            let mut w = PcapWriter::create(p);
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n\
-                 Content-Length: {}\r\n\r\n",
-                body.len()
-            );
-            let mut conns: Vec<Conn> = (0..bombs)
-                .map(|i| {
-                    let client = ([10, 0, 1, i as u8 + 1], 40001);
-                    let mut c = Conn::open(&mut w, client, SERVER, 1000, 5000);
-                    c.send(&mut w, true, &mcp_post(TOOLS_CALL));
-                    c.send(&mut w, false, head.as_bytes());
-                    c
-                })
-                .collect();
-            for piece in body.chunks(MSS) {
-                for c in &mut conns {
-                    c.send(&mut w, false, piece);
-                }
-            }
+    let build = |p: &Path| {
+        let mut w = PcapWriter::create(p);
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n\
+             Content-Length: {}\r\n\r\n",
+            body.len()
+        );
+        let mut conns: Vec<Conn> = (0..bombs)
+            .map(|i| {
+                let client = ([10, 0, 1, i as u8 + 1], 40001);
+                let mut c = Conn::open(&mut w, client, SERVER, 1000, 5000);
+                c.send(&mut w, true, &mcp_post(TOOLS_CALL));
+                c.send(&mut w, false, head.as_bytes());
+                c
+            })
+            .collect();
+        for piece in body.chunks(MSS) {
             for c in &mut conns {
-                c.close(&mut w);
+                c.send(&mut w, false, piece);
             }
-            w.finish();
-        },
-        &["http.decompression_limit"],
-    );
-    assert_eq!(num(&s, "http_exchanges"), bombs as u64);
+        }
+        for c in &mut conns {
+            c.close(&mut w);
+        }
+        w.finish();
+    };
+    // Two threads (the reader runs the HTTP stage) and three (two HTTP workers, whose rounds
+    // are sent in parts) bound what waits between the threads differently.
+    for threads in ["2", "3"] {
+        let s = hostile_with(
+            "gzip-bombs",
+            &["--threads", threads],
+            build,
+            &["http.decompression_limit"],
+        );
+        assert_eq!(num(&s, "http_exchanges"), bombs as u64);
+    }
 }
 
 #[test]

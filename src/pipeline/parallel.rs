@@ -38,6 +38,7 @@ use crate::flow::{FlowLimits, StreamEvent, StreamEventKind};
 use crate::http::{HttpEvent, HttpStage};
 use crate::limits::Limits;
 use crate::mcp::{PrepareScope, Preparer};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::{self, ScopedJoinHandle};
@@ -81,6 +82,11 @@ enum ToWorker {
 
 /// Worker -> caller. Events are tagged with their merge key within the round.
 enum FromWorker {
+    /// Part of a round's events, sent early because they hold [`ROUND_BYTES`] of bodies
+    /// (a round of packets that inflate would otherwise be held whole), the body bytes they
+    /// hold, and the tag of the last stream event read: the worker's later events of the
+    /// round all have greater tags. Only HTTP workers send parts.
+    Part(Vec<(u64, Event)>, usize, u64),
     /// A round's events, the earliest request under way in the worker's HTTP stage after it
     /// ([`HttpStage::earliest_unfinished_request_us`]), and the body bytes the events hold.
     Round(Vec<(u64, Event)>, Option<i64>, usize),
@@ -412,15 +418,23 @@ fn http_worker(
         match msg {
             ToWorker::Round(events) => {
                 let mut batch = Vec::with_capacity(events.len());
-                for (seq, ev) in events {
+                let mut held = 0usize;
+                let count = events.len();
+                for (i, (seq, ev)) in events.into_iter().enumerate() {
                     stage.push(ev, &mut stats, &mut out);
-                    batch.extend(
-                        out.drain(..)
-                            .map(|h| (seq, Event::new(h, preparer.as_mut()))),
-                    );
+                    for h in out.drain(..) {
+                        held = held.saturating_add(body_bytes(&h));
+                        batch.push((seq, Event::new(h, preparer.as_mut())));
+                    }
+                    if held >= ROUND_BYTES && i + 1 < count {
+                        ledger.reserve(producer, held);
+                        let part = std::mem::take(&mut batch);
+                        tx.send(FromWorker::Part(part, held, seq))
+                            .map_err(|_| Gone)?;
+                        held = 0;
+                    }
                 }
                 let unfinished = stage.earliest_unfinished_request_us();
-                let held = held_bytes(&batch);
                 ledger.reserve(producer, held);
                 tx.send(FromWorker::Round(batch, unfinished, held))
                     .map_err(|_| Gone)?;
@@ -463,42 +477,76 @@ fn conn_of(ev: &HttpEvent) -> u64 {
 }
 
 /// The caller's side: takes round after round from every worker, merges each round by tag
-/// and feeds the sink, until every worker has finished.
+/// and feeds the sink, until every worker has finished. Within a round it listens to the
+/// worker that has read least far (see [`laggard`]) and feeds early parts on as soon as no
+/// other worker can still send an event with a smaller tag, so parts do not pile up here.
 fn consume<E: std::error::Error + 'static>(
     from_workers: &[Receiver<FromWorker>],
     ledger: &Ledger,
     stats: &mut Stats,
     sink: &mut EventSink<'_, E>,
 ) -> Result<(), Stop<E>> {
-    let mut batches: Vec<std::vec::IntoIter<(u64, Event)>> = Vec::with_capacity(from_workers.len());
+    let n = from_workers.len();
+    // Per producer, this round: events not yet fed on, the tag of the last stream event it
+    // has read (`None`: nothing heard yet), and whether its last part came.
+    let mut pending: Vec<VecDeque<std::vec::IntoIter<(u64, Event)>>> =
+        (0..n).map(|_| VecDeque::new()).collect();
+    let mut read_through: Vec<Option<u64>> = vec![None; n];
+    let mut done = vec![false; n];
+    let mut flushed: Vec<std::vec::IntoIter<(u64, Event)>> = Vec::with_capacity(n);
     loop {
-        batches.clear();
+        read_through.fill(None);
+        done.fill(false);
+        flushed.clear();
         let mut finished = 0usize;
         let mut unfinished_from_us: Option<i64> = None;
-        for (producer, rx) in from_workers.iter().enumerate() {
+        while let Some(producer) = laggard(&read_through, &done) {
+            let rx = from_workers.get(producer).ok_or(Stop::Disconnected)?;
             let received = rx.recv().map_err(|_| Stop::Disconnected)?;
             // Only the reader's outbox counts; the workers' rounds leave the count at 0.
             let _ = ledger
                 .backlog
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+            let (Some(queue), Some(through), Some(last)) = (
+                pending.get_mut(producer),
+                read_through.get_mut(producer),
+                done.get_mut(producer),
+            ) else {
+                return Err(Stop::Disconnected);
+            };
             match received {
+                FromWorker::Part(batch, held, tag) => {
+                    ledger.taken(producer, held);
+                    queue.push_back(batch.into_iter());
+                    *through = Some(tag);
+                    if let Some(bound) = safe_bound(&read_through, &done) {
+                        feed_through(&mut pending, bound, &mut |ev| sink(Item::Event(ev), stats))
+                            .map_err(Stop::Sink)?;
+                    }
+                }
                 FromWorker::Round(batch, unfinished, held) => {
                     ledger.taken(producer, held);
+                    queue.push_back(batch.into_iter());
+                    *last = true;
                     unfinished_from_us = match (unfinished_from_us, unfinished) {
                         (Some(a), Some(b)) => Some(a.min(b)),
                         (a, b) => a.or(b),
                     };
-                    batches.push(batch.into_iter());
                 }
                 FromWorker::Finished(batch, worker_stats) => {
                     stats.merge(&worker_stats);
                     finished += 1;
-                    batches.push(batch.into_iter());
+                    *last = true;
+                    flushed.push(batch.into_iter());
                 }
             }
         }
-        merge_round(&mut batches, &mut |ev| sink(Item::Event(ev), stats)).map_err(Stop::Sink)?;
-        if finished == from_workers.len() {
+        feed_through(&mut pending, u64::MAX, &mut |ev| {
+            sink(Item::Event(ev), stats)
+        })
+        .map_err(Stop::Sink)?;
+        merge_round(&mut flushed, &mut |ev| sink(Item::Event(ev), stats)).map_err(Stop::Sink)?;
+        if finished == n {
             return Ok(());
         }
         if finished == 0 {
@@ -507,6 +555,72 @@ fn consume<E: std::error::Error + 'static>(
         if finished > 0 {
             // The reader ends every worker in the same round; anything else is a lost round.
             return Err(Stop::Disconnected);
+        }
+    }
+}
+
+/// The producer to hear from next: of those whose last part of the round has not come, the
+/// one that has read least far (nothing heard counts as least). Only its events can hold the
+/// others' back, and it can always go on: what it waits for was sent to it first.
+fn laggard(read_through: &[Option<u64>], done: &[bool]) -> Option<usize> {
+    read_through
+        .iter()
+        .zip(done)
+        .enumerate()
+        .filter(|(_, (_, last))| !**last)
+        .min_by_key(|(_, (through, _))| through.map_or(0, |t| t.saturating_add(1)))
+        .map(|(i, _)| i)
+}
+
+/// The greatest tag no producer still to be heard from this round can send an event at or
+/// below: the least tag read among them. `None` while one of them has sent nothing.
+fn safe_bound(read_through: &[Option<u64>], done: &[bool]) -> Option<u64> {
+    let mut bound = u64::MAX;
+    for (through, last) in read_through.iter().zip(done) {
+        if !last {
+            bound = bound.min((*through)?);
+        }
+    }
+    Some(bound)
+}
+
+/// Feeds `f`, in ascending tag order, the pending events tagged at most `bound`. Each
+/// producer's parts are in order and a tag lives with one producer only: a k-way merge.
+fn feed_through<X>(
+    pending: &mut [VecDeque<std::vec::IntoIter<(u64, Event)>>],
+    bound: u64,
+    f: &mut dyn FnMut(Event) -> Result<(), X>,
+) -> Result<(), X> {
+    if let [only] = pending
+        && bound == u64::MAX
+    {
+        for part in only.drain(..) {
+            for (_, ev) in part {
+                f(ev)?;
+            }
+        }
+        return Ok(());
+    }
+    loop {
+        let mut best: Option<(usize, u64)> = None;
+        for (i, parts) in pending.iter_mut().enumerate() {
+            while parts.front().is_some_and(|p| p.as_slice().is_empty()) {
+                parts.pop_front();
+            }
+            if let Some(&(tag, _)) = parts.front().and_then(|p| p.as_slice().first())
+                && tag <= bound
+                && best.is_none_or(|(_, b)| tag < b)
+            {
+                best = Some((i, tag));
+            }
+        }
+        let Some((i, _)) = best else { return Ok(()) };
+        if let Some((_, ev)) = pending
+            .get_mut(i)
+            .and_then(VecDeque::front_mut)
+            .and_then(Iterator::next)
+        {
+            f(ev)?;
         }
     }
 }
@@ -685,7 +799,9 @@ mod tests {
         let mut per_round = Vec::new();
         let mut largest_piece = 0;
         for msg in rx.iter() {
-            let (FromWorker::Round(batch, ..) | FromWorker::Finished(batch, _)) = msg;
+            let (FromWorker::Round(batch, ..)
+            | FromWorker::Finished(batch, _)
+            | FromWorker::Part(batch, ..)) = msg;
             let sizes: Vec<usize> = batch.iter().map(|(_, ev)| body_bytes(&ev.http)).collect();
             largest_piece = sizes.iter().copied().fold(largest_piece, usize::max);
             per_round.push(sizes.iter().sum::<usize>());
@@ -733,6 +849,108 @@ mod tests {
             ledger.caller_done.store(true, Ordering::Release);
             waiting.join().unwrap();
         });
+    }
+
+    /// An event whose time stamp names it.
+    fn tagged(us: i64) -> Event {
+        let conn = std::sync::Arc::new(crate::http::ConnInfo {
+            conn: 0,
+            tcp_stream: None,
+            client_addr: Default::default(),
+            server_addr: Default::default(),
+            capture: Default::default(),
+        });
+        Event {
+            http: HttpEvent::NoResponse {
+                xref: crate::http::ExchangeRef { conn, depth: 1 },
+                ts_us: us,
+                end: crate::http::BodyEnd::CaptureEnd,
+                client_closed: false,
+            },
+            prepared: None,
+        }
+    }
+
+    fn stamp(item: &Item) -> Option<i64> {
+        match item {
+            Item::Event(Event {
+                http: HttpEvent::NoResponse { ts_us, .. },
+                ..
+            }) => Some(*ts_us),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn parts_are_merged_by_tag_and_fed_once_no_worker_can_precede_them() {
+        // Worker 0 reads tags 1, 3, 5 and sends 1 and 3 early; worker 1 reads 2, 4, 6 and
+        // sends 2 early; both then end the round, then finish.
+        let (tx0, rx0) = sync_channel(QUEUED_ROUNDS);
+        let (tx1, rx1) = sync_channel(QUEUED_ROUNDS);
+        let ledger = Ledger::new(2);
+        let part = |tags: &[u64]| tags.iter().map(|&t| (t, tagged(t as i64))).collect();
+        ledger.reserve(0, 300);
+        tx0.send(FromWorker::Part(part(&[1, 3]), 300, 3)).unwrap();
+        tx0.send(FromWorker::Round(part(&[5]), Some(7), 0)).unwrap();
+        tx1.send(FromWorker::Part(part(&[2]), 0, 2)).unwrap();
+        tx1.send(FromWorker::Round(part(&[4, 6]), None, 0)).unwrap();
+        for tx in [&tx0, &tx1] {
+            tx.send(FromWorker::Finished(Vec::new(), Stats::default()))
+                .unwrap();
+        }
+        let mut stats = Stats::default();
+        let mut seen = Vec::new();
+        let mut sink = |item: Item, _: &mut Stats| {
+            seen.push(stamp(&item).ok_or(item));
+            Ok::<(), RunError<Infallible>>(())
+        };
+        assert!(consume(&[rx0, rx1], &ledger, &mut stats, &mut sink).is_ok());
+        let tags: Vec<i64> = seen
+            .iter()
+            .filter_map(|s| s.as_ref().ok().copied())
+            .collect();
+        assert_eq!(tags, [1, 2, 3, 4, 5, 6]);
+        // One mark, after the round's last event, with the least time any worker reported.
+        assert_eq!(seen.len(), 7);
+        assert!(matches!(
+            seen.last(),
+            Some(Err(Item::Mark {
+                unfinished_from_us: Some(7)
+            }))
+        ));
+        assert_eq!(ledger.held[0].load(Ordering::Acquire), 0, "parts taken");
+    }
+
+    #[test]
+    fn the_laggard_is_heard_first_and_bounds_what_is_fed() {
+        let done = [false, false, true];
+        // Nothing heard from worker 1 yet: it goes first, and nothing is safe.
+        assert_eq!(laggard(&[Some(9), None, None], &done), Some(1));
+        assert_eq!(safe_bound(&[Some(9), None, None], &done), None);
+        // Worker 2 is done: its tag does not count.
+        assert_eq!(laggard(&[Some(9), Some(4), Some(1)], &done), Some(1));
+        assert_eq!(safe_bound(&[Some(9), Some(4), Some(1)], &done), Some(4));
+        assert_eq!(laggard(&[None, None], &[true, true]), None);
+        assert_eq!(safe_bound(&[None], &[true]), Some(u64::MAX));
+        // Feeding stops at the bound, in tag order across producers.
+        let mut pending: Vec<VecDeque<std::vec::IntoIter<(u64, Event)>>> = vec![
+            VecDeque::from([vec![(1, tagged(1)), (4, tagged(4))].into_iter()]),
+            VecDeque::from([
+                vec![(2, tagged(2))].into_iter(),
+                vec![(5, tagged(5))].into_iter(),
+            ]),
+        ];
+        let mut feed = |bound: u64| {
+            let mut fed = Vec::new();
+            feed_through(&mut pending, bound, &mut |ev: Event| {
+                fed.push(stamp(&Item::Event(ev)).unwrap());
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+            fed
+        };
+        assert_eq!(feed(4), [1, 2, 4]);
+        assert_eq!(feed(u64::MAX), [5]);
     }
 
     #[test]
