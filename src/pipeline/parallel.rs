@@ -24,9 +24,9 @@
 //! [`ROUND_FRAMES`] frames or about [`ROUND_BYTES`] payload bytes (with the reader's own HTTP
 //! stage, decoded body bytes too), so memory stays bounded. Decoded bodies can still be far
 //! larger than their packets, so each thread sending rounds to the caller also waits while its
-//! rounds not yet taken hold over [`HELD_BYTES`] of bodies. Known limit: with HTTP workers, one
-//! round's output is not split, so a round of packets that all inflate (many decompression
-//! bombs at once) is held whole, up to the decoder's per-body limit for each.
+//! rounds not yet taken hold over [`HELD_BYTES`] of bodies, and an HTTP worker sends a round
+//! in parts once it holds [`ROUND_BYTES`] of them ([`FromWorker::Part`]); the caller feeds a
+//! part on as soon as no other worker can still send an event that precedes it.
 //! A thread that stops early (a panic) closes its channels: the others see the disconnect
 //! and stop, and the run ends with [`RunError::Worker`]. A sink error drops the caller's
 //! receivers, which stops the workers and then the reader the same way.
