@@ -373,6 +373,59 @@ fn interleaved_connections_same_with_threads() {
     );
 }
 
+/// Gzip responses that inflate to 1 MiB each, their segments interleaved across connections:
+/// nearly every 300-byte segment inflates past `ROUND_BYTES`, so HTTP workers send their
+/// rounds in parts and the caller merges them as they come (`parallel::FromWorker::Part`).
+/// The events, rows and counts must be those of one thread.
+#[test]
+fn inflating_bodies_sent_in_parts_same_with_threads() {
+    use std::io::Write;
+    let conns = 6u16;
+    let mut per_conn: Vec<Vec<Vec<u8>>> = Vec::new();
+    for n in 0..conns {
+        let mut c = Conn::open(n);
+        c.post(1, "tools/call", 20);
+        let text = "z".repeat(1 << 20);
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#
+        );
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(body.as_bytes()).unwrap();
+        let gz = gz.finish().unwrap();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n\
+             Content-Length: {}\r\n\r\n",
+            gz.len()
+        );
+        c.send(false, head.as_bytes(), None);
+        c.send(false, &gz, None);
+        c.close();
+        per_conn.push(c.packets);
+    }
+    // Round robin: every connection's body is inflating at once.
+    let mut all: Vec<(i64, Vec<u8>)> = Vec::new();
+    let longest = per_conn.iter().map(Vec::len).max().unwrap();
+    for i in 0..longest {
+        for packets in &per_conn {
+            if let Some(p) = packets.get(i) {
+                let ts = T0_US + 100 * i64::try_from(all.len()).unwrap();
+                all.push((ts, p.clone()));
+            }
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("inflating.pcap");
+    std::fs::write(&path, pcap_of(&all)).unwrap();
+    let paths = [path.to_string_lossy().into_owned()];
+    let (rows, stats) = same_as_one_thread(&paths, &[2, 3, 4]);
+    assert_eq!(rows.len(), usize::from(conns));
+    assert!(
+        rows.iter().all(|r| r["outcome"] == "TOOL_SUCCESS"),
+        "{rows:?}"
+    );
+    assert_eq!(stats["tcp_streams"], u64::from(conns));
+}
+
 #[test]
 fn sink_error_stops_a_threaded_run() {
     let dir = tempfile::tempdir().unwrap();
