@@ -246,13 +246,17 @@ fn read_and_parse(
     let mut batch: Vec<(u64, Event)> = Vec::new();
     let mut frames = 0u32;
     let mut bytes = 0usize;
+    // Body bytes of the events in `batch`.
+    let mut held = 0usize;
     let totals = read_streams(merger, flow, progress, &mut stats, &mut |events, stats| {
         for ev in events.drain(..) {
             if let StreamEventKind::Data { bytes: b, .. } = &ev.kind {
                 bytes = bytes.saturating_add(b.len());
             }
             stage.push(ev, stats, &mut out);
-            bytes = bytes.saturating_add(out.iter().map(body_bytes).sum::<usize>());
+            let body: usize = out.iter().map(body_bytes).sum();
+            bytes = bytes.saturating_add(body);
+            held = held.saturating_add(body);
             let here = !adaptive || tx.caller_is_behind();
             // One batch per round: the order is already the final one.
             batch.extend(
@@ -268,11 +272,10 @@ fn read_and_parse(
                 // The next round gets this one's room: growing it moves every event again.
                 let cap = batch.capacity();
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(cap));
-                let held = held_bytes(&full);
                 tx.send(FromWorker::Round(
                     full,
                     stage.earliest_unfinished_request_us(),
-                    held,
+                    std::mem::take(&mut held),
                 ))?;
             }
         }
@@ -347,11 +350,6 @@ impl Ledger {
             });
         }
     }
-}
-
-/// Body bytes the events of a round hold.
-fn held_bytes(batch: &[(u64, Event)]) -> usize {
-    batch.iter().map(|(_, ev)| body_bytes(&ev.http)).sum()
 }
 
 /// Stream events gathered for the next round, one batch per worker.
