@@ -2,7 +2,7 @@
 //! bytes when several inputs are merged (one input is decoded in the read buffer). Both are
 //! usually over a kilobyte, where an allocation leaves the allocator's fast path; a thread
 //! that gives its spent buffers back takes them again for the next packets
-//! (bench/README.md, session 6). Each thread keeps its own few, so nothing is shared and a
+//! (measured in bench/README.md). Each thread keeps its own few, so nothing is shared and a
 //! buffer freed on another thread simply goes back to the allocator.
 
 use std::cell::RefCell;

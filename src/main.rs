@@ -10,7 +10,7 @@ static ALLOCATOR: WordAligned = WordAligned;
 
 /// mimalloc, asked through `mi_malloc` when the alignment is at most a word. `MiMalloc` calls
 /// `mi_malloc_aligned` for every allocation, whose fast path only covers blocks up to 1 KB:
-/// packet buffers and bodies took its slow path (bench/README.md, session 6). Every mimalloc
+/// packet buffers and bodies took its slow path (bench/README.md). Every mimalloc
 /// block is word-aligned; larger alignments keep the aligned calls.
 #[cfg(feature = "mimalloc")]
 struct WordAligned;
@@ -65,9 +65,8 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Freed pages go back to the OS after this many milliseconds instead of mimalloc's default
 /// second: polars frees its buffers after every row group, and within a second they still
-/// count as resident (1 GB as Parquet: 130-134 MB peak with the default, 125-127 MB with
-/// 100 ms, 122-123 MB with 1 ms). A 1 ms delay cost up to 3% more CPU than 100 ms: pages
-/// given back at once are faulted in and zeroed again (bench/README.md, session 8).
+/// count as resident, raising the peak. A much shorter delay costs CPU: pages given back at
+/// once are faulted in and zeroed again (bench/README.md has the figures).
 #[cfg(feature = "mimalloc")]
 const PURGE_DELAY_MS: std::ffi::c_long = 100;
 
@@ -81,8 +80,8 @@ fn tune_allocator() {
 }
 
 /// The run is over and the process exits: mimalloc's exit handler would otherwise give every
-/// page still waiting for its purge delay back to the OS one `madvise` at a time (3-4 ms after
-/// a 100 MB capture, bench/README.md, session 8), which exiting does anyway.
+/// page still waiting for its purge delay back to the OS one `madvise` at a time, which
+/// exiting does anyway.
 #[cfg(feature = "mimalloc")]
 fn skip_purge_at_exit() {
     // SAFETY: as in `tune_allocator`; -1 is mimalloc's "never purge".

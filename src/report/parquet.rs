@@ -218,8 +218,8 @@ pub(crate) fn schema(columns: &[ColumnSpec]) -> Schema {
         .collect()
 }
 
-/// zstd level 1 rather than the default 3: 13 M fewer instructions on a 20 MB capture, and the
-/// file came out no larger (bench/README.md, session 4).
+/// zstd level 1 rather than the default 3: fewer instructions for a file no larger
+/// (bench/README.md).
 fn zstd_level() -> Option<polars_parquet::write::ZstdLevel> {
     polars_parquet::write::ZstdLevel::try_new(1).ok()
 }
