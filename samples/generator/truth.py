@@ -2,7 +2,8 @@
 
 The outcome of each request is decided here from the bytes the generator relayed, with the
 rules of ../../shared/docs/report-schema.md section 3 (this is the generator's own reading,
-never mcp-trace's). Scenario code then adds what only it knows: retries and continuations.
+never mcp-trace's). Scenario code then adds what only it knows: retries and continuations;
+hygiene.py then sets retry_findings (section 4b) from those links and the log.
 """
 
 import json
@@ -195,7 +196,7 @@ def build_entries(records, t_capture_end, client_of, sid_labels):
             "jsonrpc_id": json.dumps(req_id) if req_id is not None else None,
             "rpc_method": rpc_method, "tool_name": tool, "http_status": status,
             "outcome": outcome, "final_response": final, "retry_of": None, "retry_origin": "none",
-            "continuation_of": None, "reason": reason,
+            "retry_findings": None, "continuation_of": None, "reason": reason,
         })
     return entries
 
