@@ -28,6 +28,7 @@ INVALID_RESPONSE_OUTCOMES = {"MALFORMED_JSON", "INVALID_ENVELOPE", "INVALID_TOOL
 IGNORED_PARAM_KEYS = ("_meta", "progressToken", "inputResponses", "requestState")
 MARGIN_S = 0.040          # minimum distance of a time decision from its threshold
 MARGIN_RATIO = 0.15       # minimum relative distance of a gap ratio from BACKOFF_FACTOR
+FLOOR_MARGIN_S = 0.010    # minimum distance of a gap from BACKOFF_FLOOR_S when the floor decides
 
 
 class TooClose(RuntimeError):
@@ -101,9 +102,9 @@ def retry_deadline(prev):
     return (when, alt), f"Retry-After {v!r}"
 
 
-def clear(value, threshold, what):
-    if abs(value - threshold) < MARGIN_S:
-        raise TooClose(f"{what}: {value:.3f} vs {threshold:.3f} is within {MARGIN_S * 1000:.0f} ms")
+def clear(value, threshold, what, margin=MARGIN_S):
+    if abs(value - threshold) < margin:
+        raise TooClose(f"{what}: {value:.3f} vs {threshold:.3f} is within {margin * 1000:.0f} ms")
 
 
 def judge(attempts, listings, max_attempts=MAX_ATTEMPTS):
@@ -136,39 +137,39 @@ def judge(attempts, listings, max_attempts=MAX_ATTEMPTS):
                 ev.append(f"safe to retry: {why}")
             if not safe and uncertain:
                 found.append("unsafe_retry")
-                ev.append(f"unsafe_retry: {why}; earlier attempt {prev.n} ended {prev.outcome}"
+                ev.append(f"unsafe_retry: {why}; the earlier attempt (entry {prev.n}) ended {prev.outcome}"
                           + (f" {prev.http_status}" if prev.outcome == "HTTP_ERROR" else "") + " (side effects uncertain)")
         if prev.http_status in (429, 503) and prev.retry_after:
             deadline, what = retry_deadline(prev)
             readings = deadline if isinstance(deadline, tuple) else (deadline,)
             verdicts = set()
             for d in readings:
-                clear(a.t_req, d, f"attempt {a.n} start vs Retry-After deadline")
+                clear(a.t_req, d, f"entry {a.n} start vs Retry-After deadline")
                 verdicts.add(a.t_req < d)
             if len(verdicts) != 1:
-                raise TooClose(f"attempt {a.n}: the two readings of {what} disagree")
+                raise TooClose(f"entry {a.n}: the two readings of {what} disagree")
             waited = a.t_req - prev.t_end
             if verdicts.pop():
                 found.append("retry_after_ignored")
-                ev.append(f"retry_after_ignored: {what} on HTTP {prev.http_status} (attempt {prev.n}), "
+                ev.append(f"retry_after_ignored: {what} on HTTP {prev.http_status} (entry {prev.n}), "
                           f"sent {waited * 1000:.0f} ms after it")
             else:
-                ev.append(f"{what} on HTTP {prev.http_status} honoured: sent {waited * 1000:.0f} ms after it")
-        equivalent = a.params == prev.params
+                ev.append(f"{what} on HTTP {prev.http_status} (entry {prev.n}) honoured: sent {waited * 1000:.0f} ms after it")
+        equivalent = normalise_params(a.params) == normalise_params(prev.params)
         if prev.error_code == -32602 and equivalent:
             found.append("unchanged_after_invalid_params")
-            ev.append(f"unchanged_after_invalid_params: attempt {prev.n} got -32602, same params again")
+            ev.append(f"unchanged_after_invalid_params: entry {prev.n} got -32602, same params again")
         if prev.outcome in INVALID_RESPONSE_OUTCOMES and equivalent:
             found.append("replay_after_invalid_response")
-            ev.append(f"replay_after_invalid_response: attempt {prev.n} ended {prev.outcome}, same params again")
+            ev.append(f"replay_after_invalid_response: entry {prev.n} ended {prev.outcome}, same params again")
         if k >= 3:
             g, g_prev = gap(a), gap(prev)
             both_tiny = g < BACKOFF_FLOOR_S and g_prev < BACKOFF_FLOOR_S
             if g_prev > 0 and abs(g / g_prev - BACKOFF_FACTOR) < MARGIN_RATIO:
-                raise TooClose(f"attempt {a.n}: gap ratio {g / g_prev:.2f} too near {BACKOFF_FACTOR}")
+                raise TooClose(f"entry {a.n}: gap ratio {g / g_prev:.2f} too near {BACKOFF_FACTOR}")
             if not g < BACKOFF_FACTOR * g_prev:  # then only the floor decides
-                clear(g, BACKOFF_FLOOR_S, f"attempt {a.n} gap vs the floor")
-                clear(g_prev, BACKOFF_FLOOR_S, f"attempt {prev.n} gap vs the floor")
+                clear(g, BACKOFF_FLOOR_S, f"entry {a.n} gap vs the floor", FLOOR_MARGIN_S)
+                clear(g_prev, BACKOFF_FLOOR_S, f"entry {prev.n} gap vs the floor", FLOOR_MARGIN_S)
             if both_tiny or g < BACKOFF_FACTOR * g_prev:
                 found.append("no_backoff")
                 ev.append(f"no_backoff: gap {g * 1000:.0f} ms after a gap of {g_prev * 1000:.0f} ms (attempt {k})")

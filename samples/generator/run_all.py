@@ -800,17 +800,20 @@ EMAIL = {"to": "ops@example.com", "subject": "deploy finished"}
 def hygiene_unsafe_retry(port):
     r = Run("hygiene-unsafe-retry", port)
     r.server_ts("json", hygiene_tools=True)
-    r.proxy("--inject", "status=503&match=send_email", "--inject", "status=503&match=get_weather")
+    r.proxy("--inject", "status=503&match=send_email", "--inject", "status=503&match=get_weather",
+            "--inject", "status=503&match=set_status")
     r.capture_start()
-    r.client_ts("ts-client", "list,plan:0,plan:1,delete", plans=[
+    r.client_ts("ts-client", "list,plan:0,plan:1,plan:2,delete", plans=[
         {"tool": "send_email", "args": EMAIL, "attempts": 2, "delays_ms": [300]},
-        {"tool": "get_weather", "args": WEATHER, "attempts": 2, "delays_ms": [300]}])
-    r.expect_findings = ["unsafe_retry", None]
-    r.finish("TS client -> TS server (JSON responses) with send_email (annotations {destructiveHint: true}) and "
-             "get_weather (annotations {readOnlyHint: true}); the client lists the tools first. The fault proxy "
-             "answers the first send_email call and the first get_weather call with 503 (empty body); the "
-             "application calls each again with a new id 300 ms later. Retrying send_email after a 503 (it may "
-             "have run) is unsafe_retry; retrying the read-only get_weather is fine.",
+        {"tool": "get_weather", "args": WEATHER, "attempts": 2, "delays_ms": [300]},
+        {"tool": "set_status", "args": {"status": "green"}, "attempts": 2, "delays_ms": [300]}])
+    r.expect_findings = ["unsafe_retry", None, None]
+    r.finish("TS client -> TS server (JSON responses) with send_email (annotations {destructiveHint: true}), "
+             "get_weather (annotations {readOnlyHint: true}) and set_status (annotations {idempotentHint: true}); "
+             "the client lists the tools first. The fault proxy answers the first call of each with 503 (empty "
+             "body); the application calls each again with a new id 300 ms later. Retrying send_email after a 503 "
+             "(it may have run) is unsafe_retry; retrying the read-only get_weather or the idempotent set_status "
+             "is fine.",
              lambda e, rec, logs: link_app_retries(e, rec, logs))
 
 

@@ -10,8 +10,8 @@
 //   metadata (RFC 8414) and a token endpoint for the client_credentials grant (client_secret_basic,
 //   client "samples-client" / "samples-secret"). Tokens expire after --token-ttl ms (default 1500).
 // --hygiene-tools: also registers send_email (annotations { destructiveHint: true }: not read-only, not
-//   idempotent by the protocol's defaults) and get_weather (annotations { readOnlyHint: true }), for the
-//   retry-hygiene recordings. Without it the tool list is the one the older recordings were made with.
+//   idempotent by the protocol's defaults), get_weather (annotations { readOnlyHint: true }) and set_status
+//   (annotations { idempotentHint: true }), for the retry-hygiene recordings. Without it the tool list is the one the older recordings were made with.
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -65,6 +65,12 @@ function buildServer() {
       inputSchema: { city: z.string() },
       annotations: { readOnlyHint: true },
     }, async ({ city }) => ({ content: [{ type: 'text', text: `weather in ${city}: sunny, 21 C` }] }));
+    let status = 'unknown';
+    server.registerTool('set_status', {
+      description: 'Sets the status page (the same call twice leaves the same state)',
+      inputSchema: { status: z.string() },
+      annotations: { idempotentHint: true },
+    }, async (args) => { status = args.status; return { content: [{ type: 'text', text: `status is ${status}` }] }; });
   }
   server.registerPrompt('greet', { description: 'A greeting prompt', argsSchema: { name: z.string() } },
     ({ name }) => ({ messages: [{ role: 'user', content: { type: 'text', text: `Hello ${name}` } }] }));
