@@ -15,8 +15,10 @@ Faults (each fires once):
                        and an empty body, never forwarding them, for the first `count` such
                        POSTs (default 1). SPEC is a query string: status=429&match=get_weather
                        &count=1&retry_after=2 (delay-seconds) or retry_after=date:2 (an HTTP-date
-                       2 s after the next whole second; a Date header is sent with it). Bodies
-                       of POSTs are then read whole before being forwarded (bytes unchanged).
+                       2 s after the next whole second; a Date header is sent with it).
+                       status=close closes the client connection (and its upstream one) without
+                       any response instead; delay=MS (no status) forwards the request MS later.
+                       Bodies of POSTs are then read whole before being forwarded (bytes unchanged).
   --cut-sse-after-id   on the first text/event-stream response (to a request whose
                        body contains --cut-match, if given), close both TCP
                        connections right after relaying the first SSE event that
@@ -198,7 +200,16 @@ async def handle_client(creader, cwriter, args):
                     await relay_body(creader, raw, headers, body.extend, closable=False)
                     rec["req_body"] = body.decode("utf-8", "replace")
                     rule = match_rule(args.inject, rec["req_body"])
-                    if rule is None:
+                    if rule is not None and rule.get("status") == "close":
+                        rec.update(injected="close", t_resp_end=None)
+                        live(args, rec)
+                        cwriter.close()
+                        uwriter.close()
+                        break
+                    if rule is None or "status" not in rule:
+                        if rule is not None:  # delay=MS: forward late (the server answers late)
+                            rec["delayed_ms"] = int(rule["delay"])
+                            await asyncio.sleep(int(rule["delay"]) / 1000)
                         await pending.put(rec)
                         uwriter.write(head + bytes(raw.data))
                         await uwriter.drain()
@@ -319,8 +330,10 @@ REASONS = {429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gat
 
 def parse_rule(spec):
     rule = dict(parse_qsl(spec, keep_blank_values=True))
-    if int(rule["status"]) not in REASONS or "match" not in rule:
-        raise SystemExit(f"--inject {spec!r}: needs status in {sorted(REASONS)} and match")
+    status = rule.get("status")
+    ok_status = status == "close" or (status is not None and status.isdigit() and int(status) in REASONS)
+    if "match" not in rule or not (ok_status or (status is None and rule.get("delay", "").isdigit())):
+        raise SystemExit(f"--inject {spec!r}: needs match, and status in {sorted(REASONS)} or close, or delay=MS")
     rule["left"] = int(rule.get("count", "1"))
     return rule
 

@@ -817,6 +817,36 @@ def hygiene_unsafe_retry(port):
              lambda e, rec, logs: link_app_retries(e, rec, logs))
 
 
+def hygiene_unsafe_uncertain(port):
+    r = Run("hygiene-unsafe-uncertain", port)
+    r.server_ts("json", hygiene_tools=True)
+    r.proxy("--inject", "status=close&match=ops@example.com&count=2", "--inject", "delay=1000&match=oncall@example.com")
+    r.capture_start()
+    r.client_ts("ts-client", "list,plan:0,plan:1,sleep:1000,delete", plans=[
+        {"tool": "send_email", "args": EMAIL, "attempts": 3, "delays_ms": [300]},
+        {"tool": "send_email", "args": {"to": "oncall@example.com", "subject": "disk full"}, "attempts": 2,
+         "delays_ms": [300], "timeout_ms": 300}])
+    r.expect_findings = ["unsafe_retry", "unsafe_retry;no_backoff", "unsafe_retry"]
+
+    def annotate(entries, records, logs):
+        link_app_retries(entries, records, logs)
+        sent = [x["text"] for x in logs["ts-client"] if x.get("step") == "tools/call" and x.get("ok")]
+        cancelled = find(entries, outcome="CANCELLED")
+        assert len(cancelled) == 1 and len(find(entries, outcome="NO_RESPONSE")) == 2, entries
+        cancelled[0]["reason"] += ("; the SDK's 300 ms request timeout fired while the proxy held the request "
+                                   "(forwarded 1 s late): the server still ran the tool")
+        for e in find(entries, rpc_method="tools/call", outcome="NO_RESPONSE"):
+            e["reason"] += "; the proxy closed the connection after reading the request (never forwarded)"
+        assert sent == ["sent email #1 to ops@example.com: deploy finished",
+                        "sent email #2 to oncall@example.com: disk full"], sent
+    r.finish("TS client -> TS server (JSON), send_email (annotations {destructiveHint: true}), listed first. The "
+             "proxy closes the connection on the first two send_email(ops) calls without a response (NO_RESPONSE; "
+             "never forwarded); the application retries 300 ms after each failure, the third attempt succeeds. "
+             "Then send_email(oncall) with the SDK's 300 ms request timeout: the proxy forwards it 1 s late, the "
+             "SDK times out and sends notifications/cancelled (CANCELLED; the server still sent that email and "
+             "answered later), the application calls again 300 ms later (a second email).", annotate)
+
+
 def hygiene_retry_after(port):
     r = Run("hygiene-retry-after", port)
     r.server_ts("json", hygiene_tools=True)
@@ -956,6 +986,7 @@ SCENARIOS = {
     "har-mitmproxy-ts": har_mitm_ts, "har-mitmproxy-raw": har_mitm_raw, "har-chromium-ts": har_chromium_ts,
     "auth-401-sdk-retry": auth_401, "session-expired-reinit": session_expired,
     "hygiene-unsafe-retry": hygiene_unsafe_retry, "hygiene-retry-after": hygiene_retry_after,
+    "hygiene-unsafe-uncertain": hygiene_unsafe_uncertain,
     "hygiene-invalid-params": hygiene_invalid_params, "hygiene-invalid-response": hygiene_invalid_response,
     "hygiene-no-backoff": hygiene_no_backoff, "hygiene-backoff-ok": hygiene_backoff_ok,
     "secrets-in-request": secrets_in_request,

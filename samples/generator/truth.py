@@ -198,7 +198,23 @@ def build_entries(records, t_capture_end, client_of, sid_labels):
             "outcome": outcome, "final_response": final, "retry_of": None, "retry_origin": "none",
             "retry_findings": None, "continuation_of": None, "reason": reason,
         })
+    mark_cancelled(entries, records)
     return entries
+
+
+def mark_cancelled(entries, records):
+    """report-schema 3: a request the client cancelled (notifications/cancelled naming its id, in its
+    session) before its final response was complete is CANCELLED, whatever came after."""
+    for e, rec in zip(entries, records):
+        if e["rpc_method"] != "notifications/cancelled":
+            continue
+        rid = json.dumps((parse_body(rec).get("params") or {}).get("requestId"))
+        for r, rrec in zip(entries, records):
+            if (r["kind"] == "request" and r["session"] == e["session"] and r["jsonrpc_id"] == rid
+                    and rrec["t_req"] < rec["t_req"] and (rrec["t_resp_end"] is None or rec["t_req"] < rrec["t_resp_end"])):
+                late = "; its response came later" if r["final_response"] else ""
+                r["outcome"] = "CANCELLED"
+                r["reason"] = f"cancelled by notifications/cancelled (entry {e['n']}) before its final response{late}"
 
 
 def request_outcome(rec, body, status, ctype, records, legacy_streams, lsid):

@@ -10,7 +10,8 @@
 //                             client.request; on the JSON-RPC error wait 300 ms and send the same params
 //                             again with a new id; then call echo with proper arguments)
 // --plans JSON: a list of application retry policies, [{tool, args, attempts, delays_ms: [..],
-//   retry_after: "ignore"|"honour"}]: call the tool; while it throws and attempts are left, wait
+//   retry_after: "ignore"|"honour", timeout_ms}]: call the tool (with the SDK's request timeout, which sends
+//   notifications/cancelled when it fires, if timeout_ms is given); while it throws and attempts are left, wait
 //   delays_ms[i] (the last one repeats) and call it again (a new JSON-RPC id each time, same arguments).
 //   With "honour", a Retry-After on the failed response (seconds or HTTP-date) sets the wait instead,
 //   plus 300 ms. The SDK hides response headers from the application, so with --plans the transport
@@ -77,8 +78,9 @@ function retryAfterMs(resp) {
 async function runPlan(plan) {
   const delays = plan.delays_ms ?? [300];
   for (let attempt = 1; ; attempt++) {
+    lastResponse = null; // a failure without any HTTP response leaves none
     try {
-      await call(plan.tool, plan.args);
+      await call(plan.tool, plan.args, plan.timeout_ms ? { timeout: plan.timeout_ms } : {});
       log({ step: 'plan_attempt', tool: plan.tool, attempt, ok: true });
       return;
     } catch (e) {
