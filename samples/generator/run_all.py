@@ -874,7 +874,7 @@ def hygiene_invalid_params(port):
         bad = [(e, rec) for e, rec in zip(entries, records) if e["rpc_method"] == "tools/call"
                and isinstance(json.loads(rec["req_body"])["params"].get("arguments"), str)]
         assert len(bad) == 2, bad
-        (a, ra), (b, rb) = bad
+        (a, _), (b, _) = bad
         codes = [x.get("code") for x in logs["ts-client"] if x.get("step") == "invalid_args"]
         assert codes == [-32602, -32602], codes
         for e, rec in bad:
