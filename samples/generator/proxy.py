@@ -11,6 +11,14 @@ Faults (each fires once):
   --fail-post N[,M]    answer the N-th POST (1-based, counted over all connections)
                        with "503 Service Unavailable" and an empty body, never
                        forwarding it.
+  --inject SPEC        (repeatable) answer POSTs whose body contains `match` with `status`
+                       and an empty body, never forwarding them, for the first `count` such
+                       POSTs (default 1). SPEC is a query string: status=429&match=get_weather
+                       &count=1&retry_after=2 (delay-seconds) or retry_after=date:2 (an HTTP-date
+                       2 s after the next whole second; a Date header is sent with it).
+                       status=close closes the client connection (and its upstream one) without
+                       any response instead; delay=MS (no status) forwards the request MS later.
+                       Bodies of POSTs are then read whole before being forwarded (bytes unchanged).
   --cut-sse-after-id   on the first text/event-stream response (to a request whose
                        body contains --cut-match, if given), close both TCP
                        connections right after relaying the first SSE event that
@@ -26,11 +34,14 @@ its log (a JSON list) to --log then.
 
 import argparse
 import asyncio
+import email.utils
 import gzip
 import json
+import math
 import signal
 import socket
 import time
+from urllib.parse import parse_qsl
 
 RECORDS = []
 STATE = {"seq": 0, "posts": 0, "cut_done": False, "conn": 0}
@@ -184,6 +195,43 @@ async def handle_client(creader, cwriter, args):
                 if method == "POST":
                     STATE["posts"] += 1
                     inject = STATE["posts"] in args.fail_post
+                if method == "POST" and args.inject and not inject:
+                    raw = _BufferWriter()
+                    await relay_body(creader, raw, headers, body.extend, closable=False)
+                    rec["req_body"] = body.decode("utf-8", "replace")
+                    rule = match_rule(args.inject, rec["req_body"])
+                    if rule is not None and rule.get("status") == "close":
+                        rec.update(injected="close", t_resp_end=None)
+                        live(args, rec)
+                        cwriter.close()
+                        uwriter.close()
+                        break
+                    if rule is None or "status" not in rule:
+                        if rule is not None:  # delay=MS: forward late (the server answers late)
+                            rec["delayed_ms"] = int(rule["delay"])
+                            await asyncio.sleep(int(rule["delay"]) / 1000)
+                        await pending.put(rec)
+                        uwriter.write(head + bytes(raw.data))
+                        await uwriter.drain()
+                        continue
+                    resp_headers = [["Content-Length", "0"]]
+                    now = time.time()
+                    if rule.get("retry_after"):
+                        ra = rule["retry_after"]
+                        if ra.startswith("date:"):
+                            # whole seconds only in an HTTP-date: the next whole second + N
+                            resp_headers.append(["Date", email.utils.formatdate(math.floor(now), usegmt=True)])
+                            ra = email.utils.formatdate(math.ceil(now) + int(ra[5:]), usegmt=True)
+                        resp_headers.append(["Retry-After", ra])
+                    resp_headers.append(["Connection", "keep-alive"])
+                    status = int(rule["status"])
+                    cwriter.write(f"HTTP/1.1 {status} {REASONS[status]}\r\n".encode()
+                                  + b"".join(f"{k}: {v}\r\n".encode() for k, v in resp_headers) + b"\r\n")
+                    await cwriter.drain()
+                    rec.update(status=status, resp_headers=resp_headers, injected=str(status),
+                               t_resp_end=time.time(), resp_complete=True)
+                    live(args, rec)
+                    continue
                 if inject:
                     sink = _NullWriter()
                     await relay_body(creader, sink, headers, body.extend, closable=False)
@@ -276,6 +324,40 @@ def live(args, rec):
         f.write(json.dumps(rec) + "\n")
 
 
+REASONS = {429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
+           503: "Service Unavailable", 504: "Gateway Timeout"}
+
+
+def parse_rule(spec):
+    rule = dict(parse_qsl(spec, keep_blank_values=True))
+    status = rule.get("status")
+    ok_status = status == "close" or (status is not None and status.isdigit() and int(status) in REASONS)
+    if "match" not in rule or not (ok_status or (status is None and rule.get("delay", "").isdigit())):
+        raise SystemExit(f"--inject {spec!r}: needs match, and status in {sorted(REASONS)} or close, or delay=MS")
+    rule["left"] = int(rule.get("count", "1"))
+    return rule
+
+
+def match_rule(rules, body):
+    """The first rule with injections left whose match is in the body (and use one up)."""
+    for rule in rules:
+        if rule["left"] > 0 and rule["match"] in body:
+            rule["left"] -= 1
+            return rule
+    return None
+
+
+class _BufferWriter:
+    def __init__(self):
+        self.data = bytearray()
+
+    def write(self, b):
+        self.data.extend(b)
+
+    async def drain(self):
+        pass
+
+
 class _NullWriter:
     def write(self, _):
         pass
@@ -297,11 +379,13 @@ async def main():
     ap.add_argument("--upstream-port", type=int, required=True)
     ap.add_argument("--log", required=True)
     ap.add_argument("--fail-post", default="")
+    ap.add_argument("--inject", action="append", default=[])
     ap.add_argument("--cut-sse-after-id", action="store_true")
     ap.add_argument("--cut-match", default="")
     ap.add_argument("--lifetime", type=float, default=120)
     args = ap.parse_args()
     args.fail_post = {int(x) for x in args.fail_post.split(",") if x}
+    args.inject = [parse_rule(x) for x in args.inject]
     family = socket.AF_INET6 if ":" in args.listen_host else socket.AF_INET
     server = await asyncio.start_server(lambda r, w: handle_client(r, w, args),
                                         args.listen_host, args.listen_port, family=family)

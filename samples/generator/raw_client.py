@@ -4,7 +4,10 @@
 usage: python raw_client.py --port N --calls a,b,c [--log FILE]
 Each call is a tools/call of that tool name (see raw_server.py). `approve` does the full MRTR
 round trip: the input_required call, then the follow-up with inputResponses + requestState and
-a new id. Ids start at 1 and increase. One keep-alive connection, reopened when the server closes it.
+a new id. `retry_invalid:NAME` calls NAME and, when the answer is not a usable JSON-RPC result (not
+JSON, not a valid envelope, content not an array), waits 300 ms and sends the same call again with a
+new id (an application replaying after an invalid response). Ids start at 1 and increase. One
+keep-alive connection, reopened when the server closes it.
 """
 
 import argparse
@@ -65,6 +68,16 @@ class Raw:
         return self.request("tools/call", {"name": name, "arguments": args}, name)
 
 
+def usable(data):
+    """A JSON-RPC 2.0 result object with a content array, as a client would need it."""
+    try:
+        msg = json.loads(data)
+    except ValueError:
+        return False
+    return (isinstance(msg, dict) and msg.get("jsonrpc") == "2.0" and ("result" in msg) != ("error" in msg)
+            and isinstance(msg.get("result", {}).get("content", []), list))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, required=True)
@@ -82,6 +95,13 @@ def main():
             c.request("tools/call", {"name": "approve", "arguments": {"item": "deploy"},
                                      "inputResponses": {"reason": {"action": "accept", "content": {"reason": "tested"}}},
                                      "requestState": res["requestState"]}, "approve")
+        elif name.startswith("retry_invalid:"):
+            tool = name.partition(":")[2]
+            _, data = c.call(tool, {})
+            if not usable(data):
+                c.log(step="app_retry", tool=tool, after_ms=300, reason="invalid response")
+                time.sleep(0.3)
+                c.call(tool, {})
         elif name == "notify":
             c.post({"jsonrpc": "2.0", "method": "notifications/progress",
                     "params": {"progressToken": "x", "progress": 1}}, {"Mcp-Method": "notifications/progress"})

@@ -21,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+import hygiene
 import truth
 
 GEN = Path(__file__).resolve().parent
@@ -84,6 +85,8 @@ class Run:
         self.tcpdump = None
         self.recorder = None
         self.pcap = None  # HAR scenarios: tcpdump of the client-facing leg, recorded at the same time
+        # what the scenario was built to produce: retry_findings of each entry with retry_of, in order
+        self.expect_findings = None
 
     # --- processes -------------------------------------------------------------------------
     def spawn(self, cmd, logname):
@@ -93,8 +96,10 @@ class Run:
         Run.all_procs.append(p)
         return p
 
-    def server_ts(self, mode="sse", cors=False, auth=False, logname="server.log"):
+    def server_ts(self, mode="sse", cors=False, auth=False, logname="server.log", hygiene_tools=False):
         cmd = [NODE, "ts/server.mjs", "--port", str(self.upstream), "--mode", mode, "--lifetime", "90"]
+        if hygiene_tools:  # send_email {destructiveHint: true}, get_weather {readOnlyHint: true}
+            cmd.append("--hygiene-tools")
         if mode != "legacy" and self.name.startswith("har-chromium"):
             cors = True
         if cors:
@@ -103,7 +108,7 @@ class Run:
             cmd += ["--auth-port", str(self.auth_port), "--resource", self.url]
         self.server_proc = self.spawn(cmd, logname)
         wait_port("127.0.0.1", self.upstream)
-        what = f"TS SDK server ({mode}{', OAuth-protected' if auth else ''})"
+        what = f"TS SDK server ({mode}{', OAuth-protected' if auth else ''}{', --hygiene-tools' if hygiene_tools else ''})"
         if what not in self.made_by:
             self.made_by.append(what)
 
@@ -200,10 +205,14 @@ class Run:
             self.recorder.wait(20)
 
     # --- clients ---------------------------------------------------------------------------
-    def client_ts(self, label, steps, legacy=False, wait=True, url=None, auth=False):
+    def client_ts(self, label, steps, legacy=False, wait=True, url=None, auth=False, plans=None, headers=None):
         logf = self.dir / f"{label}.jsonl"
         cmd = [NODE, "ts/client.mjs", "--url", (url or self.url).replace("/mcp", "/sse") if legacy else (url or self.url),
                "--steps", steps, "--log", str(logf), "--lifetime", "40"]
+        if plans:  # the application's retry policies (ts/client.mjs step plan:I)
+            cmd += ["--plans", json.dumps(plans)]
+        if headers:
+            cmd += ["--headers", json.dumps(headers)]
         if legacy:
             cmd.append("--legacy")
         if auth:
@@ -290,6 +299,13 @@ class Run:
         client_logs = {w[0]: (read_jsonl(w[3]) if w[3] else []) for w in self.windows}
         if annotate:
             annotate(entries, records, client_logs)
+        # report-schema 4b from the retry links just set and the relay's log (before the HAR/wire
+        # adjustments, which never touch a retry chain)
+        self.attempts = hygiene.judge_records(entries, records, f"{self.listen_host}:{self.port}")
+        if self.expect_findings is not None:
+            got = [e["retry_findings"] for e in entries if e["retry_of"] is not None]
+            if got != self.expect_findings:
+                raise RuntimeError(f"{self.name}: findings {got}, the scenario meant {self.expect_findings}")
         wire_entries = copy.deepcopy(entries)
         if har_annotate:
             har_annotate(entries, records, client_logs)
@@ -324,7 +340,7 @@ class Run:
         for e in entries:
             print(f"  {e['n']:>2} {e['client']:<10} {e['session']:<22} {e['http_method']:<6} {e['kind']:<12} "
                   f"{str(e['jsonrpc_id']):<4} {str(e['rpc_method']):<26} {str(e['http_status']):<4} {e['outcome']:<18} "
-                  f"retry_of={e['retry_of']} {e['retry_origin']} cont={e['continuation_of']}", flush=True)
+                  f"retry_of={e['retry_of']} {e['retry_origin']} cont={e['continuation_of']} {e['retry_findings'] or ''}", flush=True)
 
 
 def find(entries, **kw):
@@ -751,6 +767,215 @@ def session_expired(port):
              "again with a new id.", annotate)
 
 
+# --- retry hygiene (issue 24) and credentials in requests (issue 25) ----------------------------
+
+def link_app_retries(entries, records, logs, label="ts-client"):
+    """Links each tools/call to the latest earlier one with equivalent params (report-schema 4, rule 3:
+    a new id in the same session after a failure: application). Checks the client log agrees: one
+    app_retry step per link."""
+    last = {}
+    links = 0
+    for e, rec in zip(entries, records):
+        if e["rpc_method"] != "tools/call":
+            continue
+        body = json.loads(rec["req_body"])
+        key = json.dumps(hygiene.normalise_params(body["params"]), sort_keys=True)
+        prev = last.get(key)
+        if prev is not None and prev["outcome"] not in ("TOOL_SUCCESS", "RPC_SUCCESS"):
+            assert prev["session"] == e["session"] and prev["jsonrpc_id"] != e["jsonrpc_id"], (prev, e)
+            e["retry_of"] = prev["n"]
+            e["retry_origin"] = "application"
+            e["reason"] += (f"; the application called it again with a new id after entry {prev['n']} "
+                            f"ended {prev['outcome']}")
+            links += 1
+        last[key] = e
+    retries = sum(x.get("step") == "app_retry" for x in logs[label])
+    assert links == retries, f"{links} retry links, but the client logged {retries} app_retry steps"
+
+
+WEATHER = {"city": "Paris"}
+EMAIL = {"to": "ops@example.com", "subject": "deploy finished"}
+
+
+def hygiene_unsafe_retry(port):
+    r = Run("hygiene-unsafe-retry", port)
+    r.server_ts("json", hygiene_tools=True)
+    r.proxy("--inject", "status=503&match=send_email", "--inject", "status=503&match=get_weather",
+            "--inject", "status=503&match=set_status")
+    r.capture_start()
+    r.client_ts("ts-client", "list,plan:0,plan:1,plan:2,delete", plans=[
+        {"tool": "send_email", "args": EMAIL, "attempts": 2, "delays_ms": [300]},
+        {"tool": "get_weather", "args": WEATHER, "attempts": 2, "delays_ms": [300]},
+        {"tool": "set_status", "args": {"status": "green"}, "attempts": 2, "delays_ms": [300]}])
+    r.expect_findings = ["unsafe_retry", None, None]
+    r.finish("TS client -> TS server (JSON responses) with send_email (annotations {destructiveHint: true}), "
+             "get_weather (annotations {readOnlyHint: true}) and set_status (annotations {idempotentHint: true}); "
+             "the client lists the tools first. The fault proxy answers the first call of each with 503 (empty "
+             "body); the application calls each again with a new id 300 ms later. Retrying send_email after a 503 "
+             "(it may have run) is unsafe_retry; retrying the read-only get_weather or the idempotent set_status "
+             "is fine.",
+             lambda e, rec, logs: link_app_retries(e, rec, logs))
+
+
+def hygiene_unsafe_uncertain(port):
+    r = Run("hygiene-unsafe-uncertain", port)
+    r.server_ts("json", hygiene_tools=True)
+    r.proxy("--inject", "status=close&match=ops@example.com&count=2", "--inject", "delay=1000&match=oncall@example.com")
+    r.capture_start()
+    r.client_ts("ts-client", "list,plan:0,plan:1,sleep:1000,delete", plans=[
+        {"tool": "send_email", "args": EMAIL, "attempts": 3, "delays_ms": [300]},
+        {"tool": "send_email", "args": {"to": "oncall@example.com", "subject": "disk full"}, "attempts": 2,
+         "delays_ms": [300], "timeout_ms": 300}])
+    r.expect_findings = ["unsafe_retry", "unsafe_retry;no_backoff", "unsafe_retry"]
+
+    def annotate(entries, records, logs):
+        link_app_retries(entries, records, logs)
+        sent = [x["text"] for x in logs["ts-client"] if x.get("step") == "tools/call" and x.get("ok")]
+        cancelled = find(entries, outcome="CANCELLED")
+        assert len(cancelled) == 1 and len(find(entries, outcome="NO_RESPONSE")) == 2, entries
+        cancelled[0]["reason"] += ("; the SDK's 300 ms request timeout fired while the proxy held the request "
+                                   "(forwarded 1 s late): the server still ran the tool")
+        for e in find(entries, rpc_method="tools/call", outcome="NO_RESPONSE"):
+            e["reason"] += "; the proxy closed the connection after reading the request (never forwarded)"
+        assert sent == ["sent email #1 to ops@example.com: deploy finished",
+                        "sent email #2 to oncall@example.com: disk full"], sent
+    r.finish("TS client -> TS server (JSON), send_email (annotations {destructiveHint: true}), listed first. The "
+             "proxy closes the connection on the first two send_email(ops) calls without a response (NO_RESPONSE; "
+             "never forwarded); the application retries 300 ms after each failure, the third attempt succeeds. "
+             "Then send_email(oncall) with the SDK's 300 ms request timeout: the proxy forwards it 1 s late, the "
+             "SDK times out and sends notifications/cancelled (CANCELLED; the server still sent that email and "
+             "answered later), the application calls again 300 ms later (a second email).", annotate)
+
+
+def hygiene_retry_after(port):
+    r = Run("hygiene-retry-after", port)
+    r.server_ts("json", hygiene_tools=True)
+    r.proxy("--inject", "status=429&match=Paris&retry_after=2", "--inject", "status=503&match=Oslo&retry_after=date:2")
+    r.capture_start()
+    r.client_ts("ts-client", "list,plan:0,plan:1,delete", plans=[
+        {"tool": "get_weather", "args": {"city": "Paris"}, "attempts": 2, "delays_ms": [300], "retry_after": "ignore"},
+        {"tool": "get_weather", "args": {"city": "Oslo"}, "attempts": 2, "delays_ms": [300], "retry_after": "honour"}])
+    r.expect_findings = ["retry_after_ignored", None]
+    r.finish("TS client -> TS server (JSON), read-only get_weather. The fault proxy answers get_weather Paris with "
+             "429 + Retry-After: 2 (delay-seconds); the application ignores it and calls again 300 ms later. Then "
+             "get_weather Oslo gets 503 + Retry-After as an HTTP-date 2-3 s ahead (+ a Date header); the "
+             "application reads the header (its own fetch wrapper: the SDK does not expose it) and calls again "
+             "300 ms after the date.", lambda e, rec, logs: link_app_retries(e, rec, logs))
+
+
+def hygiene_invalid_params(port):
+    r = Run("hygiene-invalid-params", port)
+    r.server_py()
+    r.proxy()
+    r.capture_start()
+    r.client_ts("ts-client", "list,invalid_args_resend,delete")
+
+    def annotate(entries, records, logs):
+        bad = [(e, rec) for e, rec in zip(entries, records) if e["rpc_method"] == "tools/call"
+               and isinstance(json.loads(rec["req_body"])["params"].get("arguments"), str)]
+        assert len(bad) == 2, bad
+        (a, _), (b, _) = bad
+        codes = [x.get("code") for x in logs["ts-client"] if x.get("step") == "invalid_args"]
+        assert codes == [-32602, -32602], codes
+        for e, rec in bad:
+            err = hygiene.final_message(rec)["error"]
+            e["reason"] += f"; arguments is a string, the server answered error {json.dumps(err)} on HTTP 200"
+        b["retry_of"] = a["n"]
+        b["retry_origin"] = "application"
+        b["reason"] += "; the application sent the same params again with a new id 300 ms after the -32602"
+        fixed = [e for e in entries if e["rpc_method"] == "tools/call" and e not in (a, b)]
+        assert len(fixed) == 1 and fixed[0]["outcome"] == "TOOL_SUCCESS"
+        fixed[0]["reason"] += "; arguments fixed: not equivalent to the failed calls, so not a repeat"
+    r.expect_findings = ["unchanged_after_invalid_params"]
+    r.finish("TS client -> Python server (2025-11-25 initialize). The application sends tools/call echo with "
+             "`arguments` a string through the SDK's low-level client.request: the Python server answers JSON-RPC "
+             "-32602; the application sends the very same params again with a new id (-32602 again), then calls "
+             "echo with proper arguments.", annotate)
+
+
+def hygiene_invalid_response(port):
+    r = Run("hygiene-invalid-response", port)
+    r.server_raw()
+    r.proxy()
+    r.capture_start()
+    r.client_raw("raw-client", "retry_invalid:malformed,retry_invalid:both,retry_invalid:content_not_array")
+    r.expect_findings = ["replay_after_invalid_response"] * 3
+    r.finish("raw_client.py -> raw_server.py (2026-07-28 style, stateless): tools/call malformed (cut JSON), both "
+             "(result and error) and content_not_array (invalid tool result); after each invalid answer the "
+             "client waits 300 ms and sends the same call again with a new id. None of these outcomes is "
+             "uncertain, so no unsafe_retry although the tools were never listed.",
+             lambda e, rec, logs: link_app_retries(e, rec, logs, "raw-client"))
+
+
+def hygiene_no_backoff(port):
+    r = Run("hygiene-no-backoff", port)
+    r.server_ts("json", hygiene_tools=True)
+    r.proxy("--inject", "status=503&match=get_weather&count=5")
+    r.capture_start()
+    r.client_ts("ts-client", "list,plan:0,delete", plans=[
+        {"tool": "get_weather", "args": {"city": "Berlin"}, "attempts": 5, "delays_ms": [100]}])
+    r.expect_findings = [None, "no_backoff", "no_backoff;too_many_attempts", "no_backoff;too_many_attempts"]
+    r.finish("TS client -> TS server (JSON), read-only get_weather (so no unsafe_retry). The fault proxy answers "
+             "five get_weather calls with 503; the application retries with a fixed 100 ms delay, 5 attempts in "
+             "all, then gives up: attempts 3-5 do not back off, attempts 4 and 5 exceed 3.",
+             lambda e, rec, logs: link_app_retries(e, rec, logs))
+
+
+def hygiene_backoff_ok(port):
+    r = Run("hygiene-backoff-ok", port)
+    r.server_ts("json", hygiene_tools=True)
+    r.proxy("--inject", "status=503&match=get_weather&count=2")
+    r.capture_start()
+    r.client_ts("ts-client", "list,plan:0,delete", plans=[
+        {"tool": "get_weather", "args": {"city": "Madrid"}, "attempts": 3, "delays_ms": [200, 400, 800]}])
+    r.expect_findings = [None, None]
+    r.finish("TS client -> TS server (JSON), read-only get_weather. The fault proxy answers the first two calls "
+             "with 503; the application backs off exponentially (200 ms, then 400 ms) and the third attempt "
+             "succeeds: no findings.", lambda e, rec, logs: link_app_retries(e, rec, logs))
+
+
+# fake credentials: each a string that must never appear in any mcp-trace output
+SECRETS = {"bearer": "fake-bearer-8c1f4e2a9b7d6035", "access_token": "fake-access-tok-3e9a1c7b5d20",
+           "api_key": "fake-api-key-q7w8e9r0t1y2", "x_api_key": "fake-x-api-key-h5j6k7l8",
+           "cookie": "fake-cookie-z1x2c3v4b5", "token": "fake-query-token-p0o9i8u7",
+           "code": "fake-oauth-code-a1s2d3f4", "basic_password": "fake-basic-pass-m4n5b6"}
+
+
+def secrets_in_request(port):
+    import base64
+    r = Run("secrets-in-request", port)
+    r.server_ts("sse")
+    r.proxy()
+    r.capture_start()
+    q = f"?access_token={SECRETS['access_token']}&api_key={SECRETS['api_key']}"
+    r.client_ts("ts-client", "list,echo:with credentials,delete", url=r.url + q, headers={
+        "Authorization": f"Bearer {SECRETS['bearer']}", "X-Api-Key": SECRETS["x_api_key"],
+        "Cookie": f"sid={SECRETS['cookie']}"})
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "curl", "version": "7.88.1"}}}
+    r.manual("curl", ["curl", "-sS", "-m", "10", r.url + f"?token={SECRETS['token']}&code={SECRETS['code']}",
+                      "--user", f"samples:{SECRETS['basic_password']}", "-H", f"X-Api-Key: {SECRETS['x_api_key']}",
+                      "-H", "content-type: application/json", "-H", "accept: application/json, text/event-stream",
+                      "--data-raw", json.dumps(init)])
+    basic = base64.b64encode(f"samples:{SECRETS['basic_password']}".encode()).decode()
+    secrets = list(SECRETS.values()) + [basic]
+
+    def annotate(entries, records, logs):
+        raw = r.capture.read_bytes()
+        for sec in secrets:  # every secret really is on the wire (the Basic password only base64-encoded)
+            assert sec == SECRETS["basic_password"] or sec.encode() in raw, sec
+        for e, rec in zip(entries, records):
+            h = {k.lower(): v for k, v in rec["req_headers"]}
+            carried = [k for k in ("authorization", "x-api-key", "cookie") if k in h]
+            e["reason"] += f"; request carries {', '.join(carried) or 'no credential header'}" + (
+                " and credentials in the query" if "token=" in e["path"] else "")
+    r.finish("TS client with fixed credentials (requestInit headers Authorization: Bearer, X-Api-Key, Cookie) and "
+             "a URL with ?access_token=&api_key= -> TS server (which ignores them); then curl sends an initialize "
+             "with Basic auth (--user), X-Api-Key and ?token=&code=. All credentials are fake; `secrets` lists "
+             "every one as it appears on the wire: none may appear in any mcp-trace output (report-schema 1b).",
+             annotate, extra={"secrets": secrets})
+
+
 SCENARIOS = {
     "ts-streamable-sse": ts_streamable_sse, "ts-streamable-json": ts_streamable_json, "py-default": py_default,
     "py-legacy-handshake": py_legacy_handshake, "ts-client-py-server": ts_client_py_server,
@@ -760,6 +985,11 @@ SCENARIOS = {
     "any-iface": any_iface, "pcapng": pcapng, "snaplen-200": snaplen, "stream-open": stream_open,
     "har-mitmproxy-ts": har_mitm_ts, "har-mitmproxy-raw": har_mitm_raw, "har-chromium-ts": har_chromium_ts,
     "auth-401-sdk-retry": auth_401, "session-expired-reinit": session_expired,
+    "hygiene-unsafe-retry": hygiene_unsafe_retry, "hygiene-retry-after": hygiene_retry_after,
+    "hygiene-unsafe-uncertain": hygiene_unsafe_uncertain,
+    "hygiene-invalid-params": hygiene_invalid_params, "hygiene-invalid-response": hygiene_invalid_response,
+    "hygiene-no-backoff": hygiene_no_backoff, "hygiene-backoff-ok": hygiene_backoff_ok,
+    "secrets-in-request": secrets_in_request,
 }
 
 

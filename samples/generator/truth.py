@@ -2,7 +2,8 @@
 
 The outcome of each request is decided here from the bytes the generator relayed, with the
 rules of ../../shared/docs/report-schema.md section 3 (this is the generator's own reading,
-never mcp-trace's). Scenario code then adds what only it knows: retries and continuations.
+never mcp-trace's). Scenario code then adds what only it knows: retries and continuations;
+hygiene.py then sets retry_findings (section 4b) from those links and the log.
 """
 
 import json
@@ -195,9 +196,25 @@ def build_entries(records, t_capture_end, client_of, sid_labels):
             "jsonrpc_id": json.dumps(req_id) if req_id is not None else None,
             "rpc_method": rpc_method, "tool_name": tool, "http_status": status,
             "outcome": outcome, "final_response": final, "retry_of": None, "retry_origin": "none",
-            "continuation_of": None, "reason": reason,
+            "retry_findings": None, "continuation_of": None, "reason": reason,
         })
+    mark_cancelled(entries, records)
     return entries
+
+
+def mark_cancelled(entries, records):
+    """report-schema 3: a request the client cancelled (notifications/cancelled naming its id, in its
+    session) before its final response was complete is CANCELLED, whatever came after."""
+    for e, rec in zip(entries, records):
+        if e["rpc_method"] != "notifications/cancelled":
+            continue
+        rid = json.dumps((parse_body(rec).get("params") or {}).get("requestId"))
+        for r, rrec in zip(entries, records):
+            if (r["kind"] == "request" and r["session"] == e["session"] and r["jsonrpc_id"] == rid
+                    and rrec["t_req"] < rec["t_req"] and (rrec["t_resp_end"] is None or rec["t_req"] < rrec["t_resp_end"])):
+                late = "; its response came later" if r["final_response"] else ""
+                r["outcome"] = "CANCELLED"
+                r["reason"] = f"cancelled by notifications/cancelled (entry {e['n']}) before its final response{late}"
 
 
 def request_outcome(rec, body, status, ctype, records, legacy_streams, lsid):

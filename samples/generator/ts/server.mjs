@@ -1,5 +1,5 @@
 // MCP servers built with the TypeScript SDK, for the recordings in samples/.
-// usage: node ts/server.mjs --port N [--mode sse|json|legacy] [--cors] [--lifetime S]
+// usage: node ts/server.mjs --port N [--mode sse|json|legacy] [--cors] [--lifetime S] [--hygiene-tools]
 //                           [--auth-port A --resource URL [--token-ttl MS]]
 //   sse    : Streamable HTTP, stateful (session ids), SSE responses, in-memory event store (resumable)
 //   json   : same, with enableJsonResponse (application/json responses)
@@ -9,6 +9,9 @@
 //   server listens on 127.0.0.1:A: protected-resource metadata (RFC 9728), authorization-server
 //   metadata (RFC 8414) and a token endpoint for the client_credentials grant (client_secret_basic,
 //   client "samples-client" / "samples-secret"). Tokens expire after --token-ttl ms (default 1500).
+// --hygiene-tools: also registers send_email (annotations { destructiveHint: true }: not read-only, not
+//   idempotent by the protocol's defaults), get_weather (annotations { readOnlyHint: true }) and set_status
+//   (annotations { idempotentHint: true }), for the retry-hygiene recordings. Without it the tool list is the one the older recordings were made with.
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -27,6 +30,7 @@ const LIFETIME = Number(opt('--lifetime', '120'));
 const AUTH_PORT = opt('--auth-port') ? Number(opt('--auth-port')) : undefined;
 const RESOURCE = opt('--resource');
 const TOKEN_TTL_MS = Number(opt('--token-ttl', '1500'));
+const HYGIENE_TOOLS = argv.includes('--hygiene-tools');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function buildServer() {
@@ -49,6 +53,25 @@ function buildServer() {
     });
   server.registerTool('boom', { description: 'Throws inside the handler', inputSchema: {} },
     async () => { throw new Error('boom: handler threw'); });
+  if (HYGIENE_TOOLS) {
+    let sent = 0;
+    server.registerTool('send_email', {
+      description: 'Sends an email (a side effect: calling it twice sends two emails)',
+      inputSchema: { to: z.string(), subject: z.string() },
+      annotations: { destructiveHint: true },
+    }, async ({ to, subject }) => ({ content: [{ type: 'text', text: `sent email #${++sent} to ${to}: ${subject}` }] }));
+    server.registerTool('get_weather', {
+      description: 'Reads the weather for a city (no side effects)',
+      inputSchema: { city: z.string() },
+      annotations: { readOnlyHint: true },
+    }, async ({ city }) => ({ content: [{ type: 'text', text: `weather in ${city}: sunny, 21 C` }] }));
+    let status = 'unknown';
+    server.registerTool('set_status', {
+      description: 'Sets the status page (the same call twice leaves the same state)',
+      inputSchema: { status: z.string() },
+      annotations: { idempotentHint: true },
+    }, async (args) => { status = args.status; return { content: [{ type: 'text', text: `status is ${status}` }] }; });
+  }
   server.registerPrompt('greet', { description: 'A greeting prompt', argsSchema: { name: z.string() } },
     ({ name }) => ({ messages: [{ role: 'user', content: { type: 'text', text: `Hello ${name}` } }] }));
   return server;
