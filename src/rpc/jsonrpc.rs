@@ -712,8 +712,14 @@ mod tests {
                 let as_error = serde_json::json!(
                     {"jsonrpc": "2.0", "id": 3, "error": {"code": 1, "message": "m", "data": a}}
                 );
+                let as_tools = serde_json::json!({"jsonrpc": "2.0", "id": 4, "result": {"tools": [
+                    a,
+                    {"name": a, "annotations": a, "inputSchema": a},
+                    {"name": "t", "name": a, "annotations": {"readOnlyHint": a, "idempotentHint": true}}
+                ]}});
+                let as_tools_value = serde_json::json!({"jsonrpc": "2.0", "id": 5, "result": {"tools": a}});
                 let batch = Value::Array(vec![as_result.clone(), a.clone(), as_content.clone()]);
-                for v in [&as_result, &as_content, &as_error, &batch, a] {
+                for v in [&as_result, &as_content, &as_error, &batch, &as_tools, &as_tools_value, a] {
                     assert_slim_agrees(&v.to_string());
                 }
             }
