@@ -682,4 +682,6 @@ fn clip(s: &str) -> String {
 }
 
 #[cfg(test)]
+mod hygiene_tests;
+#[cfg(test)]
 mod tests;
