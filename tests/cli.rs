@@ -379,7 +379,14 @@ fn filters_apply_to_terminal_summary() {
         "never",
     ]);
     assert!(text.contains("1 MCP exchange in 1 session"), "{text}");
-    assert!(!text.contains("HTTP_ERROR"), "{text}");
+    // Only the selected row is counted; its retry-hygiene evidence still says how the
+    // attempt it repeats (not selected) ended.
+    let (counted, hygiene) = text.split_once("Retry hygiene").unwrap();
+    assert!(!counted.contains("HTTP_ERROR"), "{text}");
+    assert!(
+        hygiene.contains("unsafe_retry") && hygiene.contains("#4 ended HTTP_ERROR (503)"),
+        "{text}"
+    );
 }
 
 /// `--fail-on` decides from every row of the analysis, not only the rows the filters keep
