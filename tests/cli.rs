@@ -918,6 +918,11 @@ fn stage_limits_are_options_and_their_hits_are_counted() {
             &["--max-retry-rows", "1"],
             "mcp.retry_index_full",
         ),
+        (
+            "legacy-sse.pcap",
+            &["--max-catalog-tools", "1"],
+            "mcp.tool_catalog_full",
+        ),
     ];
     for (sample, flags, anomaly) in cases {
         let default = run_anomalies(sample, &[]);
