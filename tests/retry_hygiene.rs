@@ -229,3 +229,99 @@ fn hygiene_options_in_help() {
         "{text}"
     );
 }
+
+/// Through every stage of a packet capture: a `tools/list` result's annotations decide
+/// `unsafe_retry` (a read-only tool retried after a 503 is fine, an unannotated one is not),
+/// and a 429's `Retry-After` header decides `retry_after_ignored`.
+#[test]
+fn tools_list_annotations_and_retry_after_from_the_wire() {
+    let call = |id: u32, tool: &str, q: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"q":{q}}}}}}}"#
+        )
+    };
+    let ok = |id: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"ok"}}]}}}}"#
+        )
+    };
+    let rows = crate::support::analyze(|cap| {
+        let mut c = cap.connect(3000);
+        c.post(
+            cap,
+            &[],
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        );
+        cap.wait_ms(5);
+        c.respond_json(
+            cap,
+            200,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get","inputSchema":{"type":"object","properties":{"q":{"type":"number"}}},"annotations":{"title":"Get","readOnlyHint":true}},{"name":"put","inputSchema":{"type":"object"},"annotations":{"destructiveHint":false}}]}}"#,
+        );
+        for (first, again, tool) in [(2, 3, "get"), (4, 5, "put")] {
+            cap.wait_ms(100);
+            c.post(cap, &[], &call(first, tool, 1));
+            cap.wait_ms(5);
+            c.respond(cap, 503, "", "");
+            cap.wait_ms(300);
+            c.post(cap, &[], &call(again, tool, 1));
+            cap.wait_ms(5);
+            c.respond_json(cap, 200, &ok(again));
+        }
+        cap.wait_ms(100);
+        c.post(cap, &[], &call(6, "get", 2));
+        cap.wait_ms(5);
+        cap.send(
+            &mut c,
+            false,
+            b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 5\r\nContent-Length: 0\r\n\r\n",
+        );
+        cap.wait_ms(1000);
+        c.post(cap, &[], &call(7, "get", 2));
+        cap.wait_ms(5);
+        c.respond_json(cap, 200, &ok(7));
+        cap.close(&mut c, false);
+    });
+    let got: Vec<(&str, Option<u64>, Option<&str>)> = rows
+        .iter()
+        .filter(|r| r["rpc_method"] == "tools/call")
+        .map(|r| {
+            (
+                r["jsonrpc_id"].as_str().unwrap(),
+                r["retry_of"].as_u64(),
+                r["retry_findings"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("2", None, None),
+            ("3", Some(2), None),
+            ("4", None, None),
+            ("5", Some(4), Some("unsafe_retry")),
+            ("6", None, None),
+            ("7", Some(6), Some("retry_after_ignored")),
+        ],
+        "{rows:#?}"
+    );
+    let evidence = |id: &str| {
+        rows.iter()
+            .find(|r| r["jsonrpc_id"] == id && r["rpc_method"] == "tools/call")
+            .and_then(|r| r["retry_evidence"].as_str())
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        evidence("5").contains(
+            "unsafe_retry: tool put not declared safe (tools/list #1 gave readOnlyHint false (default), idempotentHint false (default), destructiveHint false)"
+        ),
+        "{}",
+        evidence("5")
+    );
+    assert!(
+        evidence("7").contains("retry_after_ignored: HTTP 429 of #6 asked Retry-After 5000ms, sent 1000ms after that response"),
+        "{}",
+        evidence("7")
+    );
+}
