@@ -2,8 +2,8 @@
 //!
 //! Finds MCP traffic by content, groups it into sessions, pairs each JSON-RPC
 //! request with its response by (direction, id) within the session wherever
-//! the response travels, classifies each exchange (report-schema.md section 3)
-//! and infers retries (section 4). Rows are released as they become final
+//! the response travels, classifies each exchange (report-schema.md section 3),
+//! infers retries (section 4) and judges each repeat's hygiene (section 4b). Rows are released as they become final
 //! (see [`Analyzer`] and the analyzer's "Release" notes), so memory follows
 //! live state, not the capture.
 

@@ -1,5 +1,7 @@
 //! Retry inference (report-schema.md section 4): `attempt`, `retry_of`, `retry_origin`,
-//! `retry_evidence` and `continuation_of` on every row.
+//! `retry_evidence` and `continuation_of` on every row; and retry hygiene (section 4b):
+//! `retry_findings` on every repeat by rules 2-4, judged in `hygiene` against the attempt it
+//! repeats and the [`ToolCatalog`] that `tools/list` rows feed as they pass.
 //!
 //! In: rows one at a time ([`RetryInference::push`]) in `exchange_id` order (ids follow
 //! `ts_request`), outcomes classified; [`infer_retries`] does the same over a slice.
