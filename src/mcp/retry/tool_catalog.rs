@@ -9,7 +9,9 @@
 //! latest listing, each tool counting from its own page's response time. Rows reach the
 //! catalog in `exchange_id` (request start) order, so every listing that completed before an
 //! attempt started is in by the time the attempt is judged; the one listing before the latest
-//! is kept for attempts that started before the latest completed.
+//! is kept for attempts that started before the latest completed. (A `tools/list` still open
+//! a minute after it was sent is set aside by the analyzer and reaches the catalog when it
+//! ends: attempts released before then are judged without it.)
 //!
 //! Bounded: at most [`LISTINGS_PER_ENDPOINT`] listings per endpoint, and
 //! [`MAX_CATALOG_TOOLS`] entries in all (each listing costs one entry plus one per tool),
