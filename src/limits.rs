@@ -5,7 +5,7 @@
 
 use crate::http::{DECODED_BODY_LIMIT, HEAD_LIMIT, REQUEST_BODY_LIMIT};
 use crate::mcp::MAX_PENDING_PER_SESSION;
-use crate::mcp::retry::MAX_INDEXED_REQUESTS;
+use crate::mcp::retry::{MAX_CATALOG_TOOLS, MAX_INDEXED_REQUESTS};
 use crate::rpc::MAX_SSE_EVENT_BYTES;
 
 /// Most bytes reserved ahead for one body from its Content-Length: most JSON-RPC bodies fit,
@@ -33,6 +33,9 @@ pub struct Limits {
     /// Most requests held in the retry-inference index (the repeat window); past it the oldest
     /// are not indexed (`mcp.retry_index_full`).
     pub retry_rows: usize,
+    /// Most entries in the tool catalog (listings plus tools, over all endpoints); past it
+    /// the oldest listings are forgotten (`mcp.tool_catalog_full`).
+    pub catalog_tools: usize,
 }
 
 impl Default for Limits {
@@ -44,6 +47,7 @@ impl Default for Limits {
             sse_event_bytes: MAX_SSE_EVENT_BYTES,
             pending_per_session: MAX_PENDING_PER_SESSION,
             retry_rows: MAX_INDEXED_REQUESTS,
+            catalog_tools: MAX_CATALOG_TOOLS,
         }
     }
 }

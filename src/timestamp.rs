@@ -26,7 +26,7 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 /// (year, month, day) -> days since 1970-01-01; the inverse of [`civil_from_days`].
 /// Callers keep `year` within ±1e6 so nothing overflows.
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+pub(crate) fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let yoe = y.rem_euclid(400);
@@ -41,7 +41,7 @@ fn is_leap(year: i64) -> bool {
     year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
 }
 
-fn days_in_month(year: i64, month: u32) -> u32 {
+pub(crate) fn days_in_month(year: i64, month: u32) -> u32 {
     match month {
         2 if is_leap(year) => 29,
         2 => 28,

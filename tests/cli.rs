@@ -379,7 +379,14 @@ fn filters_apply_to_terminal_summary() {
         "never",
     ]);
     assert!(text.contains("1 MCP exchange in 1 session"), "{text}");
-    assert!(!text.contains("HTTP_ERROR"), "{text}");
+    // Only the selected row is counted; its retry-hygiene evidence still says how the
+    // attempt it repeats (not selected) ended.
+    let (counted, hygiene) = text.split_once("Retry hygiene").unwrap();
+    assert!(!counted.contains("HTTP_ERROR"), "{text}");
+    assert!(
+        hygiene.contains("unsafe_retry") && hygiene.contains("#4 ended HTTP_ERROR (503)"),
+        "{text}"
+    );
 }
 
 /// `--fail-on` decides from every row of the analysis, not only the rows the filters keep
@@ -910,6 +917,11 @@ fn stage_limits_are_options_and_their_hits_are_counted() {
             "concurrent.pcap",
             &["--max-retry-rows", "1"],
             "mcp.retry_index_full",
+        ),
+        (
+            "legacy-sse.pcap",
+            &["--max-catalog-tools", "1"],
+            "mcp.tool_catalog_full",
         ),
     ];
     for (sample, flags, anomaly) in cases {

@@ -54,6 +54,7 @@ pub(crate) const EXCHANGE_COLUMNS: &[&str] = &[
     "retry_of",
     "retry_origin",
     "retry_evidence",
+    "retry_findings",
     "continuation_of",
     "anomalies",
 ];
@@ -75,6 +76,12 @@ const SESSION_COLUMNS: &[&str] = &[
     "retries_sdk",
     "retries_application",
     "retries_manual",
+    "n_unsafe_retry",
+    "n_retry_after_ignored",
+    "n_unchanged_after_invalid_params",
+    "n_replay_after_invalid_response",
+    "n_no_backoff",
+    "n_too_many_attempts",
     "ended_by",
 ];
 

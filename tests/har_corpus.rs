@@ -47,17 +47,14 @@ struct Exchange {
     ts: Vec<i64>,
 }
 
-/// Regroup events per entry, checking the stage contract on the way:
-/// each request is followed by its own events and exactly one end.
+/// Regroup events per entry, checking the stage contract on the way: requests in
+/// request-time order, each exchange's events after its request and exactly one end (the
+/// events of overlapping entries interleave, in time order, as a capture's do).
 fn exchanges(events: Vec<HttpEvent>) -> Vec<Exchange> {
     let mut out: Vec<Exchange> = Vec::new();
     for ev in events {
         if let HttpEvent::Request(r) = ev {
             if let Some(prev) = out.last() {
-                assert!(
-                    prev.end.is_some() || prev.no_response,
-                    "request before previous end: {prev:?}"
-                );
                 assert!(
                     prev.req.ts_first_us <= r.ts_first_us,
                     "not in request-time order"
@@ -74,25 +71,31 @@ fn exchanges(events: Vec<HttpEvent>) -> Vec<Exchange> {
             });
             continue;
         }
-        let x = out.last_mut().expect("event before any request");
+        let xref = match &ev {
+            HttpEvent::ResponseHead { xref, .. }
+            | HttpEvent::ResponseBody { xref, .. }
+            | HttpEvent::ResponseEnd { xref, .. }
+            | HttpEvent::NoResponse { xref, .. } => xref.clone(),
+            HttpEvent::Request(_) => unreachable!(),
+        };
+        let x = out
+            .iter_mut()
+            .rev()
+            .find(|x| x.req.xref == xref)
+            .expect("event before its request");
         assert!(x.end.is_none() && !x.no_response, "event after end");
         match ev {
-            HttpEvent::ResponseHead {
-                xref, ts_us, head, ..
-            } => {
-                assert_eq!(xref, x.req.xref);
+            HttpEvent::ResponseHead { ts_us, head, .. } => {
                 assert!(x.head.is_none());
                 x.ts.push(ts_us);
                 x.head = Some(head);
             }
-            HttpEvent::ResponseBody { xref, ts_us, data } => {
-                assert_eq!(xref, x.req.xref);
+            HttpEvent::ResponseBody { ts_us, data, .. } => {
                 assert!(x.head.is_some());
                 x.ts.push(ts_us);
                 x.body.extend(data);
             }
             HttpEvent::ResponseEnd {
-                xref,
                 ts_us,
                 end,
                 wire_len,
@@ -100,15 +103,11 @@ fn exchanges(events: Vec<HttpEvent>) -> Vec<Exchange> {
                 anomalies,
                 ..
             } => {
-                assert_eq!(xref, x.req.xref);
                 assert!(x.head.is_some());
                 x.ts.push(ts_us);
                 x.end = Some((end, wire_len, decoded_len, anomalies));
             }
-            HttpEvent::NoResponse {
-                xref, ts_us, end, ..
-            } => {
-                assert_eq!(xref, x.req.xref);
+            HttpEvent::NoResponse { ts_us, end, .. } => {
                 assert!(x.head.is_none());
                 assert_eq!(end, BodyEnd::CaptureEnd);
                 x.ts.push(ts_us);

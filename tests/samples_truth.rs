@@ -2,7 +2,8 @@
 //! through `mcp-trace analyze`, and each row is compared with the recording's
 //! ground truth (written by the generator from what it did, never from our
 //! output): kind, JSON-RPC id and method, tool, HTTP status, outcome,
-//! `final_response`, session grouping, and the retry/continuation links.
+//! `final_response`, session grouping, the retry/continuation links, and the
+//! retry-hygiene findings where the truth entry names them (`retry_findings`).
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -112,6 +113,15 @@ fn compare(truth_path: &Path) -> (usize, Vec<String>) {
             "retry_origin",
         ] {
             check(field, text(&entry[field]), text(&row[field]));
+        }
+        // Retry hygiene (report-schema.md section 4b), where the truth names the findings
+        // (`"unsafe_retry;no_backoff"`, or null for none).
+        if let Some(expected) = entry.get("retry_findings") {
+            check(
+                "retry_findings",
+                text(expected),
+                text(&row["retry_findings"]),
+            );
         }
         let map_link = |v: &Value| {
             v.as_u64()

@@ -75,6 +75,9 @@ pub struct LimitArgs {
     /// Most requests held for retry inference (`mcp.retry_index_full` past it).
     #[arg(long, value_name = "N", default_value_t = crate::mcp::retry::MAX_INDEXED_REQUESTS)]
     pub max_retry_rows: usize,
+    /// Most tool catalog entries (tools/list listings plus their tools; `mcp.tool_catalog_full` past it).
+    #[arg(long, value_name = "N", default_value_t = crate::mcp::retry::MAX_CATALOG_TOOLS)]
+    pub max_catalog_tools: usize,
 }
 
 #[derive(Debug, Args)]
@@ -91,6 +94,17 @@ pub struct InferenceArgs {
     /// Silence after which a derived (stateless) session ends.
     #[arg(long, value_name = "DURATION", default_value = "5m")]
     pub session_gap: String,
+    /// Retry hygiene: an attempt numbered above this is `too_many_attempts` (3: a call and two retries).
+    #[arg(long, value_name = "N", default_value_t = crate::mcp::DEFAULT_MAX_ATTEMPTS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_attempts: u32,
+    /// Retry hygiene: from the third attempt on, each gap should be at least this times the previous (`no_backoff`).
+    #[arg(long, value_name = "FACTOR", default_value_t = crate::mcp::DEFAULT_BACKOFF_FACTOR,
+          value_parser = super::values::parse_factor)]
+    pub backoff_factor: f64,
+    /// Retry hygiene: two gaps both under this are `no_backoff` whatever their ratio.
+    #[arg(long, value_name = "DURATION", default_value = "50ms")]
+    pub backoff_floor: String,
 }
 
 #[derive(Debug, Args)]
@@ -130,8 +144,8 @@ pub struct AnalyzeArgs {
     /// Keep only failed rows.
     #[arg(long)]
     pub only_failures: bool,
-    /// Exit with status 1 when any row has one of these outcomes.
-    #[arg(long, value_delimiter = ',', value_name = "OUTCOME")]
+    /// Exit with status 1 when any row has one of these outcomes or retry-hygiene findings.
+    #[arg(long, value_delimiter = ',', value_name = "OUTCOME|FINDING")]
     pub fail_on: Vec<String>,
 }
 

@@ -9,6 +9,7 @@ mod values;
 use crate::flow::FlowLimits;
 use crate::http::{HttpFormat, write_http_rows};
 use crate::limits::Limits;
+use crate::mcp::retry::{FINDING_NAMES, Finding, findings_of};
 use crate::mcp::{Exchange, InferenceConfig};
 use crate::pipeline::{self, Analysis, Config};
 use crate::report::{self, Format, RowFilter, RunInfo, SessionAggregator, SessionRow, TableWriter};
@@ -62,6 +63,9 @@ fn inference_config(input: &InputArgs) -> Result<InferenceConfig> {
         sdk_max_gap_ms: ms("sdk-max-gap", &input.inference.sdk_max_gap)?,
         manual_min_gap_ms: ms("manual-min-gap", &input.inference.manual_min_gap)?,
         session_gap_ms: ms("session-gap", &input.inference.session_gap)?,
+        max_attempts: input.inference.max_attempts,
+        backoff_factor: input.inference.backoff_factor,
+        backoff_floor_ms: ms("backoff-floor", &input.inference.backoff_floor)?,
     })
 }
 
@@ -82,6 +86,7 @@ fn pipeline_config(input: &InputArgs) -> Result<Config> {
             sse_event_bytes: input.limits.max_sse_event,
             pending_per_session: input.limits.max_pending.max(1),
             retry_rows: input.limits.max_retry_rows,
+            catalog_tools: input.limits.max_catalog_tools,
         },
         progress: !input.no_progress && std::io::stderr().is_terminal(),
         threads: match input.threads {
@@ -118,6 +123,42 @@ fn check_outcomes(flag: &str, names: &[String]) -> Result<Vec<String>> {
         .collect()
 }
 
+/// `--fail-on`: outcome names (any case) and retry-hygiene finding names (report-schema.md
+/// section 4b).
+#[derive(Debug, Default, PartialEq)]
+struct FailOn {
+    outcomes: Vec<String>,
+    findings: Vec<Finding>,
+}
+
+impl FailOn {
+    fn parse(names: &[String]) -> Result<FailOn> {
+        let mut out = FailOn::default();
+        for n in names {
+            let name = n.trim();
+            let upper = name.to_ascii_uppercase();
+            if OUTCOMES.contains(&upper.as_str()) {
+                out.outcomes.push(upper);
+            } else if let Some(f) = Finding::from_name(&name.to_ascii_lowercase()) {
+                out.findings.push(f);
+            } else {
+                bail!(
+                    "--fail-on: unknown outcome or finding `{n}` (outcomes: {}; findings: {})",
+                    OUTCOMES.join(", "),
+                    FINDING_NAMES.join(", ")
+                )
+            }
+        }
+        Ok(out)
+    }
+
+    fn matches(&self, row: &Exchange) -> bool {
+        self.outcomes.iter().any(|o| o == row.outcome)
+            || (!self.findings.is_empty()
+                && findings_of(row.retry_findings.as_deref()).any(|f| self.findings.contains(&f)))
+    }
+}
+
 fn run_analysis(input: &InputArgs, cfg: &Config) -> Result<Analysis> {
     Ok(pipeline::analyze(&input.inputs, cfg)?)
 }
@@ -145,7 +186,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("--until: {e}"))?,
         only_failures: args.only_failures,
     };
-    let fail_on = check_outcomes("fail-on", &args.fail_on)?;
+    let fail_on = FailOn::parse(&args.fail_on)?;
     let output_format = match &args.output {
         Some(path) => Some(Format::from_flag_or_path(Some(&args.format), path)?),
         None => None,
@@ -170,7 +211,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     let mut failed = false;
     let totals = pipeline::analyze_streaming(&args.input.inputs, &cfg, &mut |row| {
         tally.push(&row);
-        failed |= fail_on.iter().any(|o| o == row.outcome);
+        failed |= fail_on.matches(&row);
         if !filter.matches(&row) {
             return Ok(());
         }
@@ -254,6 +295,8 @@ struct Counts {
     outcomes: BTreeMap<String, u64>,
     layers: BTreeMap<String, u64>,
     retries: BTreeMap<String, u64>,
+    /// Rows per retry-hygiene finding, indexed like [`Finding::ALL`].
+    findings: [u64; Finding::ALL.len()],
     /// Distinct session keys (one entry per session, not per row).
     sessions: HashSet<String>,
 }
@@ -271,6 +314,11 @@ impl Counts {
                 None => {
                     map.insert(key.to_string(), 1);
                 }
+            }
+        }
+        for f in findings_of(row.retry_findings.as_deref()) {
+            if let Some(n) = self.findings.get_mut(f.index()) {
+                *n = n.saturating_add(1);
             }
         }
         if !self.sessions.contains(row.session_key.as_str()) {
@@ -299,6 +347,12 @@ impl Counts {
         add(m, "mcp_exchanges", &self.outcomes, true);
         add(m, "layers", &self.layers, true);
         add(m, "retries", &self.retries, false);
+        let findings: BTreeMap<String, u64> = Finding::ALL
+            .iter()
+            .zip(self.findings)
+            .map(|(f, n)| (f.name().to_string(), n))
+            .collect();
+        add(m, "retry_findings", &findings, true);
         m.insert("mcp_exchanges_total".into(), serde_json::json!(self.total));
         m.insert("sessions".into(), serde_json::json!(self.sessions.len()));
     }

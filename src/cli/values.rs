@@ -60,6 +60,14 @@ pub fn positive_size(text: &str) -> Result<usize, String> {
     }
 }
 
+/// A positive finite number (`1.5`), for ratios such as `--backoff-factor`.
+pub fn parse_factor(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("`{text}` is not a positive number")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

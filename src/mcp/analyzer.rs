@@ -59,6 +59,7 @@ use super::texts::Texts;
 use super::{Exchange, InferenceConfig, InferenceInputs};
 use crate::anomaly::Stats;
 use crate::hashing::{HashMap, HashSet};
+use crate::http::retry_after::RetryAfter;
 use crate::http::{BodyEnd, ExchangeRef, HttpEvent, HttpRequest, ResponseHead};
 use crate::limits::Limits;
 use crate::rpc::digest::{ElementDigest, Envelope, EnvelopeBody, EnvelopeElement};
@@ -184,6 +185,7 @@ struct Reserved {
     retry_of: Option<u64>,
     retry_origin: &'static str,
     retry_evidence: Option<String>,
+    retry_findings: Option<String>,
     continuation_of: Option<u64>,
 }
 
@@ -376,7 +378,7 @@ impl Analyzer {
             pending: BinaryHeap::new(),
             aside: BTreeSet::new(),
             next_id: 1,
-            retry: RetryInference::with_limit(&cfg, limits.retry_rows),
+            retry: RetryInference::with_limits(&cfg, limits.retry_rows, limits.catalog_tools),
             infos: HashMap::default(),
             released_ids: HashMap::default(),
             released_order: VecDeque::new(),
@@ -435,7 +437,7 @@ impl Analyzer {
             } => {
                 // The head's first byte, not the packet's time: no step back to count.
                 self.last_ts = self.last_ts.max(ts_us);
-                self.on_head(ctx_key(&xref), &head);
+                self.on_head(ctx_key(&xref), &head, ts_us);
             }
             HttpEvent::ResponseBody { xref, ts_us, .. } => {
                 self.saw_time(ts_us);
@@ -719,6 +721,7 @@ impl Analyzer {
                 retry_of: ex.retry_of,
                 retry_origin: ex.retry_origin,
                 retry_evidence: ex.retry_evidence,
+                retry_findings: ex.retry_findings,
                 continuation_of: ex.continuation_of,
             });
         }
@@ -750,8 +753,14 @@ impl Analyzer {
             ex.retry_of = r.retry_of;
             ex.retry_origin = r.retry_origin;
             ex.retry_evidence = r.retry_evidence;
+            ex.retry_findings = r.retry_findings;
             ex.continuation_of = r.continuation_of;
         }
+        // A tools/list result goes to the tool catalog as its row leaves.
+        if let Some(Final::Result(res)) = row.final_msg.as_mut() {
+            ex.inference.tools_page = res.tools.take();
+        }
+        self.retry.observe_tools(&mut ex);
         if row.kind == Kind::Request && ex.sse_events > 0 {
             // A later GET with Last-Event-ID may name this exchange.
             self.released_ids.insert(i, id);
@@ -1448,10 +1457,11 @@ impl Analyzer {
 
     // ---- responses ------------------------------------------------------
 
-    fn on_head(&mut self, key: CtxKey, head: &ResponseHead) {
+    fn on_head(&mut self, key: CtxKey, head: &ResponseHead, ts: i64) {
         let Some(ctx) = self.ctxs.get_mut(&key) else {
             return;
         };
+        let retry_after = RetryAfter::of_response(head.status, &head.headers, ts);
         let media = head.headers.media_type().map(|m| self.texts.get(&m));
         ctx.status = Some(head.status);
         ctx.media.clone_from(&media);
@@ -1484,6 +1494,7 @@ impl Analyzer {
             }
             if let Some(r) = self.rows.get_mut(i) {
                 r.ex.http_status = Some(head.status);
+                r.ex.inference.retry_after = retry_after;
                 r.ex.content_type.clone_from(&media);
                 r.reason.clone_from(&head.reason);
             }
@@ -2077,6 +2088,7 @@ fn fill_params_facts(r: &mut Row, method: Option<&str>, p: &Value, texts: &mut T
     }
     r.ex.inference.has_mrtr_fields =
         p.get("inputResponses").is_some() || p.get("requestState").is_some();
+    r.ex.inference.list_cursor = method == Some("tools/list") && p.get("cursor").is_some();
     let meta = p.get("_meta");
     if let Some(v) = meta
         .and_then(|m| m.get(META_PROTOCOL_VERSION))

@@ -5,6 +5,7 @@
 //! Pure functions of [`RowFacts`], so each rule is tested on its own.
 
 use crate::http::BodyEnd;
+use crate::mcp::retry::ToolsPage;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -37,6 +38,8 @@ pub(crate) struct ResultFacts {
     content: Content,
     /// `protocolVersion` (an `initialize` result's negotiated version).
     pub protocol_version: Option<String>,
+    /// A `tools/list` result's tools and their annotations, for the tool catalog.
+    pub tools: Option<Box<ToolsPage>>,
 }
 
 /// The shape of a result's `content`.
@@ -69,6 +72,7 @@ impl ResultFacts {
                 .get("protocolVersion")
                 .and_then(Value::as_str)
                 .map(str::to_string),
+            tools: ToolsPage::from_result(result).map(Box::new),
         }
     }
 }

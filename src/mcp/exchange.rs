@@ -1,6 +1,8 @@
 //! [`Exchange`]: one row of the exchanges table (report-schema.md section 2).
 //! Field names are the column names; do not rename them.
 
+use crate::http::retry_after::RetryAfter;
+use crate::mcp::retry::ToolsPage;
 use crate::rpc::JsonFingerprint;
 pub use arcstr::ArcStr;
 use serde::Serialize;
@@ -73,6 +75,9 @@ pub struct Exchange {
     pub retry_origin: &'static str,
     /// One line: the rule that fired and its facts.
     pub retry_evidence: Option<String>,
+    /// `;`-separated retry-hygiene findings on this attempt (section 4b), in the order of
+    /// [`crate::mcp::retry::Finding::ALL`].
+    pub retry_findings: Option<String>,
     /// For an MRTR follow-up: the `input_required` exchange it answers.
     pub continuation_of: Option<u64>,
     /// `;`-separated anomaly names.
@@ -106,4 +111,10 @@ pub struct InferenceInputs {
     pub auth_hash: Option<u64>,
     /// Position in arrival order, used to keep sorting stable.
     pub seq: u64,
+    /// The wait a 429 or 503 response asked for (`Retry-After`).
+    pub retry_after: Option<RetryAfter>,
+    /// A `tools/list` request carrying `params.cursor` (a later page of a listing).
+    pub list_cursor: bool,
+    /// A `tools/list` result's tools, until the tool catalog has taken them.
+    pub tools_page: Option<Box<ToolsPage>>,
 }

@@ -2,8 +2,8 @@
 //!
 //! Finds MCP traffic by content, groups it into sessions, pairs each JSON-RPC
 //! request with its response by (direction, id) within the session wherever
-//! the response travels, classifies each exchange (report-schema.md section 3)
-//! and infers retries (section 4). Rows are released as they become final
+//! the response travels, classifies each exchange (report-schema.md section 3),
+//! infers retries (section 4) and judges each repeat's hygiene (section 4b). Rows are released as they become final
 //! (see [`Analyzer`] and the analyzer's "Release" notes), so memory follows
 //! live state, not the capture.
 
@@ -27,13 +27,26 @@ pub use prepare::{
 };
 pub use session::MAX_DERIVED_CONTEXTS;
 
-/// Thresholds of retry and session inference (report-schema.md section 4).
+/// `--max-attempts` default: one call and two retries.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+/// `--backoff-factor` default.
+pub const DEFAULT_BACKOFF_FACTOR: f64 = 1.5;
+/// `--backoff-floor` default (ms).
+pub const DEFAULT_BACKOFF_FLOOR_MS: i64 = 50;
+
+/// Thresholds of retry and session inference (report-schema.md sections 4 and 4b).
 #[derive(Debug, Clone, Copy)]
 pub struct InferenceConfig {
     pub repeat_window_ms: i64,
     pub sdk_max_gap_ms: i64,
     pub manual_min_gap_ms: i64,
     pub session_gap_ms: i64,
+    /// Attempts of one call beyond which `too_many_attempts` fires (section 4b).
+    pub max_attempts: u32,
+    /// `no_backoff`: each gap should be at least this many times the previous one...
+    pub backoff_factor: f64,
+    /// ...unless both are under this floor (ms), which is no backoff either way.
+    pub backoff_floor_ms: i64,
 }
 
 impl Default for InferenceConfig {
@@ -43,6 +56,9 @@ impl Default for InferenceConfig {
             sdk_max_gap_ms: 2000,
             manual_min_gap_ms: 1000,
             session_gap_ms: 5 * 60 * 1000,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            backoff_factor: DEFAULT_BACKOFF_FACTOR,
+            backoff_floor_ms: DEFAULT_BACKOFF_FLOOR_MS,
         }
     }
 }

@@ -30,7 +30,7 @@ const PARAMS_KEYS_READ: [&str; 6] = [
     "requestId",
     "task",
 ];
-const PARAMS_KEYS_PRESENT: [&str; 2] = ["inputResponses", "requestState"];
+const PARAMS_KEYS_PRESENT: [&str; 3] = ["inputResponses", "requestState", "cursor"];
 
 /// A POST body, parsed, with its fingerprints.
 #[derive(Debug)]

@@ -1,5 +1,7 @@
 //! Retry inference (report-schema.md section 4): `attempt`, `retry_of`, `retry_origin`,
-//! `retry_evidence` and `continuation_of` on every row.
+//! `retry_evidence` and `continuation_of` on every row; and retry hygiene (section 4b):
+//! `retry_findings` on every repeat by rules 2-4, judged in `hygiene` against the attempt it
+//! repeats and the [`ToolCatalog`] that `tools/list` rows feed as they pass.
 //!
 //! In: rows one at a time ([`RetryInference::push`]) in `exchange_id` order (ids follow
 //! `ts_request`), outcomes classified; [`infer_retries`] does the same over a slice.
@@ -37,9 +39,16 @@
 //! calls overlap.
 
 mod chain;
+mod hygiene;
 mod index;
+mod tool_catalog;
 
 pub use chain::{RetryChain, retry_chains};
+pub use hygiene::{FINDING_NAMES, Finding, findings_of};
+pub use tool_catalog::{
+    LISTINGS_PER_ENDPOINT, MAX_CATALOG_TOOLS, MAX_TOOLS_PER_PAGE, ToolCatalog, ToolHints,
+    ToolSafety, ToolsPage,
+};
 
 use crate::anomaly::Stats;
 use crate::hashing::HashMap;
@@ -98,14 +107,18 @@ pub struct RetryAnomalies {
     pub index_full: u64,
     /// Resuming GETs whose `resumes` target is not an earlier row.
     pub resume_target_missing: u64,
+    /// Tools not kept by the tool catalog because [`MAX_CATALOG_TOOLS`] was reached.
+    pub tool_catalog_full: u64,
 }
 
 impl RetryAnomalies {
-    /// Add the counts to `stats` as `mcp.retry_index_full` and `mcp.resume_target_missing`.
+    /// Add the counts to `stats` as `mcp.retry_index_full`, `mcp.resume_target_missing` and
+    /// `mcp.tool_catalog_full`.
     pub fn record(&self, stats: &mut Stats) {
         for (name, n) in [
             ("mcp.retry_index_full", self.index_full),
             ("mcp.resume_target_missing", self.resume_target_missing),
+            ("mcp.tool_catalog_full", self.tool_catalog_full),
         ] {
             if n > 0 {
                 let slot = stats.anomalies.entry(name.to_string()).or_default();
@@ -200,6 +213,8 @@ pub struct RetryInference {
     attempt_order: VecDeque<u64>,
     /// Latest start seen: expiry never goes back, so rows out of order cannot regrow the index.
     now_us: i64,
+    /// Tool annotations per endpoint, for `unsafe_retry` (section 4b).
+    catalog: ToolCatalog,
     anomalies: RetryAnomalies,
 }
 
@@ -211,6 +226,12 @@ impl RetryInference {
 
     /// Inference whose repeat index holds at most `limit` requests (`mcp.retry_index_full`).
     pub fn with_limit(cfg: &InferenceConfig, limit: usize) -> Self {
+        Self::with_limits(cfg, limit, MAX_CATALOG_TOOLS)
+    }
+
+    /// [`RetryInference::with_limit`] with a tool catalog of at most `catalog_tools` entries
+    /// (`mcp.tool_catalog_full`).
+    pub fn with_limits(cfg: &InferenceConfig, limit: usize, catalog_tools: usize) -> Self {
         RetryInference {
             cfg: *cfg,
             window_us: cfg.repeat_window_ms.saturating_mul(1000),
@@ -221,13 +242,16 @@ impl RetryInference {
             attempts: HashMap::default(),
             attempt_order: VecDeque::new(),
             now_us: i64::MIN,
+            catalog: ToolCatalog::with_limit(catalog_tools),
             anomalies: RetryAnomalies::default(),
         }
     }
 
-    /// Fills the five retry columns of `row` (earlier values are overwritten), comparing it
-    /// with the rows pushed before, then remembers what later rows need of it.
+    /// Fills the five retry columns and `retry_findings` of `row` (earlier values are
+    /// overwritten), comparing it with the rows pushed before, then remembers what later rows
+    /// need of it (a `tools/list` result goes to the tool catalog).
     pub fn push(&mut self, row: &mut Exchange) {
+        self.observe_tools(row);
         self.now_us = self.now_us.max(row.ts_request);
         self.recent
             .expire(self.now_us.saturating_sub(self.window_us));
@@ -235,11 +259,23 @@ impl RetryInference {
 
         // Rules 1-4 only for candidates, which are then indexed for later ones.
         let probe = is_candidate(row).then(|| Prior::of(row));
+        // The attempt a rules 2-4 retry repeats, for retry hygiene.
+        let mut earlier = None;
         let link = if let Some(c) = &probe {
-            self.recent
+            match self
+                .recent
                 .latest(c)
                 .filter(|e| c.ts_request.saturating_sub(e.ts_request) <= self.window_us)
-                .map_or(Link::None, |e| decide(c, e, &self.cfg, &self.sessions))
+            {
+                Some(e) => {
+                    let link = decide(c, e, &self.cfg, &self.sessions);
+                    if matches!(link, Link::Retry { .. }) {
+                        earlier = Some(e.clone());
+                    }
+                    link
+                }
+                None => Link::None,
+            }
         } else if is_resumption(row) {
             match row.inference.resumes.filter(|&id| self.is_known(id)) {
                 Some(id) => resumption(row, id, self.attempt_of(id)),
@@ -253,13 +289,29 @@ impl RetryInference {
             Link::None
         };
         apply(row, link);
+        let gap_us = earlier.as_ref().map(|e| {
+            let gap = hygiene::gap_after(row.ts_request, e);
+            let findings = hygiene::judge(row, e, gap, &self.catalog, &self.cfg);
+            hygiene::apply(row, findings);
+            gap
+        });
         self.remember_id(row.exchange_id, row.attempt);
 
         if let Some(mut prior) = probe {
             prior.attempt = row.attempt;
+            prior.gap_us = gap_us.unwrap_or(index::NO_GAP);
             if !self.recent.insert(prior) {
                 self.anomalies.index_full = self.anomalies.index_full.saturating_add(1);
             }
+        }
+    }
+
+    /// Takes a `tools/list` row's result into the tool catalog (rows set aside while open
+    /// come here when they end; [`RetryInference::push`] does it for every other row).
+    pub fn observe_tools(&mut self, row: &mut Exchange) {
+        if row.inference.tools_page.is_some() {
+            self.catalog.observe(row);
+            self.anomalies.tool_catalog_full = self.catalog.dropped();
         }
     }
 
@@ -403,6 +455,7 @@ fn apply(row: &mut Exchange, link: Link) {
     row.retry_of = None;
     set_origin(row, Origin::None);
     row.retry_evidence = None;
+    row.retry_findings = None;
     row.continuation_of = None;
     match link {
         Link::None => {}
@@ -630,5 +683,7 @@ fn clip(s: &str) -> String {
     out
 }
 
+#[cfg(test)]
+mod hygiene_tests;
 #[cfg(test)]
 mod tests;

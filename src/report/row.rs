@@ -164,6 +164,7 @@ pub const EXCHANGE_COLUMNS: &[ColumnSpec] = &[
     col("retry_of", U64, true),
     col("retry_origin", Str, false),
     col("retry_evidence", Str, true),
+    col("retry_findings", Str, true),
     col("continuation_of", U64, true),
     col("anomalies", Str, true),
 ];
@@ -223,6 +224,7 @@ impl Table for Exchange {
             opt_u64(self.retry_of),
             Cell::Str(self.retry_origin),
             opt_str(&self.retry_evidence),
+            opt_str(&self.retry_findings),
             opt_u64(self.continuation_of),
             opt_str(&self.anomalies),
         ]

@@ -3,6 +3,7 @@
 
 use super::row::{Cell, ColType, ColumnSpec, OUTCOMES, Table, outcome_index};
 use crate::hashing::HashMap;
+use crate::mcp::retry::{Finding, findings_of};
 use crate::mcp::{Exchange, InferenceConfig};
 
 /// One session.
@@ -35,6 +36,8 @@ pub struct SessionRow {
     pub retries_sdk: u64,
     pub retries_application: u64,
     pub retries_manual: u64,
+    /// Rows per retry-hygiene finding, indexed like [`Finding::ALL`] (`n_unsafe_retry`, ...).
+    pub finding_counts: [u64; Finding::ALL.len()],
     /// `delete`, `404`, `capture_end` or `idle`.
     pub ended_by: String,
     /// All rows of the session (extra column, after the contract's).
@@ -89,6 +92,12 @@ pub const SESSION_COLUMNS: &[ColumnSpec] = &[
     col("retries_sdk", ColType::U64, false),
     col("retries_application", ColType::U64, false),
     col("retries_manual", ColType::U64, false),
+    col("n_unsafe_retry", ColType::U64, false),
+    col("n_retry_after_ignored", ColType::U64, false),
+    col("n_unchanged_after_invalid_params", ColType::U64, false),
+    col("n_replay_after_invalid_response", ColType::U64, false),
+    col("n_no_backoff", ColType::U64, false),
+    col("n_too_many_attempts", ColType::U64, false),
     col("ended_by", ColType::Str, false),
     col("exchanges", ColType::U64, false),
     col("other_outcomes", ColType::U64, false),
@@ -118,6 +127,9 @@ impl Table for SessionRow {
             Cell::U64(self.retries_sdk),
             Cell::U64(self.retries_application),
             Cell::U64(self.retries_manual),
+        ]);
+        cells.extend(self.finding_counts.iter().map(|&n| Cell::U64(n)));
+        cells.extend([
             Cell::Str(&self.ended_by),
             Cell::U64(self.exchanges),
             Cell::U64(self.other_outcomes),
@@ -211,6 +223,11 @@ impl SessionAggregator {
         if let Some(n) = retries {
             *n = n.saturating_add(1);
         }
+        for f in findings_of(e.retry_findings.as_deref()) {
+            if let Some(n) = row.finding_counts.get_mut(f.index()) {
+                *n = n.saturating_add(1);
+            }
+        }
         let end = if e.kind == "session_end" {
             Some(End::Delete)
         } else if e.http_status == Some(404)
@@ -292,6 +309,27 @@ mod tests {
     use super::*;
 
     const MIN_US: i64 = 60_000_000;
+
+    #[test]
+    fn finding_columns_follow_the_findings() {
+        let at = SESSION_COLUMNS
+            .iter()
+            .position(|c| c.name == "retries_manual")
+            .unwrap();
+        for (i, f) in Finding::ALL.iter().enumerate() {
+            assert_eq!(SESSION_COLUMNS[at + 1 + i].name, format!("n_{}", f.name()));
+        }
+        let mut a = ex(1, 0);
+        a.retry_findings = Some("unsafe_retry;too_many_attempts".into());
+        let mut b = ex(2, 1);
+        b.retry_findings = Some("unsafe_retry".into());
+        let s = sessions(&[a, b]);
+        assert_eq!(s[0].finding_counts, [2, 0, 0, 0, 0, 1]);
+        let cells = s[0].cells();
+        assert_eq!(cells[at + 1], Cell::U64(2));
+        assert_eq!(cells[at + 6], Cell::U64(1));
+        assert_row_fits(&s[0]);
+    }
 
     #[test]
     fn count_columns_follow_outcomes() {

@@ -5,6 +5,7 @@ use super::row::{LAYERS, OUTCOMES};
 use crate::anomaly::Stats;
 use crate::capture::InputInfo;
 use crate::mcp::Exchange;
+use crate::mcp::retry::{FINDING_NAMES, findings_of};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -53,6 +54,20 @@ pub(crate) fn layer_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
     for r in rows {
         let n = counts.entry(r.layer.to_string()).or_default();
         *n = n.saturating_add(1);
+    }
+    counts
+}
+
+/// Rows per retry-hygiene finding (all six names present).
+pub(crate) fn finding_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
+    let mut counts: BTreeMap<String, u64> =
+        FINDING_NAMES.iter().map(|f| (f.to_string(), 0)).collect();
+    for r in rows {
+        for f in findings_of(r.retry_findings.as_deref()) {
+            if let Some(n) = counts.get_mut(f.name()) {
+                *n = n.saturating_add(1);
+            }
+        }
     }
     counts
 }
@@ -127,6 +142,10 @@ pub fn run_summary(info: &RunInfo) -> Value {
     m.insert("layers".into(), count_map(&layer_counts(info.rows)));
     m.insert("sessions".into(), json!(sessions.len()));
     m.insert("retries".into(), count_map(&retries));
+    m.insert(
+        "retry_findings".into(),
+        count_map(&finding_counts(info.rows)),
+    );
     m.insert("anomalies".into(), count_map(&s.anomalies));
     m.insert("bytes_read".into(), json!(info.bytes_read));
     m.insert("elapsed_s".into(), json!(finite(info.elapsed_s)));
@@ -182,6 +201,7 @@ pub(crate) mod tests {
         rows[1].outcome = "HTTP_ERROR";
         rows[1].layer = "transport";
         rows[2].retry_origin = "sdk";
+        rows[2].retry_findings = Some("unsafe_retry;no_backoff".into());
         let info = RunInfo {
             inputs: &inputs,
             stats: &stats,
@@ -228,6 +248,10 @@ pub(crate) mod tests {
         assert_eq!(v["mcp_exchanges"].as_object().unwrap().len(), 16);
         assert_eq!(v["layers"]["transport"], 1);
         assert_eq!(v["retries"]["sdk"], 1);
+        assert_eq!(v["retry_findings"]["unsafe_retry"], 1);
+        assert_eq!(v["retry_findings"]["no_backoff"], 1);
+        assert_eq!(v["retry_findings"]["too_many_attempts"], 0);
+        assert_eq!(v["retry_findings"].as_object().unwrap().len(), 6);
         assert_eq!(v["anomalies"]["flow.overlap_mismatch"], 1);
         assert_eq!(v["throughput_mb_s"], 4.0);
         assert_eq!(v["sessions"], 1);

@@ -13,6 +13,9 @@ use crate::timestamp::format_rfc3339_us;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
+#[path = "terminal_hygiene.rs"]
+mod hygiene;
+
 /// Retry chains shown per category before the rest is only counted.
 const MAX_CHAINS_SHOWN: usize = 20;
 /// Rows of other long lists (tools, methods, anomalies) shown before "... N more".
@@ -395,7 +398,9 @@ fn chain_table(
                 plain(format!("#{}", e.exchange_id)),
                 plain(origin),
                 outcome_text(e.outcome),
-                plain(e.retry_evidence.clone().unwrap_or_default()),
+                plain(hygiene::rule_clause(
+                    e.retry_evidence.as_deref().unwrap_or_default(),
+                )),
             ]);
         }
         let fin = chain.final_outcome.as_str();
@@ -595,6 +600,7 @@ pub fn terminal_summary(info: &RunInfo, color: bool) -> String {
     write_outcomes(p, &mut out, info.rows);
     write_failing_tools(p, &mut out, info.rows);
     write_retries(p, &mut out, info.rows);
+    hygiene::write_hygiene(p, &mut out, info.rows);
     write_latency(p, &mut out, info.rows);
     write_unanalyzed(p, &mut out, info);
     out
@@ -744,13 +750,16 @@ pub fn session_timeline(rows: &[Exchange], session_key: &str, color: bool) -> Op
         .map(|&(t, id, dir, r)| {
             let mut links = Vec::new();
             if dir == 0 {
+                if let Some(f) = &r.retry_findings {
+                    links.push(format!("hygiene: {}", f.replace(';', ", ")));
+                }
                 if let Some(prev) = r.retry_of {
                     let mut l = format!(
                         "retry of #{prev} ({}, attempt {})",
                         r.retry_origin, r.attempt
                     );
                     if let Some(ev) = &r.retry_evidence {
-                        let _ = write!(l, ": {ev}");
+                        let _ = write!(l, ": {}", hygiene::rule_clause(ev));
                     }
                     links.push(l);
                 }

@@ -62,6 +62,7 @@ pub(crate) fn rows() -> Vec<Exchange> {
         retry_of: Some(1),
         retry_origin: "sdk",
         retry_evidence: Some("same id+body 412ms after HTTP 503, same user-agent".into()),
+        retry_findings: Some("unsafe_retry;no_backoff".into()),
         http_status: Some(u16::MAX),
         error_code: Some(i64::MIN),
         latency_ms: Some(0.1),

@@ -501,7 +501,8 @@ impl<'de> Visitor<'de> for BodySeed<'_> {
 }
 
 /// The parts of a result classification and session facts read (`resultType`, `isError`,
-/// `task`, `protocolVersion`, and each content block's `type`), so a row waiting for release
+/// `task`, `protocolVersion`, each content block's `type`, and for the tool catalog each
+/// listed tool's string `name` and boolean `annotations` hints), so a row waiting for release
 /// does not hold a whole tool result. Every verdict is the same as on the full result. The
 /// reference for what response parsing keeps while it reads (tests and the `jsonrpc_body`
 /// fuzzer compare the two).
@@ -543,6 +544,44 @@ pub fn slim_result(result: &Value) -> Value {
             None => Value::Null,
         };
         slim.insert("content".to_string(), kept);
+    }
+    if let Some(tools) = o.get("tools") {
+        let kept = match tools.as_array() {
+            Some(items) => Value::Array(items.iter().map(slim_tool).collect()),
+            None => Value::Null,
+        };
+        slim.insert("tools".to_string(), kept);
+    }
+    Value::Object(slim)
+}
+
+/// The `annotations` hints the tool catalog reads.
+const TOOL_HINTS: [&str; 3] = ["readOnlyHint", "idempotentHint", "destructiveHint"];
+
+/// A listed tool: its string `name`, and `annotations` as its boolean hints (`null` when not
+/// an object); `null` when the tool is not an object.
+fn slim_tool(tool: &Value) -> Value {
+    let Some(o) = tool.as_object() else {
+        return Value::Null;
+    };
+    let mut slim = Map::new();
+    if let Some(name @ Value::String(_)) = o.get("name") {
+        slim.insert("name".to_string(), name.clone());
+    }
+    if let Some(a) = o.get("annotations") {
+        let kept = match a.as_object() {
+            Some(a) => Value::Object(
+                TOOL_HINTS
+                    .iter()
+                    .filter_map(|&k| match a.get(k) {
+                        Some(b @ Value::Bool(_)) => Some((k.to_string(), b.clone())),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            None => Value::Null,
+        };
+        slim.insert("annotations".to_string(), kept);
     }
     Value::Object(slim)
 }
@@ -757,12 +796,132 @@ impl<'de> Visitor<'de> for SlimResultSeed {
                     let v = map.next_value_seed(ContentTypesSeed)?;
                     slim.insert(k.into_owned(), v);
                 }
+                "tools" => {
+                    let v = map.next_value_seed(ToolsSeed)?;
+                    slim.insert(k.into_owned(), v);
+                }
                 _ => {
                     map.next_value::<de::IgnoredAny>()?;
                 }
             }
         }
         Ok(Value::Object(slim))
+    }
+}
+
+/// `tools`: an array becomes its tools cut by [`ToolSeed`]; anything else `null`. Input
+/// schemas (the bulk of a listing) are skipped unbuilt.
+struct ToolsSeed;
+
+seed_via_visitor!(ToolsSeed, Value);
+
+impl<'de> Visitor<'de> for ToolsSeed {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a tools array")
+    }
+    constant_scalars!(Value::Null);
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut tools = Vec::new();
+        while let Some(t) = seq.next_element_seed(ToolSeed)? {
+            tools.push(t);
+        }
+        Ok(Value::Array(tools))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
+        skip_map(map).map(|()| Value::Null)
+    }
+}
+
+/// A listed tool, as [`slim_tool`] cuts it (a repeated key: the last one counts).
+struct ToolSeed;
+
+seed_via_visitor!(ToolSeed, Value);
+
+impl<'de> Visitor<'de> for ToolSeed {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a tool")
+    }
+    constant_scalars!(Value::Null);
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Value, A::Error> {
+        skip_seq(seq).map(|()| Value::Null)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut slim = Map::new();
+        while let Some(Key(k)) = map.next_key()? {
+            match k.as_ref() {
+                "name" => match map.next_value_seed(ScalarSeed)? {
+                    Some(v @ Value::String(_)) => {
+                        slim.insert(k.into_owned(), v);
+                    }
+                    _ => {
+                        slim.remove("name");
+                    }
+                },
+                "annotations" => {
+                    let v = map.next_value_seed(HintsSeed)?;
+                    slim.insert(k.into_owned(), v);
+                }
+                _ => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Value::Object(slim))
+    }
+}
+
+/// `annotations`: an object becomes its boolean [`TOOL_HINTS`]; anything else `null`.
+struct HintsSeed;
+
+seed_via_visitor!(HintsSeed, Value);
+
+impl<'de> Visitor<'de> for HintsSeed {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("tool annotations")
+    }
+    constant_scalars!(Value::Null);
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Value, A::Error> {
+        skip_seq(seq).map(|()| Value::Null)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut slim = Map::new();
+        while let Some(Key(k)) = map.next_key()? {
+            if !TOOL_HINTS.contains(&k.as_ref()) {
+                map.next_value::<de::IgnoredAny>()?;
+                continue;
+            }
+            match map.next_value_seed(ScalarSeed)? {
+                Some(v @ Value::Bool(_)) => {
+                    slim.insert(k.into_owned(), v);
+                }
+                _ => {
+                    slim.remove(k.as_ref());
+                }
+            }
+        }
+        Ok(Value::Object(slim))
+    }
+}
+
+/// A scalar built as a `Value`; an array or object is skipped (`None`).
+struct ScalarSeed;
+
+seed_via_visitor!(ScalarSeed, Option<Value>);
+
+impl<'de> Visitor<'de> for ScalarSeed {
+    type Value = Option<Value>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    scalar_values!(Some);
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<Value>, A::Error> {
+        skip_seq(seq).map(|()| None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<Value>, A::Error> {
+        skip_map(map).map(|()| None)
     }
 }
 

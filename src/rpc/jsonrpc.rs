@@ -712,8 +712,14 @@ mod tests {
                 let as_error = serde_json::json!(
                     {"jsonrpc": "2.0", "id": 3, "error": {"code": 1, "message": "m", "data": a}}
                 );
+                let as_tools = serde_json::json!({"jsonrpc": "2.0", "id": 4, "result": {"tools": [
+                    a,
+                    {"name": a, "annotations": a, "inputSchema": a},
+                    {"name": "t", "name": a, "annotations": {"readOnlyHint": a, "idempotentHint": true}}
+                ]}});
+                let as_tools_value = serde_json::json!({"jsonrpc": "2.0", "id": 5, "result": {"tools": a}});
                 let batch = Value::Array(vec![as_result.clone(), a.clone(), as_content.clone()]);
-                for v in [&as_result, &as_content, &as_error, &batch, a] {
+                for v in [&as_result, &as_content, &as_error, &batch, &as_tools, &as_tools_value, a] {
                     assert_slim_agrees(&v.to_string());
                 }
             }
@@ -826,6 +832,9 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"?"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"a","type":"b"}],"content":[{"type":1}]}}"#,
             r#"{"id":null,"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}"#,
+            // tools/list: names, hints and repeated keys (the last one counts).
+            r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"},"annotations":{"title":"A","readOnlyHint":true,"idempotentHint":1}},{"name":"b","name":2},{"annotations":{"readOnlyHint":true},"annotations":[1]},{"annotations":{"destructiveHint":false,"destructiveHint":"no"}},7,[1],{"name":{"x":1}}],"nextCursor":"c"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"}],"tools":{"x":1}}}"#,
             r#"[]"#,
             r#"7"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{"#,

@@ -32,6 +32,7 @@ EXPECTED_TYPES = {
     "retry_of": pl.UInt64,
     "continuation_of": pl.UInt64,
     "outcome": pl.String,
+    "retry_findings": pl.String,
 }
 
 
@@ -57,6 +58,17 @@ def test_parquet_types_follow_the_contract(outputs):
     table = pq.read_table(outputs[0])
     assert str(table.schema.field("ts_request").type) == "timestamp[us, tz=UTC]"
     assert table.schema.field("retry_of").nullable
+
+
+def test_retry_findings_follow_retry_evidence(outputs):
+    # report-schema.md section 4b: findings only on repeats, each with its facts in the evidence.
+    frame = pl.read_parquet(outputs[0])
+    judged = frame.filter(pl.col("retry_findings").is_not_null())
+    assert judged.height >= 1
+    for row in judged.iter_rows(named=True):
+        assert row["retry_of"] is not None
+        for name in row["retry_findings"].split(";"):
+            assert f"; {name}: " in row["retry_evidence"], (name, row["retry_evidence"])
 
 
 def test_parquet_rows_equal_jsonl(outputs):

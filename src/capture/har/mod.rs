@@ -2,10 +2,12 @@
 //! -> [`HttpEvent`]s: HAR input rejoins the pipeline at the MCP stage.
 //!
 //! In: the bytes of a `.har` file (a UTF-8 BOM is skipped) or of mitmproxy's
-//! `.zhar` (the same JSON, zlib- or gzip-compressed). Out: per entry, in
-//! request-time order (`startedDateTime`, ties in file order), a `Request`
-//! followed by `ResponseHead`, at most one `ResponseBody` and a `ResponseEnd`,
-//! or by a `NoResponse`: the same contract as the HTTP stage.
+//! `.zhar` (the same JSON, zlib- or gzip-compressed). Out: per entry, a
+//! `Request` followed by `ResponseHead`, at most one `ResponseBody` and a
+//! `ResponseEnd`, or by a `NoResponse`: the same contract as the HTTP stage;
+//! the events of all entries merged in time order, as a capture delivers them
+//! (entries in request-time order, `startedDateTime`, ties in file order; see
+//! `order`).
 //!
 //! Only a file that is not a HAR at all is an error; a damaged entry is read
 //! tolerantly or skipped and counted as a `har.*` anomaly. Never panics.
@@ -38,6 +40,7 @@
 
 mod body;
 mod entry;
+mod order;
 mod time;
 mod url;
 
@@ -215,6 +218,7 @@ pub fn read_har(
     for (start, rec, anomalies) in records {
         entry_events(start, rec, anomalies, &mut conns, stats, &mut out);
     }
+    order::by_time(&mut out);
     Ok(out)
 }
 

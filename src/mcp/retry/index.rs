@@ -8,6 +8,7 @@
 //! number of distinct requests inside one window, capped by a fixed limit.
 
 use crate::hashing::HashMap;
+use crate::http::retry_after::RetryAfter;
 use crate::mcp::Exchange;
 use arcstr::ArcStr;
 use std::collections::VecDeque;
@@ -84,6 +85,35 @@ pub(super) struct Prior {
     pub outcome: &'static str,
     pub http_status: Option<u16>,
     pub error_code: Option<i64>,
+    /// The wait its 429 or 503 response asked for, kept in 13 bytes rather than 32: the
+    /// deadline (µs; [`NO_WAIT`] for none), the delay (ms, cut to `u32`) and its form.
+    pub wait_until_us: i64,
+    pub wait_ms: u32,
+    pub wait_from_date: bool,
+    /// Its own gap to the attempt it repeats (µs, at least 0, see `hygiene::gap_after`);
+    /// [`NO_GAP`] when it is no retry.
+    pub gap_us: i64,
+}
+
+/// [`Prior::wait_until_us`] of a response that asked for no wait.
+pub(super) const NO_WAIT: i64 = i64::MIN;
+/// [`Prior::gap_us`] of a first attempt.
+pub(super) const NO_GAP: i64 = -1;
+
+impl Prior {
+    /// The `Retry-After` it was answered with.
+    pub(super) fn retry_after(&self) -> Option<RetryAfter> {
+        (self.wait_until_us != NO_WAIT).then_some(RetryAfter {
+            delay_ms: i64::from(self.wait_ms),
+            until_us: self.wait_until_us,
+            from_date: self.wait_from_date,
+        })
+    }
+
+    /// Its gap to the attempt it repeats, when it is a retry.
+    pub(super) fn gap(&self) -> Option<i64> {
+        (self.gap_us != NO_GAP).then_some(self.gap_us)
+    }
 }
 
 impl Prior {
@@ -132,6 +162,13 @@ impl Prior {
             outcome: row.outcome,
             http_status: row.http_status,
             error_code: row.error_code,
+            wait_until_us: row.inference.retry_after.map_or(NO_WAIT, |w| w.until_us),
+            wait_ms: row
+                .inference
+                .retry_after
+                .map_or(0, |w| u32::try_from(w.delay_ms).unwrap_or(u32::MAX)),
+            wait_from_date: row.inference.retry_after.is_some_and(|w| w.from_date),
+            gap_us: NO_GAP,
         }
     }
 }
