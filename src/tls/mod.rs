@@ -1,0 +1,2 @@
+//! TLS stage (in progress).
+pub mod record;
