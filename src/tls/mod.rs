@@ -1,2 +1,3 @@
 //! TLS stage (in progress).
+pub mod keylog;
 pub mod record;
