@@ -1,3 +1,4 @@
 //! TLS stage (in progress).
 pub mod keylog;
 pub mod record;
+pub mod schedule;
