@@ -1,4 +1,6 @@
 //! TLS stage (in progress).
+pub mod cipher;
+pub mod decrypt;
 pub mod keylog;
 pub mod record;
 pub mod schedule;
