@@ -3,7 +3,7 @@
 //! the bounded search for the right sequence number after records were lost.
 
 use super::cipher::{Aead, AeadKey, OpenError, TAG_LEN};
-use super::record::{CONTENT_APPLICATION_DATA, HEADER_LEN, Record};
+use super::record::{HEADER_LEN, Record};
 use super::schedule::{
     DeriveError, HashAlg, KeyBytes, TrafficKeys, tls13_next_secret, tls13_traffic_keys,
 };
@@ -132,7 +132,7 @@ impl Decryptor {
 
     /// Decrypts `record`. With `search`, records may have been lost before it: the next
     /// [`MAX_SEQ_SEARCH`] sequence numbers are tried too. On success the sequence number
-    /// moves past the record; on failure it moves by one (the sender used one).
+    /// moves past the record; on failure it stays (see [`Decryptor::skip_record`]).
     pub fn open(&mut self, record: &Record, search: bool) -> Result<Opened, DecryptError> {
         let tries = if search { MAX_SEQ_SEARCH + 1 } else { 1 };
         let mut result = Err(DecryptError::Authentication);
@@ -148,8 +148,12 @@ impl Decryptor {
                 }
             }
         }
-        self.seq = self.seq.saturating_add(1);
         result
+    }
+
+    /// A record of this direction was not decrypted: the sender still used a sequence number.
+    pub fn skip_record(&mut self) {
+        self.seq = self.seq.saturating_add(1);
     }
 
     fn open_at(&self, record: &Record, seq: u64) -> Result<Opened, DecryptError> {
@@ -237,11 +241,6 @@ fn tls12_aad(seq: u64, header: &[u8; HEADER_LEN], plain_len: usize) -> [u8; 13] 
     aad
 }
 
-/// Whether a protected TLS 1.3 record carries application data (its outer type).
-pub fn is_protected_tls13(record: &Record) -> bool {
-    record.content_type() == CONTENT_APPLICATION_DATA
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::super::schedule::tests::{
@@ -317,11 +316,9 @@ pub(crate) mod tests {
         let data = record_from(&hex(RFC8448_SERVER_DATA));
         let mut strict = rfc8448(RFC8448_SERVER_AP);
         assert_eq!(strict.open(&data, false), Err(DecryptError::Authentication));
-        assert_eq!(
-            strict.seq(),
-            1,
-            "a failed record still used a sequence number"
-        );
+        assert_eq!(strict.seq(), 0, "a failed trial leaves the sequence number");
+        strict.skip_record();
+        assert_eq!(strict.open(&data, false).map(|o| o.plaintext.len()), Ok(50));
         let mut searching = rfc8448(RFC8448_SERVER_AP);
         assert_eq!(
             searching.open(&data, true).map(|o| o.plaintext.len()),

@@ -313,14 +313,28 @@ impl ServerHello {
 /// Parses a ServerHello body.
 pub fn parse_server_hello(body: &[u8]) -> Result<ServerHello, HandshakeError> {
     let mut c = Cursor::new(body);
-    let mut hello = ServerHello {
-        legacy_version: c.u16()?,
-        random: c.random()?,
-        session_id: c.vec8()?.to_vec(),
-        cipher_suite: c.u16()?,
-        ..ServerHello::default()
+    let version = c.u16()?;
+    let random = c.random()?;
+    let mut hello = if version >> 8 == 0x7F {
+        // TLS 1.3 drafts before 22: version, random, suite, extensions.
+        ServerHello {
+            legacy_version: version,
+            random,
+            cipher_suite: c.u16()?,
+            selected_version: Some(version),
+            ..ServerHello::default()
+        }
+    } else {
+        let hello = ServerHello {
+            legacy_version: version,
+            random,
+            session_id: c.vec8()?.to_vec(),
+            cipher_suite: c.u16()?,
+            ..ServerHello::default()
+        };
+        c.u8()?; // compression method
+        hello
     };
-    c.u8()?; // compression method
     if c.is_empty() {
         return Ok(hello);
     }
@@ -601,6 +615,17 @@ mod tests {
             parse_new_session_ticket(&v13, true),
             Err(HandshakeError::Malformed)
         );
+    }
+
+    #[test]
+    fn draft_server_hello() {
+        // TLS 1.3 draft 20: no session id echo, no compression byte, the version up front.
+        let mut body = vec![0x7F, 0x14];
+        body.extend([5u8; 32]);
+        body.extend([0x13, 0x03, 0, 0]);
+        let sh = parse_server_hello(&body).expect("parse");
+        assert_eq!((sh.version(), sh.cipher_suite), (0x7F14, 0x1303));
+        assert!(is_tls13(sh.version()));
     }
 
     #[test]
