@@ -60,8 +60,8 @@ impl HandshakeError {
     /// The anomaly name.
     pub fn anomaly(self) -> &'static str {
         match self {
-            HandshakeError::TooLong => "tls.handshake_too_long",
-            HandshakeError::Malformed => "tls.bad_handshake",
+            HandshakeError::TooLong => super::anomaly::HANDSHAKE_TOO_LONG,
+            HandshakeError::Malformed => super::anomaly::BAD_HANDSHAKE,
         }
     }
 }
@@ -84,10 +84,10 @@ pub struct HandshakeReader {
 
 impl HandshakeReader {
     /// Adds one record's handshake plaintext; returns the messages it completed.
-    /// After [`HandshakeError::TooLong`] the reader refuses everything.
+    /// After [`HandshakeError::TooLong`] (returned once) the reader ignores everything.
     pub fn push(&mut self, fragment: &[u8], out: &mut Vec<Message>) -> Result<(), HandshakeError> {
         if self.refused {
-            return Err(HandshakeError::TooLong);
+            return Ok(());
         }
         self.buf.extend_from_slice(fragment);
         let mut at = 0;
@@ -121,6 +121,11 @@ impl HandshakeReader {
             self.buf.drain(..at.min(self.buf.len()));
         }
         result
+    }
+
+    /// Whether a message over the bound stopped the reader.
+    pub fn is_refused(&self) -> bool {
+        self.refused
     }
 
     /// Bytes of an unfinished message held.
@@ -410,14 +415,14 @@ pub fn is_tls13(version: u16) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::decrypt::tests::RFC8448_EE;
     use super::super::schedule::tests::hex;
     use super::*;
 
     // RFC 8448 section 3 ClientHello and ServerHello messages (with their 4-byte headers).
-    const CH: &str = "010000c00303cb34ecb1e78163ba1c38c6dacb196a6dffa21a8d9912ec18a2ef6283024dece7000006130113031302010000910000000b0009000006736572766572ff01000100000a00140012001d0017001800190100010101020103010400230000003300260024001d002099381de560e4bd43d23d8e435a7dbafeb3c06e51c13cae4d5413691e529aaf2c002b0003020304000d0020001e040305030603020308040805080604010501060102010402050206020202002d00020101001c00024001";
-    const SH: &str = "020000560303a6af06a4121860dc5e6e60249cd34c95930c8ac5cb1434dac155772ed3e2692800130100002e00330024001d0020c9828876112095fe66762bdbf7c672e156d6cc253b833df1dd69b1b04e751f0f002b00020304";
+    pub(crate) const CH: &str = "010000c00303cb34ecb1e78163ba1c38c6dacb196a6dffa21a8d9912ec18a2ef6283024dece7000006130113031302010000910000000b0009000006736572766572ff01000100000a00140012001d0017001800190100010101020103010400230000003300260024001d002099381de560e4bd43d23d8e435a7dbafeb3c06e51c13cae4d5413691e529aaf2c002b0003020304000d0020001e040305030603020308040805080604010501060102010402050206020202002d00020101001c00024001";
+    pub(crate) const SH: &str = "020000560303a6af06a4121860dc5e6e60249cd34c95930c8ac5cb1434dac155772ed3e2692800130100002e00330024001d0020c9828876112095fe66762bdbf7c672e156d6cc253b833df1dd69b1b04e751f0f002b00020304";
 
     fn messages(wire: &[u8]) -> Vec<Message> {
         let mut out = Vec::new();
@@ -590,7 +595,8 @@ mod tests {
             Err(HandshakeError::TooLong)
         );
         assert_eq!(r.held(), 0);
-        assert_eq!(r.push(&[0u8; 1000], &mut out), Err(HandshakeError::TooLong));
+        assert_eq!(r.push(&[0u8; 1000], &mut out), Ok(()));
+        assert!(r.is_refused());
         assert_eq!(r.held(), 0);
         assert!(out.is_empty());
         assert_eq!(HandshakeError::TooLong.anomaly(), "tls.handshake_too_long");

@@ -66,8 +66,8 @@ impl RecordError {
     /// The anomaly name of the contract.
     pub fn anomaly(self) -> &'static str {
         match self {
-            RecordError::TooLong => "tls.record_too_long",
-            RecordError::BadHeader => "tls.bad_record_header",
+            RecordError::TooLong => super::anomaly::RECORD_TOO_LONG,
+            RecordError::BadHeader => super::anomaly::BAD_RECORD_HEADER,
         }
     }
 }
