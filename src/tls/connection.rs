@@ -414,7 +414,10 @@ impl TlsConnection {
             self.bytes.handshake += wire;
             match ty {
                 CONTENT_HANDSHAKE => self.on_handshake_bytes(side, &record.fragment, ctx, stats),
-                CONTENT_CHANGE_CIPHER_SPEC if !self.tls13 => self.on_change_cipher_spec(side),
+                // TLS 1.3 middlebox-compatible peers send one before any ServerHello: not a key change.
+                CONTENT_CHANGE_CIPHER_SPEC if !self.tls13 && self.server_hello.is_some() => {
+                    self.on_change_cipher_spec(side);
+                }
                 _ => {}
             }
             return;

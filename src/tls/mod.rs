@@ -44,6 +44,8 @@
 
 pub mod cipher;
 mod connection;
+#[cfg(test)]
+mod corpus_tests;
 pub mod decrypt;
 pub mod facts;
 pub mod handshake;
