@@ -10,6 +10,7 @@ use super::handshake::{
     HS_FINISHED, HS_KEY_UPDATE, HS_NEW_SESSION_TICKET, HS_SERVER_HELLO, HS_SERVER_HELLO_DONE,
     HandshakeReader, Message, ServerHello, is_tls13, parse_client_hello,
     parse_encrypted_extensions, parse_new_session_ticket, parse_server_hello,
+    parse_sslv2_client_hello,
 };
 use super::keylog::{KeyLog, Label, Secret};
 use super::record::{
@@ -33,7 +34,7 @@ pub struct TlsContext {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
-    /// Not yet known whether the stream is TLS (at most three bytes decide).
+    /// Not yet known whether the stream is TLS (at most four bytes decide).
     Detecting,
     /// Not TLS: every event passes through.
     Plaintext,
@@ -252,15 +253,24 @@ impl TlsConnection {
         if let StreamEventKind::Data { side, bytes } = &event.kind {
             if self.probe_side.is_none_or(|s| s == *side) {
                 self.probe_side = Some(*side);
-                let need = 3usize.saturating_sub(self.probe.len());
+                let need = 4usize.saturating_sub(self.probe.len());
                 self.probe.extend(bytes.iter().take(need));
             }
         }
     }
 
     /// TLS when the first bytes are a record header's type and version (3, 0..=4).
+    /// Also TLS: the start of an SSL 2.0-compatible ClientHello (length with the high bit,
+    /// type 1, version 3.x).
     fn detected(&self) -> Option<Mode> {
         let p = &self.probe;
+        if p.first().is_some_and(|b| b & 0x80 != 0) && self.probe_side == Some(Side::Client) {
+            return match (p.get(2), p.get(3)) {
+                (Some(1), Some(3)) => Some(Mode::Tls),
+                (Some(_), Some(_)) => Some(Mode::Plaintext),
+                _ => None,
+            };
+        }
         let ty_ok = p
             .first()
             .map(|t| (CONTENT_CHANGE_CIPHER_SPEC..=CONTENT_APPLICATION_DATA).contains(t));
@@ -283,6 +293,9 @@ impl TlsConnection {
         out: &mut Vec<StreamEvent>,
     ) {
         self.mode = mode;
+        if mode == Mode::Tls && self.probe.first().is_some_and(|b| b & 0x80 != 0) {
+            self.client.records.allow_sslv2_hello();
+        }
         self.probe = Vec::new();
         for event in std::mem::take(&mut self.held) {
             self.push_decided(event, ctx, stats, out);
@@ -386,6 +399,13 @@ impl TlsConnection {
             };
             match step {
                 Step::Record(record) => self.on_record(side, &record, ctx, stats),
+                Step::Sslv2Hello(body) => {
+                    self.bytes.handshake += body.len() as u64 + 2;
+                    match parse_sslv2_client_hello(&body) {
+                        Ok(hello) => self.on_client_hello(hello, ctx),
+                        Err(e) => stats.anomaly(e.anomaly()),
+                    }
+                }
                 Step::Skipped(n) => self.bytes.lose(reason::CUT_BY_GAP, n),
                 Step::Failed(e, n) => {
                     stats.anomaly(e.anomaly());

@@ -278,6 +278,45 @@ fn parse_alpn_list(data: &[u8]) -> Result<Vec<String>, HandshakeError> {
     Ok(out)
 }
 
+/// Parses an SSL 2.0-compatible ClientHello (RFC 5246 appendix E.2): the body after
+/// its 2-byte length. The challenge, padded with leading zeros, is the client random.
+pub fn parse_sslv2_client_hello(body: &[u8]) -> Result<ClientHello, HandshakeError> {
+    let mut c = Cursor::new(body);
+    if c.u8()? != HS_CLIENT_HELLO {
+        return Err(HandshakeError::Malformed);
+    }
+    let legacy_version = c.u16()?;
+    let specs_len = usize::from(c.u16()?);
+    let session_len = usize::from(c.u16()?);
+    let challenge_len = usize::from(c.u16()?);
+    if specs_len % 3 != 0 || !(16..=32).contains(&challenge_len) {
+        return Err(HandshakeError::Malformed);
+    }
+    let mut specs = Cursor::new(c.take(specs_len)?);
+    let mut cipher_suites = Vec::new();
+    while !specs.is_empty() {
+        // TLS suites are the 3-byte specs whose first byte is zero.
+        let kind = specs.u8()?;
+        let id = specs.u16()?;
+        if kind == 0 {
+            cipher_suites.push(id);
+        }
+    }
+    let session_id = c.take(session_len)?.to_vec();
+    let challenge = c.take(challenge_len)?;
+    let mut random = [0u8; 32];
+    for (slot, b) in random.iter_mut().skip(32 - challenge_len).zip(challenge) {
+        *slot = *b;
+    }
+    Ok(ClientHello {
+        legacy_version,
+        random,
+        session_id,
+        cipher_suites,
+        ..ClientHello::default()
+    })
+}
+
 /// Facts from a ServerHello.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ServerHello {
@@ -621,6 +660,21 @@ pub(crate) mod tests {
             parse_new_session_ticket(&v13, true),
             Err(HandshakeError::Malformed)
         );
+    }
+
+    #[test]
+    fn sslv2_client_hello() {
+        let mut body = vec![1, 3, 0, 0, 6, 0, 0, 0, 16];
+        body.extend([0, 0, 0x35, 0x07, 0x00, 0xC0]);
+        body.extend([9u8; 16]);
+        let ch = parse_sslv2_client_hello(&body).expect("parse");
+        assert_eq!(ch.legacy_version, 0x0300);
+        assert_eq!(ch.cipher_suites, vec![0x0035]);
+        assert_eq!(ch.random[..16], [0u8; 16]);
+        assert_eq!(ch.random[16..], [9u8; 16]);
+        for len in 0..body.len() {
+            assert!(parse_sslv2_client_hello(&body[..len]).is_err(), "len {len}");
+        }
     }
 
     #[test]

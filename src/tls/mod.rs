@@ -17,8 +17,9 @@
 //!
 //! Rules where decisions are made:
 //! 1. A stream is TLS when the first three bytes of the first side that sends
-//!    are a record header's content type (20-23) and version (3.0-3.4); the
-//!    events before that decision are held (at most three bytes' worth).
+//!    are a record header's content type (20-23) and version (3.0-3.4), or the
+//!    client's first four the start of an SSL 2.0-compatible ClientHello; the
+//!    events before that decision are held (at most four bytes' worth).
 //! 2. Keys come from the key log by the ClientHello's random: TLS 1.3 traffic
 //!    secrets, TLS 1.2 `CLIENT_RANDOM` master secrets. A resumed TLS 1.2
 //!    session whose random is not logged takes the master secret of the

@@ -106,6 +106,8 @@ pub struct RecordReader {
     scanned: usize,
     /// The reader gave up on this direction (bad header, or resync failed).
     dead: bool,
+    /// The first record may be an SSL 2.0-compatible ClientHello.
+    sslv2_hello: bool,
 }
 
 /// One step of the reader.
@@ -115,6 +117,8 @@ pub enum Step {
     Record(Record),
     /// Bytes skipped while looking for a header after a gap.
     Skipped(usize),
+    /// An SSL 2.0-compatible ClientHello (its body, after the 2-byte length).
+    Sslv2Hello(Vec<u8>),
     /// The reader stopped: the rest of the direction is not records.
     /// Carries the error and how many buffered bytes it dropped.
     Failed(RecordError, usize),
@@ -132,6 +136,11 @@ impl RecordReader {
         }
         self.buf.extend_from_slice(bytes);
         true
+    }
+
+    /// Lets the first record be an SSL 2.0-compatible ClientHello (RFC 5246 appendix E.2).
+    pub fn allow_sslv2_hello(&mut self) {
+        self.sslv2_hello = self.start == 0 && !self.dead;
     }
 
     /// Whether the reader stopped reading records.
@@ -174,6 +183,19 @@ impl RecordReader {
             return self.resync_step();
         }
         let rest = self.buf.get(self.start..)?;
+        if self.sslv2_hello {
+            match rest {
+                [hi, lo, ..] if hi & 0x80 != 0 => {
+                    let len = usize::from(hi & 0x7F) << 8 | usize::from(*lo);
+                    let body = rest.get(2..2 + len)?.to_vec();
+                    self.sslv2_hello = false;
+                    self.start += 2 + len;
+                    return Some(Step::Sslv2Hello(body));
+                }
+                [_, _, ..] => self.sslv2_hello = false,
+                _ => return None,
+            }
+        }
         let header = rest.get(..HEADER_LEN)?;
         let len = match check_header(header) {
             Ok(len) => len,
@@ -367,7 +389,7 @@ mod tests {
                 match s {
                     Step::Skipped(n) => skipped += n,
                     Step::Failed(e, n) => failed = Some((e, n)),
-                    Step::Record(_) => panic!("no record in junk"),
+                    Step::Record(_) | Step::Sslv2Hello(_) => panic!("no record in junk"),
                 }
             }
         }
@@ -375,6 +397,27 @@ mod tests {
         assert_eq!(e, RecordError::BadHeader);
         assert_eq!(skipped + dropped, pushed, "every byte accounted");
         assert!(r.is_dead());
+    }
+
+    #[test]
+    fn sslv2_hello_then_records() {
+        let mut wire = vec![0x80, 3, 1, 3, 0];
+        wire.extend(record(22, b"x"));
+        for cut in 0..wire.len() {
+            let mut r = RecordReader::default();
+            r.allow_sslv2_hello();
+            r.push(&wire[..cut]);
+            let mut steps = drain_steps(&mut r);
+            r.push(&wire[cut..]);
+            steps.extend(drain_steps(&mut r));
+            assert_eq!(steps.len(), 2, "cut {cut}");
+            assert_eq!(steps[0], Step::Sslv2Hello(vec![1, 3, 0]), "cut {cut}");
+        }
+        // Not one: read as records.
+        let mut r = RecordReader::default();
+        r.allow_sslv2_hello();
+        r.push(&record(22, b"y"));
+        assert!(matches!(r.next_step(), Some(Step::Record(_))));
     }
 
     #[test]
