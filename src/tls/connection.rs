@@ -250,12 +250,12 @@ impl TlsConnection {
     }
 
     fn probe(&mut self, event: &StreamEvent) {
-        if let StreamEventKind::Data { side, bytes } = &event.kind {
-            if self.probe_side.is_none_or(|s| s == *side) {
-                self.probe_side = Some(*side);
-                let need = 4usize.saturating_sub(self.probe.len());
-                self.probe.extend(bytes.iter().take(need));
-            }
+        if let StreamEventKind::Data { side, bytes } = &event.kind
+            && self.probe_side.is_none_or(|s| s == *side)
+        {
+            self.probe_side = Some(*side);
+            let need = 4usize.saturating_sub(self.probe.len());
+            self.probe.extend(bytes.iter().take(need));
         }
     }
 
@@ -393,10 +393,7 @@ impl TlsConnection {
             self.bytes.lose(reason::NOT_RECORDS, bytes.len());
             return;
         }
-        loop {
-            let Some(step) = self.dir(side).records.next_step() else {
-                break;
-            };
+        while let Some(step) = self.dir(side).records.next_step() {
             match step {
                 Step::Record(record) => self.on_record(side, &record, ctx, stats),
                 Step::Sslv2Hello(body) => {

@@ -403,7 +403,7 @@ fn parse_line(text: &str) -> Result<(Label, [u8; 32], Secret), LineError> {
 /// Decodes hex (either case) into `out`; returns the byte count, `None` for bad hex or overflow.
 fn decode_hex(hex: &str, out: &mut [u8]) -> Option<usize> {
     let bytes = hex.as_bytes();
-    if bytes.len() % 2 != 0 || bytes.len() / 2 > out.len() {
+    if !bytes.len().is_multiple_of(2) || bytes.len() / 2 > out.len() {
         return None;
     }
     for (slot, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {

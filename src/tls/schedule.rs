@@ -17,7 +17,7 @@ pub enum HashAlg {
 
 impl HashAlg {
     /// Output length in bytes.
-    pub fn len(self) -> usize {
+    pub fn output_len(self) -> usize {
         match self {
             HashAlg::Sha256 => 32,
             HashAlg::Sha384 => 48,
@@ -69,7 +69,7 @@ pub fn hkdf_expand_label(
     context: &[u8],
     len: usize,
 ) -> Result<KeyBytes, DeriveError> {
-    if secret.len() != hash.len() {
+    if secret.len() != hash.output_len() {
         return Err(DeriveError);
     }
     let out_len = u16::try_from(len).map_err(|_| DeriveError)?.to_be_bytes();
@@ -113,7 +113,7 @@ pub fn tls13_traffic_keys(
 
 /// The next TLS 1.3 application traffic secret after a KeyUpdate (RFC 8446 section 7.2).
 pub fn tls13_next_secret(hash: HashAlg, secret: &[u8]) -> Result<KeyBytes, DeriveError> {
-    hkdf_expand_label(hash, secret, b"traffic upd", b"", hash.len())
+    hkdf_expand_label(hash, secret, b"traffic upd", b"", hash.output_len())
 }
 
 /// The TLS 1.2 PRF: P_hash(secret, label || seed) truncated to `len` bytes.
@@ -134,7 +134,7 @@ pub fn tls12_prf(
     };
     let mut label_seed: Vec<&[u8]> = vec![label];
     label_seed.extend_from_slice(seed);
-    let mut out = Vec::with_capacity(len + hash.len());
+    let mut out = Vec::with_capacity(len + hash.output_len());
     // A(1) = HMAC(secret, label || seed); A(i+1) = HMAC(secret, A(i)).
     let mut a = sign_parts(&label_seed);
     while out.len() < len {
