@@ -1,6 +1,7 @@
 //! Cipher suites (IANA id -> name and how its records are protected) and the
 //! AEAD primitives, via `ring`.
 
+use super::cbc::Mac;
 use super::schedule::HashAlg;
 use ring::aead;
 use std::fmt;
@@ -44,7 +45,9 @@ pub enum Protection {
     Tls13(Aead, HashAlg),
     /// TLS 1.2 AEAD suite with its PRF hash.
     Tls12Aead(Aead, HashAlg),
-    /// Known, but not decrypted here (CBC, CCM, RC4, 3DES, NULL, export).
+    /// TLS 1.2 AES-CBC suite: key length, record MAC, PRF hash.
+    Tls12Cbc(usize, Mac, HashAlg),
+    /// Known, but not decrypted here (CCM, RC4, 3DES, NULL).
     Unsupported,
 }
 
@@ -61,7 +64,7 @@ pub struct Suite {
 
 use Aead::{Aes128Gcm as A128, Aes256Gcm as A256, ChaCha20Poly1305 as CHACHA};
 use HashAlg::{Sha256 as S256, Sha384 as S384};
-use Protection::{Tls12Aead as T12, Tls13 as T13, Unsupported as NO};
+use Protection::{Tls12Aead as T12, Tls12Cbc as CBC, Tls13 as T13, Unsupported as NO};
 
 const fn s(id: u16, name: &'static str, protection: Protection) -> Suite {
     Suite {
@@ -167,26 +170,106 @@ pub const SUITES: &[Suite] = &[
         "TLS_RSA_PSK_WITH_CHACHA20_POLY1305_SHA256",
         T12(CHACHA, S256),
     ),
-    s(0xC009, "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", NO),
-    s(0xC00A, "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", NO),
-    s(0xC013, "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", NO),
-    s(0xC014, "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", NO),
-    s(0xC023, "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", NO),
-    s(0xC024, "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384", NO),
-    s(0xC027, "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", NO),
-    s(0xC028, "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384", NO),
-    s(0x002F, "TLS_RSA_WITH_AES_128_CBC_SHA", NO),
-    s(0x0035, "TLS_RSA_WITH_AES_256_CBC_SHA", NO),
-    s(0x003C, "TLS_RSA_WITH_AES_128_CBC_SHA256", NO),
-    s(0x003D, "TLS_RSA_WITH_AES_256_CBC_SHA256", NO),
-    s(0x0033, "TLS_DHE_RSA_WITH_AES_128_CBC_SHA", NO),
-    s(0x0039, "TLS_DHE_RSA_WITH_AES_256_CBC_SHA", NO),
-    s(0x0067, "TLS_DHE_RSA_WITH_AES_128_CBC_SHA256", NO),
-    s(0x006B, "TLS_DHE_RSA_WITH_AES_256_CBC_SHA256", NO),
-    s(0x008C, "TLS_PSK_WITH_AES_128_CBC_SHA", NO),
-    s(0x008D, "TLS_PSK_WITH_AES_256_CBC_SHA", NO),
-    s(0x00AE, "TLS_PSK_WITH_AES_128_CBC_SHA256", NO),
-    s(0x00AF, "TLS_PSK_WITH_AES_256_CBC_SHA384", NO),
+    s(
+        0xC009,
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+        CBC(16, Mac::Sha1, S256),
+    ),
+    s(
+        0xC00A,
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+        CBC(32, Mac::Sha1, S256),
+    ),
+    s(
+        0xC013,
+        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+        CBC(16, Mac::Sha1, S256),
+    ),
+    s(
+        0xC014,
+        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
+        CBC(32, Mac::Sha1, S256),
+    ),
+    s(
+        0xC023,
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
+        CBC(16, Mac::Sha256, S256),
+    ),
+    s(
+        0xC024,
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384",
+        CBC(32, Mac::Sha384, S384),
+    ),
+    s(
+        0xC027,
+        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+        CBC(16, Mac::Sha256, S256),
+    ),
+    s(
+        0xC028,
+        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384",
+        CBC(32, Mac::Sha384, S384),
+    ),
+    s(
+        0x002F,
+        "TLS_RSA_WITH_AES_128_CBC_SHA",
+        CBC(16, Mac::Sha1, S256),
+    ),
+    s(
+        0x0035,
+        "TLS_RSA_WITH_AES_256_CBC_SHA",
+        CBC(32, Mac::Sha1, S256),
+    ),
+    s(
+        0x003C,
+        "TLS_RSA_WITH_AES_128_CBC_SHA256",
+        CBC(16, Mac::Sha256, S256),
+    ),
+    s(
+        0x003D,
+        "TLS_RSA_WITH_AES_256_CBC_SHA256",
+        CBC(32, Mac::Sha256, S256),
+    ),
+    s(
+        0x0033,
+        "TLS_DHE_RSA_WITH_AES_128_CBC_SHA",
+        CBC(16, Mac::Sha1, S256),
+    ),
+    s(
+        0x0039,
+        "TLS_DHE_RSA_WITH_AES_256_CBC_SHA",
+        CBC(32, Mac::Sha1, S256),
+    ),
+    s(
+        0x0067,
+        "TLS_DHE_RSA_WITH_AES_128_CBC_SHA256",
+        CBC(16, Mac::Sha256, S256),
+    ),
+    s(
+        0x006B,
+        "TLS_DHE_RSA_WITH_AES_256_CBC_SHA256",
+        CBC(32, Mac::Sha256, S256),
+    ),
+    s(
+        0x008C,
+        "TLS_PSK_WITH_AES_128_CBC_SHA",
+        CBC(16, Mac::Sha1, S256),
+    ),
+    s(
+        0x008D,
+        "TLS_PSK_WITH_AES_256_CBC_SHA",
+        CBC(32, Mac::Sha1, S256),
+    ),
+    s(
+        0x00AE,
+        "TLS_PSK_WITH_AES_128_CBC_SHA256",
+        CBC(16, Mac::Sha256, S256),
+    ),
+    s(
+        0x00AF,
+        "TLS_PSK_WITH_AES_256_CBC_SHA384",
+        CBC(32, Mac::Sha384, S384),
+    ),
     s(0xC09C, "TLS_RSA_WITH_AES_128_CCM", NO),
     s(0xC09D, "TLS_RSA_WITH_AES_256_CCM", NO),
     s(0xC0A4, "TLS_PSK_WITH_AES_128_CCM", NO),
@@ -298,6 +381,20 @@ mod tests {
                         "{}",
                         a.name
                     );
+                }
+                Protection::Tls12Cbc(key_len, mac, h) => {
+                    assert_eq!(h == HashAlg::Sha384, sha384, "{}", a.name);
+                    assert!(
+                        a.name.contains(&format!("AES_{}_CBC", key_len * 8)),
+                        "{}",
+                        a.name
+                    );
+                    let mac_name = match mac {
+                        Mac::Sha1 => "_SHA",
+                        Mac::Sha256 => "_SHA256",
+                        Mac::Sha384 => "_SHA384",
+                    };
+                    assert!(a.name.ends_with(mac_name), "{}", a.name);
                 }
                 Protection::Unsupported => {}
             }

@@ -17,7 +17,7 @@ use super::record::{
     CONTENT_ALERT, CONTENT_APPLICATION_DATA, CONTENT_CHANGE_CIPHER_SPEC, CONTENT_HANDSHAKE, Record,
     Step,
 };
-use super::schedule::{HashAlg, tls12_key_block};
+use super::schedule::{HashAlg, KeyBytes, tls12_key_block};
 use super::session::SessionCache;
 use super::{MAX_FAILURES_IN_ROW, UNKNOWN_GAP_LEN, anomaly};
 use crate::anomaly::Stats;
@@ -454,7 +454,14 @@ impl TlsConnection {
                         self.bytes.handshake += wire;
                         self.on_handshake_bytes(side, &plaintext, ctx, stats);
                     }
-                    CONTENT_ALERT | CONTENT_CHANGE_CIPHER_SPEC => self.bytes.handshake += wire,
+                    CONTENT_ALERT => self.bytes.handshake += wire,
+                    // A renegotiation's key change travels under the keys it replaces.
+                    CONTENT_CHANGE_CIPHER_SPEC => {
+                        self.bytes.handshake += wire;
+                        if !self.tls13 {
+                            self.on_change_cipher_spec(side);
+                        }
+                    }
                     _ => {
                         stats.anomaly(anomaly::BAD_INNER_CONTENT_TYPE);
                         self.bytes.handshake += wire;
@@ -664,8 +671,10 @@ impl TlsConnection {
             Some(Protection::Tls13(aead, hash)) if self.tls13 => {
                 self.tls13_keys(aead, hash, &client_hello, ctx)
             }
-            Some(Protection::Tls12Aead(aead, hash)) if version == 0x0303 => {
-                self.tls12_keys(aead, hash, &client_hello, &hello, ctx)
+            Some(p @ (Protection::Tls12Aead(..) | Protection::Tls12Cbc(..)))
+                if version == 0x0303 =>
+            {
+                self.tls12_keys(p, &client_hello, &hello, ctx)
             }
             _ => KeyState::Unsupported,
         };
@@ -711,8 +720,7 @@ impl TlsConnection {
 
     fn tls12_keys(
         &mut self,
-        aead: Aead,
-        hash: HashAlg,
+        protection: Protection,
         client_hello: &ClientHello,
         server_hello: &ServerHello,
         ctx: &mut TlsContext,
@@ -737,18 +745,32 @@ impl TlsConnection {
         let Some(master) = by_random.or_else(by_session).cloned() else {
             return KeyState::Missing;
         };
-        let iv_len = Decryptor::tls12_iv_len(aead);
+        let (hash, mac_len, key_len, iv_len) = match protection {
+            Protection::Tls12Aead(aead, hash) => {
+                (hash, 0, aead.key_len(), Decryptor::tls12_iv_len(aead))
+            }
+            Protection::Tls12Cbc(key_len, mac, hash) => (hash, mac.output_len(), key_len, 0),
+            Protection::Tls13(..) | Protection::Unsupported => return KeyState::Unsupported,
+        };
         let block = tls12_key_block(
             hash,
             master.expose(),
             &client_hello.random,
             &server_hello.random,
-            0,
-            aead.key_len(),
+            mac_len,
+            key_len,
             iv_len,
         );
-        self.client.pending = Decryptor::tls12(aead, &block.client_key.0, &block.client_iv.0).ok();
-        self.server.pending = Decryptor::tls12(aead, &block.server_key.0, &block.server_iv.0).ok();
+        let etm = client_hello.encrypt_then_mac && server_hello.encrypt_then_mac;
+        let make = |key: &KeyBytes, mac_key: &KeyBytes, iv: &KeyBytes| match protection {
+            Protection::Tls12Aead(aead, _) => Decryptor::tls12(aead, &key.0, &iv.0).ok(),
+            Protection::Tls12Cbc(_, mac, _) => {
+                Decryptor::tls12_cbc(&key.0, mac, &mac_key.0, etm).ok()
+            }
+            Protection::Tls13(..) | Protection::Unsupported => None,
+        };
+        self.client.pending = make(&block.client_key, &block.client_mac, &block.client_iv);
+        self.server.pending = make(&block.server_key, &block.server_mac, &block.server_iv);
         if !echoed {
             ctx.sessions.insert_id(&server_hello.session_id, &master);
         }

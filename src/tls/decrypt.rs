@@ -2,6 +2,7 @@
 //! and TLS 1.2 AEAD suites, the per-direction sequence number, KeyUpdate, and
 //! the bounded search for the right sequence number after records were lost.
 
+use super::cbc::{CbcKey, Mac};
 use super::cipher::{Aead, AeadKey, OpenError, TAG_LEN};
 use super::record::{HEADER_LEN, Record};
 use super::schedule::{
@@ -43,12 +44,21 @@ enum Framing {
     Tls12Gcm,
     /// TLS 1.2 ChaCha20-Poly1305: nonce = iv ^ seq (RFC 7905).
     Tls12ChaCha,
+    /// TLS 1.2 AES-CBC with HMAC (explicit IV).
+    Tls12Cbc,
+}
+
+#[derive(Debug)]
+enum RecordKey {
+    // Boxed: ring's key schedule makes the AEAD key several times larger than the rest.
+    Aead(Box<AeadKey>),
+    Cbc(CbcKey),
 }
 
 /// Decrypts one direction's protected records in order.
 #[derive(Debug)]
 pub struct Decryptor {
-    key: AeadKey,
+    key: RecordKey,
     iv: KeyBytes,
     framing: Framing,
     seq: u64,
@@ -67,7 +77,9 @@ impl Decryptor {
     ) -> Result<Decryptor, DeriveError> {
         let TrafficKeys { key, iv } = tls13_traffic_keys(hash, secret, aead.key_len())?;
         Ok(Decryptor {
-            key: AeadKey::new(aead, &key.0).map_err(|_| DeriveError)?,
+            key: RecordKey::Aead(Box::new(
+                AeadKey::new(aead, &key.0).map_err(|_| DeriveError)?,
+            )),
             iv,
             framing: Framing::Tls13 {
                 header_aad: draft.is_none_or(|d| d >= 25),
@@ -92,9 +104,27 @@ impl Decryptor {
             return Err(DeriveError);
         }
         Ok(Decryptor {
-            key: AeadKey::new(aead, key).map_err(|_| DeriveError)?,
+            key: RecordKey::Aead(Box::new(AeadKey::new(aead, key).map_err(|_| DeriveError)?)),
             iv: KeyBytes(iv.to_vec()),
             framing,
+            seq: 0,
+            secret: None,
+        })
+    }
+
+    /// A TLS 1.2 AES-CBC decryptor from the key block's cipher and MAC keys of this direction.
+    pub fn tls12_cbc(
+        key: &[u8],
+        mac: Mac,
+        mac_key: &[u8],
+        encrypt_then_mac: bool,
+    ) -> Result<Decryptor, DeriveError> {
+        Ok(Decryptor {
+            key: RecordKey::Cbc(
+                CbcKey::new(key, mac, mac_key, encrypt_then_mac).map_err(|_| DeriveError)?,
+            ),
+            iv: KeyBytes::default(),
+            framing: Framing::Tls12Cbc,
             seq: 0,
             secret: None,
         })
@@ -115,9 +145,12 @@ impl Decryptor {
 
     /// TLS 1.3 KeyUpdate received in this direction: next secret, keys, sequence 0.
     pub fn key_update(&mut self) -> Result<(), DeriveError> {
+        let RecordKey::Aead(key) = &self.key else {
+            return Err(DeriveError);
+        };
+        let aead = key.aead();
         let (hash, secret) = self.secret.take().ok_or(DeriveError)?;
         let next = tls13_next_secret(hash, &secret.0)?;
-        let aead = self.key.aead();
         let draft_aad = match self.framing {
             Framing::Tls13 { header_aad } => header_aad,
             _ => true,
@@ -158,13 +191,23 @@ impl Decryptor {
 
     fn open_at(&self, record: &Record, seq: u64) -> Result<Opened, DecryptError> {
         let fragment = &record.fragment;
+        let key = match &self.key {
+            RecordKey::Aead(key) => key,
+            RecordKey::Cbc(key) => {
+                let plaintext = key
+                    .open(seq, &record.header, fragment)
+                    .map_err(|_| DecryptError::Authentication)?;
+                return Ok(Opened {
+                    content_type: record.content_type(),
+                    plaintext,
+                });
+            }
+        };
         match self.framing {
+            Framing::Tls12Cbc => Err(DecryptError::Authentication),
             Framing::Tls13 { header_aad } => {
                 let aad: &[u8] = if header_aad { &record.header } else { &[] };
-                let mut plain = self
-                    .key
-                    .open(self.xor_nonce(seq), aad, fragment)
-                    .map_err(auth)?;
+                let mut plain = key.open(self.xor_nonce(seq), aad, fragment).map_err(auth)?;
                 // Inner plaintext: content || type || zeros.
                 let end = plain
                     .iter()
@@ -187,7 +230,7 @@ impl Decryptor {
                     *n = *b;
                 }
                 let aad = tls12_aad(seq, &record.header, sealed.len() - TAG_LEN);
-                let plaintext = self.key.open(nonce, &aad, sealed).map_err(auth)?;
+                let plaintext = key.open(nonce, &aad, sealed).map_err(auth)?;
                 Ok(Opened {
                     content_type: record.content_type(),
                     plaintext,
@@ -198,8 +241,7 @@ impl Decryptor {
                     return Err(DecryptError::TooShort);
                 }
                 let aad = tls12_aad(seq, &record.header, fragment.len() - TAG_LEN);
-                let plaintext = self
-                    .key
+                let plaintext = key
                     .open(self.xor_nonce(seq), &aad, fragment)
                     .map_err(auth)?;
                 Ok(Opened {

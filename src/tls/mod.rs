@@ -43,6 +43,7 @@
 //!    `no_key`, `decrypt_failed` (a direction given up, or records failed and
 //!    none decrypted), else `decrypted`.
 
+pub mod cbc;
 pub mod cipher;
 mod connection;
 #[cfg(test)]

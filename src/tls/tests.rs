@@ -2,6 +2,8 @@
 //! published TLS 1.3 trace and from TLS 1.2 records sealed here with keys
 //! derived from a known master secret.
 
+use super::cbc::Mac;
+use super::cbc::tests::seal as cbc_seal;
 use super::cipher::{Aead, AeadKey};
 use super::decrypt::tests::{
     RFC8448_CLIENT_DATA, RFC8448_SERVER_DATA, RFC8448_SERVER_FLIGHT, RFC8448_SERVER_NST,
@@ -474,6 +476,8 @@ struct Tls12 {
     suite: u16,
     aead: Aead,
     hash: HashAlg,
+    /// AES-CBC instead of the AEAD: key length, MAC, encrypt-then-MAC agreed.
+    cbc: Option<(usize, Mac, bool)>,
 }
 
 impl Tls12 {
@@ -490,6 +494,9 @@ impl Tls12 {
         exts.extend(b"http/1.1");
         exts.extend([0, 0, 0, 16, 0, 14, 0, 0, 11]);
         exts.extend(b"example.com");
+        if self.cbc.is_some_and(|c| c.2) {
+            exts.extend([0, 22, 0, 0]);
+        }
         body.extend((exts.len() as u16).to_be_bytes());
         body.extend(exts);
         handshake_record(1, &body)
@@ -504,6 +511,9 @@ impl Tls12 {
         body.push(0);
         let mut exts = vec![0, 16, 0, 11, 0, 9, 8];
         exts.extend(b"http/1.1");
+        if self.cbc.is_some_and(|c| c.2) {
+            exts.extend([0, 22, 0, 0]);
+        }
         body.extend((exts.len() as u16).to_be_bytes());
         body.extend(exts);
         let mut wire = handshake_record(2, &body);
@@ -537,6 +547,27 @@ impl Tls12 {
     }
 
     fn seal(&self, side: Side, seq: u64, ty: u8, plain: &[u8]) -> Vec<u8> {
+        if let Some((key_len, mac, etm)) = self.cbc {
+            let kb = tls12_key_block(
+                self.hash,
+                &MASTER,
+                &self.client_random,
+                &self.server_random,
+                mac.output_len(),
+                key_len,
+                0,
+            );
+            let (key, mac_key) = match side {
+                Side::Client => (kb.client_key, kb.client_mac),
+                Side::Server => (kb.server_key, kb.server_mac),
+            };
+            let header = [ty, 3, 3, 0, 0];
+            let iv = [seq as u8; 16];
+            return record(
+                ty,
+                &cbc_seal(&key.0, mac, &mac_key.0, etm, seq, &header, plain, iv),
+            );
+        }
         let (key, iv) = self.keys(side);
         let mut aad = seq.to_be_bytes().to_vec();
         aad.extend([ty, 3, 3]);
@@ -636,6 +667,7 @@ fn tls12(suite: u16, aead: Aead, hash: HashAlg) -> Tls12 {
         suite,
         aead,
         hash,
+        cbc: None,
     }
 }
 
@@ -673,6 +705,60 @@ fn tls12_aead_suites_decrypt() {
         assert_eq!(f.resumed, Some(false));
         assert!(run.stats.anomalies.is_empty(), "{:?}", run.stats.anomalies);
     }
+}
+
+#[test]
+fn tls12_cbc_suites_decrypt_with_and_without_encrypt_then_mac() {
+    for (suite, key_len, mac, hash, etm) in [
+        (0x002F, 16, Mac::Sha1, HashAlg::Sha256, false),
+        (0xC014, 32, Mac::Sha1, HashAlg::Sha256, true),
+        (0x003C, 16, Mac::Sha256, HashAlg::Sha256, false),
+        (0xC028, 32, Mac::Sha384, HashAlg::Sha384, true),
+    ] {
+        let t = Tls12 {
+            cbc: Some((key_len, mac, etm)),
+            ..tls12(suite, Aead::Aes128Gcm, hash)
+        };
+        let run = run_with(
+            &mut TlsStage::new(t.keylog()),
+            60,
+            &t.connection(&[1; 32], true),
+        );
+        let name = super::cipher::suite_name(suite);
+        assert_eq!(
+            run.report.decryption,
+            Decryption::Decrypted,
+            "{name} etm {etm}"
+        );
+        assert_eq!(
+            run.data(Side::Client),
+            b"GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n",
+            "{name}"
+        );
+        assert_eq!(
+            run.data(Side::Server),
+            b"HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 404 Not Found\r\n\r\n",
+            "{name}"
+        );
+    }
+    // Encrypt-then-MAC offered by the client only is not in effect.
+    let t = Tls12 {
+        cbc: Some((16, Mac::Sha1, true)),
+        ..tls12(0x002F, Aead::Aes128Gcm, HashAlg::Sha256)
+    };
+    let mut deliveries = t.connection(&[1; 32], true);
+    let plain_sh = Tls12 {
+        cbc: Some((16, Mac::Sha1, false)),
+        ..tls12(0x002F, Aead::Aes128Gcm, HashAlg::Sha256)
+    }
+    .server_hello(&[1; 32], true);
+    deliveries[1] = (Side::Server, Some(plain_sh), 0);
+    let run = run_with(&mut TlsStage::new(t.keylog()), 61, &deliveries);
+    assert_eq!(
+        run.report.decryption,
+        Decryption::DecryptFailed,
+        "records sealed with ETM do not open without it"
+    );
 }
 
 #[test]
@@ -718,12 +804,12 @@ fn tls12_lost_record_is_skipped_by_sequence_search() {
 
 #[test]
 fn tls12_unsupported_suite_is_named() {
-    let t = tls12(0x002F, Aead::Aes128Gcm, HashAlg::Sha256);
+    let t = tls12(0xC0A4, Aead::Aes128Gcm, HashAlg::Sha256);
     let run = run_with(&mut TlsStage::new(t.keylog()), 50, &t.connection(&[], true));
     assert_eq!(run.report.decryption, Decryption::UnsupportedCipher);
     assert_eq!(
         run.report.facts.cipher_name().as_deref(),
-        Some("TLS_RSA_WITH_AES_128_CBC_SHA")
+        Some("TLS_PSK_WITH_AES_128_CCM")
     );
     assert_eq!(run.data_events(), 0);
     assert!(
