@@ -62,7 +62,6 @@ const EARLY: usize = 0;
 const HANDSHAKE: usize = 1;
 const APPLICATION: usize = 2;
 
-#[derive(Debug)]
 struct Direction {
     records: super::record::RecordReader,
     handshake: HandshakeReader,
@@ -79,6 +78,24 @@ struct Direction {
     held_since: Option<i64>,
     /// Plaintext decrypted from the current delivery.
     out: Vec<u8>,
+}
+
+// Sizes and states only: the held plaintext may carry credentials (contract section 1b).
+impl std::fmt::Debug for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Direction")
+            .field("held", &self.records.held())
+            .field("phase", &self.phase)
+            .field(
+                "keys",
+                &self.keys.iter().map(Option::is_some).collect::<Vec<_>>(),
+            )
+            .field("protected", &self.protected)
+            .field("after_gap", &self.after_gap)
+            .field("gave_up", &self.gave_up)
+            .field("plaintext_pending", &self.out.len())
+            .finish()
+    }
 }
 
 impl Direction {

@@ -39,7 +39,10 @@
 //!    skipped; after [`MAX_FAILURES_IN_ROW`] failures in a row the direction is
 //!    given up (`tls.decrypt_gave_up`).
 //! 6. `decryption` is `plaintext` (never TLS), `handshake_not_captured` (no
-//!    ClientHello or ServerHello), `unsupported_cipher` (see [`cipher::SUITES`]),
+//!    ClientHello or ServerHello), `unsupported_cipher` (see [`cipher::SUITES`]:
+//!    decrypted are the three TLS 1.3 suites and, in TLS 1.2, AES-GCM,
+//!    ChaCha20-Poly1305 and AES-CBC with HMAC; not TLS 1.0/1.1, SSL 3.0, CCM,
+//!    RC4, 3DES, NULL),
 //!    `no_key`, `decrypt_failed` (a direction given up, or records failed and
 //!    none decrypted), else `decrypted`.
 
@@ -168,6 +171,11 @@ impl TlsStage {
             .values()
             .filter_map(TlsConnection::earliest_held_ts)
             .min()
+    }
+
+    /// Handshake facts of an open connection (the HTTP stage's router reads the chosen ALPN).
+    pub fn facts(&self, stream: u64) -> Option<&TlsFacts> {
+        self.conns.get(&stream).map(TlsConnection::facts)
     }
 
     /// The reports of connections that ended since the last call.

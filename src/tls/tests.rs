@@ -928,3 +928,52 @@ fn mutated_and_random_streams_never_panic_and_add_up() {
         }
     }
 }
+
+#[test]
+fn debug_of_a_live_stage_shows_no_secret_and_no_plaintext() {
+    let mut stage = TlsStage::new(rfc8448_keylog());
+    let mut stats = Stats::default();
+    let mut out = Vec::new();
+    stage.push(opened(1), &mut stats, &mut out);
+    let mut wire = rfc8448_wire();
+    // The client's application record cut short: its plaintext is not yet handed on.
+    let (_, data) = wire.remove(4);
+    for (i, (side, bytes)) in wire.into_iter().take(4).enumerate() {
+        stage.push(
+            ev(1, i as i64, StreamEventKind::Data { side, bytes }),
+            &mut stats,
+            &mut out,
+        );
+    }
+    stage.push(
+        ev(
+            1,
+            9,
+            StreamEventKind::Data {
+                side: Side::Client,
+                bytes: data[..30].to_vec(),
+            },
+        ),
+        &mut stats,
+        &mut out,
+    );
+    assert_eq!(
+        stage.facts(1).and_then(|f| f.sni.clone()).as_deref(),
+        Some("server")
+    );
+    let shown = format!("{stage:?}").to_lowercase();
+    for secret in [
+        RFC8448_CLIENT_HS,
+        RFC8448_SERVER_HS,
+        RFC8448_CLIENT_AP,
+        RFC8448_SERVER_AP,
+    ] {
+        assert!(!shown.contains(&secret[..16]), "secret shown");
+        // Nor as decimal bytes, as a derived Debug of a byte array would print them.
+        let first = hex(secret);
+        let decimal = format!("{}, {}, {}", first[0], first[1], first[2]);
+        assert!(!shown.contains(&decimal), "secret bytes shown: {decimal}");
+    }
+    // The partial record is shown as a size, not as bytes.
+    assert!(shown.contains("held: 30"), "{shown}");
+}
