@@ -573,20 +573,42 @@ mod tests {
 
     #[test]
     fn million_line_key_log_in_bounded_memory() {
-        // Hostile: a million distinct client randoms, every tenth line malformed.
-        let mut text = Vec::with_capacity(1_000_000 * 170);
-        for i in 0..1_000_000u32 {
-            if i % 10 == 0 {
-                text.extend_from_slice(b"CLIENT_RANDOM nothex\n");
-            } else {
-                text.extend_from_slice(
-                    format!("CLIENT_TRAFFIC_SECRET_0 {:064x} {SECRET32}\n", i).as_bytes(),
-                );
+        // Hostile: a million distinct client randoms, every tenth line malformed, read as a
+        // stream (generated on the fly, never held whole), as a file is.
+        struct Lines {
+            next: u32,
+            line: Vec<u8>,
+            at: usize,
+        }
+        impl std::io::Read for Lines {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if self.at == self.line.len() {
+                    if self.next == 1_000_000 {
+                        return Ok(0);
+                    }
+                    self.line = if self.next % 10 == 0 {
+                        b"CLIENT_RANDOM nothex\n".to_vec()
+                    } else {
+                        format!("CLIENT_TRAFFIC_SECRET_0 {:064x} {SECRET32}\n", self.next)
+                            .into_bytes()
+                    };
+                    self.at = 0;
+                    self.next += 1;
+                }
+                let n = buf.len().min(self.line.len() - self.at);
+                buf[..n].copy_from_slice(&self.line[self.at..self.at + n]);
+                self.at += n;
+                Ok(n)
             }
         }
+        let reader = std::io::BufReader::new(Lines {
+            next: 0,
+            line: Vec::new(),
+            at: 0,
+        });
         let started = std::time::Instant::now();
         let mut log = KeyLog::with_limit(500_000);
-        log.add_text("big", &text);
+        log.read_from("big", reader).expect("read");
         let elapsed = started.elapsed();
         let s = log.stats();
         assert_eq!(s.lines, 1_000_000);
