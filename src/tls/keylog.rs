@@ -586,7 +586,7 @@ mod tests {
                     if self.next == 1_000_000 {
                         return Ok(0);
                     }
-                    self.line = if self.next % 10 == 0 {
+                    self.line = if self.next.is_multiple_of(10) {
                         b"CLIENT_RANDOM nothex\n".to_vec()
                     } else {
                         format!("CLIENT_TRAFFIC_SECRET_0 {:064x} {SECRET32}\n", self.next)
