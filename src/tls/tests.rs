@@ -977,3 +977,27 @@ fn debug_of_a_live_stage_shows_no_secret_and_no_plaintext() {
     // The partial record is shown as a size, not as bytes.
     assert!(shown.contains("held: 30"), "{shown}");
 }
+
+#[test]
+fn key_update_through_the_stage() {
+    let next =
+        super::schedule::tls13_next_secret(HashAlg::Sha256, &hex(RFC8448_SERVER_AP)).expect("next");
+    let next_hex: String = next.0.iter().map(|b| format!("{b:02x}")).collect();
+    let mut wire = rfc8448_wire();
+    wire.pop(); // the server's data record (seq 1 under the first secret)
+    // KeyUpdate(update_not_requested) at seq 1, then data under the next secret from seq 0.
+    wire.push((
+        Side::Server,
+        seal13(RFC8448_SERVER_AP, 1, 22, &[24, 0, 0, 1, 0]),
+    ));
+    wire.push((Side::Server, seal13(&next_hex, 0, 23, b"after the update")));
+    wire.push((Side::Server, seal13(&next_hex, 1, 23, b", and again")));
+    let run = run_with(&mut TlsStage::new(rfc8448_keylog()), 70, &data_only(wire));
+    assert_eq!(run.data(Side::Server), b"after the update, and again");
+    assert_eq!(run.report.decryption, Decryption::Decrypted);
+    assert!(
+        run.report.bytes.undecrypted.is_empty(),
+        "{:?}",
+        run.report.bytes
+    );
+}
