@@ -32,3 +32,4 @@ pub mod pipeline;
 pub mod report;
 pub mod rpc;
 pub mod timestamp;
+pub mod tls;
