@@ -9,37 +9,22 @@
 
 mod analyzer;
 mod classify;
-mod detect;
 mod exchange;
-mod http_ctx;
-mod pairing;
 mod prepare;
-mod release;
-mod requests;
-mod responses;
 pub mod retry;
-mod row;
 mod session;
 mod texts;
 
-#[cfg(test)]
-mod tests;
-
-pub use analyzer::Analyzer;
-pub use detect::{MAX_KNOWN_ENDPOINTS, MAX_LEGACY_SESSIONS, MAX_PENDING_PREFLIGHTS};
-pub use exchange::{Exchange, InferenceInputs};
-pub use pairing::{
-    MAX_EVENT_IDS_PER_SESSION, MAX_ORPHANS_PER_SESSION, MAX_PENDING_PER_SESSION,
-    MAX_SERVER_REQUESTS_PER_SESSION, ORPHAN_WINDOW_US,
+pub use analyzer::{
+    Analyzer, HOLD_LIMIT_US, MAX_BUFFERED_ROWS, MAX_EVENT_IDS_PER_SESSION, MAX_KNOWN_ENDPOINTS,
+    MAX_LEGACY_SESSIONS, MAX_ORPHANS_PER_SESSION, MAX_PENDING_PER_SESSION, MAX_PENDING_PREFLIGHTS,
+    MAX_RELEASED_IDS, MAX_SERVER_REQUESTS_PER_SESSION, MAX_SESSION_INFOS, ORPHAN_WINDOW_US,
+    RELEASE_MARK_MIN_AGE_US, REORDER_SLACK_US, STREAM_RESUME_HOLD_US, TENTATIVE_HOLD_US,
 };
+pub use exchange::{Exchange, InferenceInputs};
 pub use prepare::{
     BodyPiece, PrepareScope, Prepared, PreparedEnd, PreparedPost, PreparedSse, Preparer,
 };
-pub use release::{
-    HOLD_LIMIT_US, MAX_BUFFERED_ROWS, MAX_RELEASED_IDS, RELEASE_MARK_MIN_AGE_US, REORDER_SLACK_US,
-    STREAM_RESUME_HOLD_US, TENTATIVE_HOLD_US,
-};
-pub use row::MAX_SESSION_INFOS;
 pub use session::MAX_DERIVED_CONTEXTS;
 
 /// Thresholds of retry and session inference (report-schema.md section 4).

@@ -1,13 +1,13 @@
 //! Rows under construction: the [`Row`] store, a new row from its request, and the final
 //! [`Exchange`] columns built from a row and what its session showed (classification).
 
-use super::analyzer::Analyzer;
-use super::classify::{self, Final, Kind, RowFacts};
-use super::session::{SessionFacts, SessionInfo, fnv1a};
-use super::{Exchange, InferenceInputs};
+use super::Analyzer;
 use crate::anomaly::Stats;
 use crate::hashing::{HashMap, HashSet};
 use crate::http::{BodyEnd, HttpRequest};
+use crate::mcp::classify::{self, Final, Kind, RowFacts};
+use crate::mcp::session::{SessionFacts, SessionInfo, fnv1a};
+use crate::mcp::{Exchange, InferenceInputs};
 use crate::rpc::RpcId;
 use arcstr::ArcStr;
 use std::borrow::Cow;

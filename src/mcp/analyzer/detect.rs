@@ -3,7 +3,7 @@
 //! non-JSON-RPC requests to them become rows too; legacy HTTP+SSE sessions are found by
 //! their `endpoint` event.
 
-use super::analyzer::Analyzer;
+use super::Analyzer;
 use crate::anomaly::Stats;
 use crate::http::BodyEnd;
 use crate::rpc::digest::{EnvelopeBody, EnvelopeElement};

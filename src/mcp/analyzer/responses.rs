@@ -1,14 +1,14 @@
 //! The response side: the head (status, media, a session id joining), body pieces, SSE
 //! events and the end of each HTTP response, pairing the JSON-RPC messages they carry.
 
-use super::analyzer::Analyzer;
-use super::classify::{self, Final, Kind};
+use super::Analyzer;
 use super::detect::{LegacySession, MAX_LEGACY_SESSIONS, value_looks_jsonrpc};
 use super::http_ctx::{Carrier, Ctx, CtxKey, Role};
-use super::prepare::{BodyPiece, PreparedEnd, PreparedSse, is_event_stream};
-use super::session::{legacy_session_param, path_of};
 use crate::anomaly::Stats;
 use crate::http::{BodyEnd, ResponseHead};
+use crate::mcp::classify::{self, Final, Kind};
+use crate::mcp::prepare::{BodyPiece, PreparedEnd, PreparedSse, is_event_stream};
+use crate::mcp::session::{legacy_session_param, path_of};
 use crate::rpc::{RpcError, RpcMessage};
 use serde_json::Value;
 

@@ -1,16 +1,16 @@
 //! The request side: an HTTP request becomes rows (one per JSON-RPC element of a POST), with
 //! its session key and its place in the session's pairing state.
 
-use super::analyzer::Analyzer;
-use super::classify::{self, Kind};
+use super::Analyzer;
 use super::detect::{MAX_PENDING_PREFLIGHTS, looks_jsonrpc};
 use super::http_ctx::{Ctx, Role, ctx_key};
-use super::prepare::{PreparedPost, prepare_post};
 use super::row::Row;
-use super::session::{ContextKey, fnv1a, host_of, legacy_session_param, path_of};
-use super::texts::Texts;
 use crate::anomaly::Stats;
 use crate::http::{BodyEnd, HttpRequest};
+use crate::mcp::classify::{self, Kind};
+use crate::mcp::prepare::{PreparedPost, prepare_post};
+use crate::mcp::session::{ContextKey, fnv1a, host_of, legacy_session_param, path_of};
+use crate::mcp::texts::Texts;
 use crate::rpc::digest::{ElementDigest, Envelope, EnvelopeBody, EnvelopeElement};
 use crate::rpc::{self, RpcId, RpcMessage};
 use arcstr::ArcStr;

@@ -2,11 +2,11 @@
 //! request (orphans), server->client requests and SSE event ids for resumption, each bounded
 //! by a `MAX_*` limit below (mcp-wire.md section 7).
 
-use super::analyzer::Analyzer;
-use super::classify::{Final, Kind};
+use super::Analyzer;
 use super::http_ctx::Carrier;
 use crate::anomaly::Stats;
 use crate::hashing::HashMap;
+use crate::mcp::classify::{Final, Kind};
 use crate::rpc::{RpcId, RpcMessage};
 use arcstr::ArcStr;
 use serde_json::Value;

@@ -44,14 +44,27 @@
 //! inference runs on each row as it is released, in id order
 //! ([`super::retry::RetryInference`]). Without [`Analyzer::drain_ready`],
 
-use super::detect::LegacySession;
-use super::http_ctx::{Ctx, CtxKey, ctx_key};
-use super::pairing::Scope;
+mod detect;
+mod http_ctx;
+mod pairing;
+mod release;
+mod requests;
+mod responses;
+mod row;
+
+pub use detect::{MAX_KNOWN_ENDPOINTS, MAX_LEGACY_SESSIONS, MAX_PENDING_PREFLIGHTS};
+pub use pairing::{
+    MAX_EVENT_IDS_PER_SESSION, MAX_ORPHANS_PER_SESSION, MAX_PENDING_PER_SESSION,
+    MAX_SERVER_REQUESTS_PER_SESSION, ORPHAN_WINDOW_US,
+};
+pub use release::{
+    HOLD_LIMIT_US, MAX_BUFFERED_ROWS, MAX_RELEASED_IDS, RELEASE_MARK_MIN_AGE_US, REORDER_SLACK_US,
+    STREAM_RESUME_HOLD_US, TENTATIVE_HOLD_US,
+};
+pub use row::MAX_SESSION_INFOS;
+
 use super::prepare::{PrepareScope, Prepared, Preparer};
-use super::release::{Readiness, ReleaseQueue};
-use super::responses::Ended;
 use super::retry::RetryInference;
-use super::row::RowStore;
 use super::session::{DerivedSessions, SessionInfo};
 use super::texts::Texts;
 use super::{Exchange, InferenceConfig};
@@ -60,6 +73,12 @@ use crate::hashing::{HashMap, HashSet};
 use crate::http::{BodyEnd, HttpEvent};
 use crate::limits::Limits;
 use arcstr::ArcStr;
+use detect::LegacySession;
+use http_ctx::{Ctx, CtxKey, ctx_key};
+use pairing::Scope;
+use release::{Readiness, ReleaseQueue};
+use responses::Ended;
+use row::RowStore;
 use std::collections::VecDeque;
 
 /// The MCP stage. Feed every [`HttpEvent`] with [`Analyzer::push`], take the rows that are
@@ -69,32 +88,32 @@ use std::collections::VecDeque;
 /// reserved).
 #[derive(Debug)]
 pub struct Analyzer {
-    pub(super) cfg: InferenceConfig,
-    pub(super) limits: Limits,
+    cfg: InferenceConfig,
+    limits: Limits,
     /// Prepares the events handed to [`Analyzer::push`] (the pipeline prepares its own), and
     /// the responses when [`Analyzer::prepare_responses_here`] was called.
-    pub(super) preparer: Preparer,
-    pub(super) prepares_responses: bool,
+    preparer: Preparer,
+    prepares_responses: bool,
     /// Strings rows share (see [`Texts`]).
-    pub(super) texts: Texts,
-    pub(super) rows: RowStore,
+    texts: Texts,
+    rows: RowStore,
     /// The release order and the `exchange_id`s handed out.
-    pub(super) queue: ReleaseQueue,
-    pub(super) retry: RetryInference,
+    queue: ReleaseQueue,
+    retry: RetryInference,
     /// Session facts gathered as rows arrive, with the session's latest activity (µs).
-    pub(super) infos: HashMap<String, (SessionInfo, i64)>,
+    infos: HashMap<String, (SessionInfo, i64)>,
     /// Times half the session facts were forgotten (`mcp.session_info_limit`).
-    pub(super) evicted_infos: u64,
-    pub(super) ctxs: HashMap<CtxKey, Ctx>,
-    pub(super) scopes: HashMap<ArcStr, Scope>,
-    pub(super) derived: DerivedSessions,
-    pub(super) endpoints: HashSet<String>,
-    pub(super) legacy: HashMap<(ArcStr, String), LegacySession>,
+    evicted_infos: u64,
+    ctxs: HashMap<CtxKey, Ctx>,
+    scopes: HashMap<ArcStr, Scope>,
+    derived: DerivedSessions,
+    endpoints: HashSet<String>,
+    legacy: HashMap<(ArcStr, String), LegacySession>,
     /// Preflight rows awaiting their endpoint's verdict, oldest first.
-    pub(super) preflights: VecDeque<usize>,
-    pub(super) last_ts: i64,
+    preflights: VecDeque<usize>,
+    last_ts: i64,
     /// Largest step back in event time seen so far (µs).
-    pub(super) max_backstep: i64,
+    max_backstep: i64,
 }
 
 impl Analyzer {
@@ -314,3 +333,6 @@ impl Analyzer {
         out
     }
 }
+
+#[cfg(test)]
+mod tests;

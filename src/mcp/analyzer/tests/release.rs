@@ -1,7 +1,7 @@
 //! Release as rows become final, and release marks.
 
+use super::super::release::ASIDE_SCAN_INTERVAL_US;
 use super::*;
-use crate::mcp::release::ASIDE_SCAN_INTERVAL_US;
 
 // ---- release as rows become final (streaming) ----------------------------------------------
 

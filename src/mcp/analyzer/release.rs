@@ -1,15 +1,15 @@
-//! When a row may leave the analyzer (the "Release" rules of [`super::analyzer`]): the
+//! When a row may leave the analyzer (the "Release" rules of [`super`]): the
 //! [`ReleaseQueue`] orders rows by (`ts_request`, arrival) and hands out `exchange_id`s as
 //! the head leaves; the [`Analyzer`] methods here decide, row by row, whether the head is
 //! final, waits, is set aside or is dropped.
 
-use super::Exchange;
-use super::analyzer::Analyzer;
-use super::classify::Kind;
+use super::Analyzer;
 use super::row::{Reserved, Row};
 use crate::anomaly::Stats;
 use crate::hashing::HashMap;
 use crate::http::BodyEnd;
+use crate::mcp::Exchange;
+use crate::mcp::classify::Kind;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 

@@ -1,7 +1,7 @@
 //! MCP detection, sessions and server->client requests.
 
+use super::super::requests::contains_ignore_ascii_case;
 use super::*;
-use crate::mcp::requests::contains_ignore_ascii_case;
 
 #[test]
 fn non_mcp_http_is_ignored_but_non_jsonrpc_to_mcp_endpoint_is_a_row() {
