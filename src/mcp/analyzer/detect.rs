@@ -6,7 +6,7 @@
 use super::Analyzer;
 use crate::anomaly::Stats;
 use crate::http::BodyEnd;
-use crate::rpc::digest::{EnvelopeBody, EnvelopeElement};
+use crate::rpc::envelope::{EnvelopeBody, EnvelopeElement};
 use serde_json::Value;
 
 /// MCP endpoints remembered for detecting GETs and non-JSON-RPC requests (`mcp.endpoint_limit`).

@@ -4,7 +4,8 @@
 //! parse of SSE data with the byte parse.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mcp_trace::rpc::digest::{ParamsKeys, digest_body, slim_result};
+use mcp_trace::rpc::digest::{ParamsKeys, digest_body};
+use mcp_trace::rpc::envelope::slim_result;
 use mcp_trace::rpc::{
     RpcError, RpcMessage, canonical_fingerprint, canonical_fingerprint_without, canonical_json, parse_body,
     parse_response_body, parse_response_text,
