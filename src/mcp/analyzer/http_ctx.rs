@@ -18,7 +18,7 @@ pub(super) enum Carrier {
 }
 
 #[derive(Debug)]
-pub(super) enum Role {
+pub(super) enum ExchangeRole {
     /// POST of JSON-RPC messages (rows = one per element).
     Post,
     /// GET stream; `rows[0]` is the stream row; `origin` = rows whose stream it resumes.
@@ -34,8 +34,8 @@ pub(super) enum Role {
 #[derive(Debug)]
 pub(super) struct Ctx {
     pub(super) rows: Vec<usize>,
-    pub(super) role: Role,
-    pub(super) scope: ArcStr,
+    pub(super) role: ExchangeRole,
+    pub(super) session_key: ArcStr,
     pub(super) server_addr: ArcStr,
     pub(super) had_sid: bool,
     pub(super) status: Option<u16>,

@@ -75,9 +75,9 @@ use crate::limits::Limits;
 use arcstr::ArcStr;
 use detect::LegacySession;
 use http_ctx::{Ctx, CtxKey, ctx_key};
-use pairing::Scope;
+use pairing::SessionPairing;
 use release::{Readiness, ReleaseQueue};
-use responses::Ended;
+use responses::ResponseEnded;
 use row::RowStore;
 use std::collections::VecDeque;
 
@@ -105,7 +105,7 @@ pub struct Analyzer {
     /// Times half the session facts were forgotten (`mcp.session_info_limit`).
     evicted_infos: u64,
     ctxs: HashMap<CtxKey, Ctx>,
-    scopes: HashMap<ArcStr, Scope>,
+    pairings: HashMap<ArcStr, SessionPairing>,
     derived: DerivedSessions,
     endpoints: HashSet<String>,
     legacy: HashMap<(ArcStr, String), LegacySession>,
@@ -135,7 +135,7 @@ impl Analyzer {
             infos: HashMap::default(),
             evicted_infos: 0,
             ctxs: HashMap::default(),
-            scopes: HashMap::default(),
+            pairings: HashMap::default(),
             derived: DerivedSessions::default(),
             endpoints: HashSet::default(),
             legacy: HashMap::default(),
@@ -212,7 +212,7 @@ impl Analyzer {
                     Some(Prepared::End(b)) => Some(*b),
                     _ => None,
                 };
-                let ended = Ended {
+                let ended = ResponseEnded {
                     ts: ts_us,
                     end,
                     wire_len,
@@ -297,7 +297,7 @@ impl Analyzer {
         for key in left {
             let has_head = self.ctxs.get(&key).is_some_and(|c| c.status.is_some());
             if has_head {
-                let ended = Ended {
+                let ended = ResponseEnded {
                     ts: self.last_ts,
                     end: BodyEnd::CaptureEnd,
                     wire_len: 0,
@@ -308,8 +308,8 @@ impl Analyzer {
                 self.on_no_response(key, BodyEnd::CaptureEnd);
             }
         }
-        for scope in self.scopes.values() {
-            for _ in &scope.orphans {
+        for pairing in self.pairings.values() {
+            for _ in &pairing.orphans {
                 stats.anomaly("mcp.response_without_request");
             }
         }

@@ -42,7 +42,7 @@ pub(super) struct Orphan {
 
 /// Per-session pairing state (all bounded).
 #[derive(Debug, Default)]
-pub(super) struct Scope {
+pub(super) struct SessionPairing {
     /// Client requests without a final response, by id, oldest first.
     pub(super) open: HashMap<RpcId, Vec<usize>>,
     pub(super) open_order: VecDeque<usize>,
@@ -57,25 +57,25 @@ pub(super) struct Scope {
 
 impl Analyzer {
     pub(super) fn register_request(&mut self, i: usize, ts: i64, stats: &mut Stats) {
-        let Some((scope_name, id)) = self
+        let Some((session_key, id)) = self
             .rows
             .get(i)
-            .and_then(|r| Some((r.scope.clone(), r.rpc_id.clone()?)))
+            .and_then(|r| Some((r.session_key.clone(), r.rpc_id.clone()?)))
         else {
             return;
         };
-        let scope = self.scopes.entry(scope_name).or_default();
+        let pairing = self.pairings.entry(session_key).or_default();
         // Two requests in flight with the same id: ambiguous pairing (mcp-wire.md 3.1).
-        let in_flight = scope.open.get(&id).is_some_and(|v| {
+        let in_flight = pairing.open.get(&id).is_some_and(|v| {
             v.iter()
                 .any(|&o| self.rows.get(o).is_some_and(|r| !r.http_done))
         });
         // A response processed before its request (e.g. merged captures out of order).
-        let orphan = scope
+        let orphan = pairing
             .orphans
             .iter()
             .position(|o| o.id == id && o.ts >= ts.saturating_sub(ORPHAN_WINDOW_US))
-            .and_then(|p| scope.orphans.remove(p));
+            .and_then(|p| pairing.orphans.remove(p));
         if let Some(o) = orphan {
             if let Some(r) = self.rows.get_mut(i) {
                 r.final_msg = Some(o.fin);
@@ -85,9 +85,9 @@ impl Analyzer {
             self.note(i, "mcp.response_before_request", stats);
             return;
         }
-        scope.open.entry(id).or_default().push(i);
-        scope.open_order.push_back(i);
-        scope.open_count = scope.open_count.saturating_add(1);
+        pairing.open.entry(id).or_default().push(i);
+        pairing.open_order.push_back(i);
+        pairing.open_count = pairing.open_count.saturating_add(1);
         if let Some(r) = self.rows.get_mut(i) {
             r.open = true;
         }
@@ -99,24 +99,24 @@ impl Analyzer {
 
     pub(super) fn enforce_pending_limit(&mut self, i: usize, stats: &mut Stats) {
         let max_pending = self.limits.pending_per_session;
-        let Some(scope_name) = self.rows.get(i).map(|r| r.scope.clone()) else {
+        let Some(session_key) = self.rows.get(i).map(|r| r.session_key.clone()) else {
             return;
         };
         loop {
-            let Some(scope) = self.scopes.get_mut(&scope_name) else {
+            let Some(pairing) = self.pairings.get_mut(&session_key) else {
                 return;
             };
-            if scope.open_count <= max_pending {
+            if pairing.open_count <= max_pending {
                 // Drop closed entries from the order queue now and then, so it stays bounded.
-                if scope.open_order.len() > max_pending.saturating_mul(2) {
+                if pairing.open_order.len() > max_pending.saturating_mul(2) {
                     let rows = &self.rows;
-                    scope
+                    pairing
                         .open_order
                         .retain(|&o| rows.get(o).is_some_and(|r| r.open));
                 }
                 return;
             }
-            let Some(oldest) = scope.open_order.pop_front() else {
+            let Some(oldest) = pairing.open_order.pop_front() else {
                 return;
             };
             if self.rows.get(oldest).is_some_and(|r| r.open) {
@@ -134,16 +134,18 @@ impl Analyzer {
             return;
         }
         row.open = false;
-        let (Some(id), Some(scope)) = (row.rpc_id.as_ref(), self.scopes.get_mut(&row.scope)) else {
+        let (Some(id), Some(pairing)) =
+            (row.rpc_id.as_ref(), self.pairings.get_mut(&row.session_key))
+        else {
             return;
         };
-        if let Some(v) = scope.open.get_mut(id) {
+        if let Some(v) = pairing.open.get_mut(id) {
             v.retain(|&o| o != i);
             if v.is_empty() {
-                scope.open.remove(id);
+                pairing.open.remove(id);
             }
         }
-        scope.open_count = scope.open_count.saturating_sub(1);
+        pairing.open_count = pairing.open_count.saturating_sub(1);
     }
 
     /// `notifications/cancelled` (mcp-wire.md 3.5): the latest open request with that id.
@@ -154,15 +156,15 @@ impl Analyzer {
         ts: i64,
         stats: &mut Stats,
     ) {
-        let Some(scope_name) = self.rows.get(i).map(|r| r.scope.clone()) else {
+        let Some(session_key) = self.rows.get(i).map(|r| r.session_key.clone()) else {
             return;
         };
         let target = params
             .and_then(|p| p.get("requestId"))
             .and_then(RpcId::from_value)
             .and_then(|id| {
-                self.scopes
-                    .get(&scope_name)
+                self.pairings
+                    .get(&session_key)
                     .and_then(|s| s.open.get(&id))
                     .and_then(|v| v.last().copied())
             });
@@ -176,32 +178,32 @@ impl Analyzer {
         }
     }
 
-    pub(super) fn rescope(&mut self, i: usize, new_scope: &ArcStr) {
+    pub(super) fn move_to_session(&mut self, i: usize, new_key: &ArcStr) {
         let was_open = self.rows.get(i).is_some_and(|r| r.open);
         if was_open {
             self.close_open(i);
         }
         if let Some(r) = self.rows.get_mut(i) {
-            r.scope = new_scope.clone();
-            r.ex.session_key = new_scope.clone();
+            r.session_key = new_key.clone();
+            r.ex.session_key = new_key.clone();
         }
         self.absorb_row(i);
         if was_open {
             let Some(id) = self.rows.get(i).and_then(|r| r.rpc_id.clone()) else {
                 return;
             };
-            let scope = self.scopes.entry(new_scope.clone()).or_default();
-            scope.open.entry(id).or_default().push(i);
-            scope.open_order.push_back(i);
-            scope.open_count = scope.open_count.saturating_add(1);
+            let pairing = self.pairings.entry(new_key.clone()).or_default();
+            pairing.open.entry(id).or_default().push(i);
+            pairing.open_order.push_back(i);
+            pairing.open_count = pairing.open_count.saturating_add(1);
             if let Some(r) = self.rows.get_mut(i) {
                 r.open = true;
             }
         }
     }
 
-    pub(super) fn remember_event_id(&mut self, scope: &ArcStr, id: &str, origin: Vec<usize>) {
-        let s = self.scopes.entry(scope.clone()).or_default();
+    pub(super) fn remember_event_id(&mut self, session_key: &ArcStr, id: &str, origin: Vec<usize>) {
+        let s = self.pairings.entry(session_key.clone()).or_default();
         if s.event_origin.insert(id.to_string(), origin).is_none() {
             s.event_order.push_back(id.to_string());
         }
@@ -230,7 +232,7 @@ impl Analyzer {
         msg: RpcMessage,
         ts: i64,
         local: &[usize],
-        scope: &ArcStr,
+        session_key: &ArcStr,
         carrier: Carrier,
         stream_row: Option<usize>,
         stats: &mut Stats,
@@ -238,7 +240,7 @@ impl Analyzer {
         if !msg.is_response() {
             match msg {
                 RpcMessage::Request { id, method, .. } => {
-                    let s = self.scopes.entry(scope.clone()).or_default();
+                    let s = self.pairings.entry(session_key.clone()).or_default();
                     if s.server_reqs.len() >= MAX_SERVER_REQUESTS_PER_SESSION {
                         stats.anomaly("mcp.server_request_limit");
                         return;
@@ -322,8 +324,8 @@ impl Analyzer {
             fin
         };
         let open = self
-            .scopes
-            .get(scope)
+            .pairings
+            .get(session_key)
             .and_then(|s| s.open.get(&id))
             .and_then(|v| v.first().copied());
         if let Some(i) = open {
@@ -344,7 +346,7 @@ impl Analyzer {
         } else {
             fin
         };
-        let s = self.scopes.entry(scope.clone()).or_default();
+        let s = self.pairings.entry(session_key.clone()).or_default();
         s.orphans.push_back(Orphan { id, fin, ts });
         if s.orphans.len() > MAX_ORPHANS_PER_SESSION {
             s.orphans.pop_front();

@@ -3,7 +3,7 @@
 
 use super::Analyzer;
 use super::detect::{MAX_PENDING_PREFLIGHTS, looks_jsonrpc};
-use super::http_ctx::{Ctx, Role, ctx_key};
+use super::http_ctx::{Ctx, ExchangeRole, ctx_key};
 use super::row::Row;
 use crate::anomaly::Stats;
 use crate::http::{BodyEnd, HttpRequest};
@@ -61,8 +61,8 @@ impl Analyzer {
 
         let mut ctx = Ctx {
             rows: Vec::new(),
-            role: Role::Other,
-            scope: ArcStr::new(),
+            role: ExchangeRole::Other,
+            session_key: ArcStr::new(),
             server_addr: server_addr.clone(),
             had_sid: sid.is_some(),
             status: None,
@@ -93,7 +93,7 @@ impl Analyzer {
                 match value.filter(|_| is_rpc) {
                     Some(v) => {
                         self.learn_endpoint(&endpoint, stats);
-                        ctx.role = Role::Post;
+                        ctx.role = ExchangeRole::Post;
                         let body = PreparedBody {
                             value: v,
                             fingerprints,
@@ -101,15 +101,16 @@ impl Analyzer {
                         self.post_rows(&req, body, &mut ctx, sid, legacy_sid, &endpoint, stats);
                     }
                     None if known || sid.is_some() => {
-                        let scope = self.scope_for(
+                        let session_key = self.session_key_for(
                             &req,
                             sid.as_deref(),
                             legacy_sid.as_deref(),
                             &endpoint,
                             None,
                         );
-                        ctx.scope = scope.clone();
-                        let i = self.new_row(&req, Kind::Http, scope, sid, legacy_sid, &endpoint);
+                        ctx.session_key = session_key.clone();
+                        let i =
+                            self.new_row(&req, Kind::Http, session_key, sid, legacy_sid, &endpoint);
                         self.note(i, "mcp.request_not_jsonrpc", stats);
                         if let Some(r) = self.rows.get_mut(i) {
                             r.request_body_json = Some(is_json);
@@ -123,10 +124,15 @@ impl Analyzer {
                 let last_event_id = h.get("last-event-id").map(str::to_string);
                 let confirmed = known || sid.is_some() || last_event_id.is_some();
                 let kind = if accept_sse { Kind::Stream } else { Kind::Http };
-                let scope =
-                    self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
-                ctx.scope = scope.clone();
-                let i = self.new_row(&req, kind, scope.clone(), sid, legacy_sid, &endpoint);
+                let session_key = self.session_key_for(
+                    &req,
+                    sid.as_deref(),
+                    legacy_sid.as_deref(),
+                    &endpoint,
+                    None,
+                );
+                ctx.session_key = session_key.clone();
+                let i = self.new_row(&req, kind, session_key.clone(), sid, legacy_sid, &endpoint);
                 ctx.rows.push(i);
                 if kind == Kind::Stream {
                     let mut origin = Vec::new();
@@ -136,8 +142,8 @@ impl Analyzer {
                     }
                     if let Some(le) = &last_event_id {
                         origin = self
-                            .scopes
-                            .get(&scope)
+                            .pairings
+                            .get(&session_key)
                             .and_then(|s| s.event_origin.get(le))
                             .cloned()
                             .unwrap_or_default();
@@ -150,7 +156,7 @@ impl Analyzer {
                             None => self.note(i, "mcp.resume_unknown_event_id", stats),
                         }
                     }
-                    ctx.role = Role::Stream {
+                    ctx.role = ExchangeRole::Stream {
                         origin,
                         probe: !confirmed,
                         legacy: None,
@@ -163,18 +169,23 @@ impl Analyzer {
                 } else {
                     Kind::Http
                 };
-                let scope =
-                    self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
-                ctx.scope = scope.clone();
-                let i = self.new_row(&req, kind, scope, sid, legacy_sid, &endpoint);
+                let session_key = self.session_key_for(
+                    &req,
+                    sid.as_deref(),
+                    legacy_sid.as_deref(),
+                    &endpoint,
+                    None,
+                );
+                ctx.session_key = session_key.clone();
+                let i = self.new_row(&req, kind, session_key, sid, legacy_sid, &endpoint);
                 ctx.rows.push(i);
             }
             // A CORS preflight usually precedes the first JSON-RPC POST (browser clients):
             // keep it aside until the end shows whether its endpoint is MCP.
             "OPTIONS" if !known && sid.is_none() => {
-                let scope = self.scope_for(&req, None, None, &endpoint, None);
-                ctx.scope = scope.clone();
-                let i = self.new_row(&req, Kind::Http, scope, None, None, &endpoint);
+                let session_key = self.session_key_for(&req, None, None, &endpoint, None);
+                ctx.session_key = session_key.clone();
+                let i = self.new_row(&req, Kind::Http, session_key, None, None, &endpoint);
                 ctx.rows.push(i);
                 if let Some(r) = self.rows.get_mut(i) {
                     r.tentative = true;
@@ -190,10 +201,15 @@ impl Analyzer {
                 }
             }
             _ if known || sid.is_some() => {
-                let scope =
-                    self.scope_for(&req, sid.as_deref(), legacy_sid.as_deref(), &endpoint, None);
-                ctx.scope = scope.clone();
-                let i = self.new_row(&req, Kind::Http, scope, sid, legacy_sid, &endpoint);
+                let session_key = self.session_key_for(
+                    &req,
+                    sid.as_deref(),
+                    legacy_sid.as_deref(),
+                    &endpoint,
+                    None,
+                );
+                ctx.session_key = session_key.clone();
+                let i = self.new_row(&req, Kind::Http, session_key, sid, legacy_sid, &endpoint);
                 ctx.rows.push(i);
             }
             _ => return,
@@ -241,8 +257,9 @@ impl Analyzer {
         if !parses {
             return; // rpc::parse_envelopes would refuse it: not one envelope nor a batch
         }
-        let scope = self.scope_for(req, sid.as_deref(), legacy_sid.as_deref(), endpoint, first);
-        ctx.scope = scope.clone();
+        let session_key =
+            self.session_key_for(req, sid.as_deref(), legacy_sid.as_deref(), endpoint, first);
+        ctx.session_key = session_key.clone();
         let msgs = match rpc::parse_envelopes(body) {
             Ok(m) => m,
             Err(_) => return,
@@ -275,7 +292,7 @@ impl Analyzer {
             let i = self.new_row(
                 req,
                 kind,
-                scope.clone(),
+                session_key.clone(),
                 sid.clone(),
                 legacy_sid.clone(),
                 endpoint,
@@ -321,8 +338,8 @@ impl Analyzer {
                 }
                 Kind::Response => {
                     let found = msg.id().and_then(|id| {
-                        self.scopes
-                            .get_mut(&scope)
+                        self.pairings
+                            .get_mut(&session_key)
                             .and_then(|s| s.server_reqs.remove(id))
                     });
                     match found {
@@ -342,7 +359,7 @@ impl Analyzer {
     }
 
     /// Session key at request time (report-schema.md section 4).
-    fn scope_for(
+    fn session_key_for(
         &mut self,
         req: &HttpRequest,
         sid: Option<&str>,

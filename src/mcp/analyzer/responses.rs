@@ -3,7 +3,7 @@
 
 use super::Analyzer;
 use super::detect::{LegacySession, MAX_LEGACY_SESSIONS, value_looks_jsonrpc};
-use super::http_ctx::{Carrier, Ctx, CtxKey, Role};
+use super::http_ctx::{Carrier, Ctx, CtxKey, ExchangeRole};
 use crate::anomaly::Stats;
 use crate::http::{BodyEnd, ResponseHead};
 use crate::mcp::classify::{self, Final, Kind};
@@ -13,7 +13,7 @@ use crate::rpc::{RpcError, RpcMessage};
 use serde_json::Value;
 
 /// How a response ended (the HTTP stage's `ResponseEnd`).
-pub(super) struct Ended {
+pub(super) struct ResponseEnded {
     pub(super) ts: i64,
     pub(super) end: BodyEnd,
     pub(super) wire_len: u64,
@@ -44,13 +44,13 @@ impl Analyzer {
             ctx.sse = true;
         }
         let rows = ctx.rows.clone();
-        let new_scope = new_sid.as_ref().map(|sid| {
-            ctx.scope = self.texts.concat("sid:", sid);
-            ctx.scope.clone()
+        let new_key = new_sid.as_ref().map(|sid| {
+            ctx.session_key = self.texts.concat("sid:", sid);
+            ctx.session_key.clone()
         });
         for &i in &rows {
-            if let (Some(sid), Some(scope)) = (&new_sid, &new_scope) {
-                self.rescope(i, scope);
+            if let (Some(sid), Some(session_key)) = (&new_sid, &new_key) {
+                self.move_to_session(i, session_key);
                 if let Some(r) = self.rows.get_mut(i) {
                     r.ex.session_id = Some(self.texts.get(sid));
                 }
@@ -87,7 +87,7 @@ impl Analyzer {
             return;
         };
         // Probe: a GET to an endpoint not yet known as MCP.
-        if let Role::Stream {
+        if let ExchangeRole::Stream {
             probe: probe @ true,
             legacy,
             ..
@@ -104,16 +104,16 @@ impl Analyzer {
                 let post_endpoint = concat(&server_addr, path_of(ev.data.trim()));
                 if let Some(s) = &sid {
                     *legacy = Some(s.clone());
-                    ctx.scope = self.texts.concat("legacy:", s);
+                    ctx.session_key = self.texts.concat("legacy:", s);
                 }
-                let scope = ctx.scope.clone();
+                let session_key = ctx.session_key.clone();
                 if let Some(r) = self.rows.get_mut(row) {
                     r.tentative = false;
                     r.legacy = sid.is_some();
                     r.ex.transport = "legacy_sse";
                     r.ex.session_id = sid.as_deref().map(|s| self.texts.get(s));
-                    r.ex.session_key = scope.clone();
-                    r.scope = scope;
+                    r.ex.session_key = session_key.clone();
+                    r.session_key = session_key;
                     r.ex.sse_events = r.ex.sse_events.saturating_add(1);
                 }
                 self.absorb_row(row);
@@ -147,15 +147,15 @@ impl Analyzer {
         let Some(ctx) = self.ctxs.get(&key) else {
             return;
         };
-        let scope = ctx.scope.clone();
+        let session_key = ctx.session_key.clone();
         let (carrier, local, stream_row) = match &ctx.role {
-            Role::Post => (Carrier::PostStream, ctx.rows.clone(), None),
-            Role::Stream { origin, .. } => (
+            ExchangeRole::Post => (Carrier::PostStream, ctx.rows.clone(), None),
+            ExchangeRole::Stream { origin, .. } => (
                 Carrier::GetStream,
                 origin.clone(),
                 ctx.rows.first().copied(),
             ),
-            Role::Other => return,
+            ExchangeRole::Other => return,
         };
         for &i in local.iter().chain(stream_row.iter()) {
             if let Some(r) = self.rows.get_mut(i) {
@@ -169,7 +169,7 @@ impl Analyzer {
                 .filter(|&i| self.rows.get(i).is_some_and(|r| r.kind == Kind::Request))
                 .collect();
             if !origin.is_empty() {
-                self.remember_event_id(&scope, id, origin);
+                self.remember_event_id(&session_key, id, origin);
             }
         }
         // Blank data: a priming event or keep-alive (2025-11-25 transports).
@@ -192,7 +192,15 @@ impl Analyzer {
             }
             Ok(msgs) => {
                 for m in msgs {
-                    self.on_server_message(m, ev.ts_us, &local, &scope, carrier, stream_row, stats);
+                    self.on_server_message(
+                        m,
+                        ev.ts_us,
+                        &local,
+                        &session_key,
+                        carrier,
+                        stream_row,
+                        stats,
+                    );
                 }
             }
         }
@@ -201,11 +209,11 @@ impl Analyzer {
     pub(super) fn on_end(
         &mut self,
         key: CtxKey,
-        ended: Ended,
+        ended: ResponseEnded,
         body: Option<PreparedEnd>,
         stats: &mut Stats,
     ) {
-        let Ended {
+        let ResponseEnded {
             ts,
             end,
             wire_len,
@@ -237,7 +245,7 @@ impl Analyzer {
                 return;
             };
             let carriers: Vec<usize> = match &ctx.role {
-                Role::Stream { .. } => ctx.rows.first().copied().into_iter().collect(),
+                ExchangeRole::Stream { .. } => ctx.rows.first().copied().into_iter().collect(),
                 _ => ctx.rows.clone(),
             };
             for a in parser_anomalies {
@@ -247,7 +255,7 @@ impl Analyzer {
                 }
             }
             match &ctx.role {
-                Role::Post => {
+                ExchangeRole::Post => {
                     for &i in &ctx.rows {
                         if let Some(r) = self.rows.get_mut(i)
                             && r.kind == Kind::Request
@@ -259,7 +267,7 @@ impl Analyzer {
                         }
                     }
                 }
-                Role::Stream { legacy, .. } => {
+                ExchangeRole::Stream { legacy, .. } => {
                     if let Some(r) = ctx.rows.first().and_then(|&i| self.rows.get_mut(i)) {
                         r.stream_row_end = Some(end);
                         r.ex.stream_end = end.name();
@@ -270,7 +278,7 @@ impl Analyzer {
                         l.end = Some(end);
                     }
                 }
-                Role::Other => {}
+                ExchangeRole::Other => {}
             }
             return;
         }
@@ -308,7 +316,7 @@ impl Analyzer {
             .first()
             .and_then(|&i| self.rows.get(i))
             .is_some_and(|r| r.legacy);
-        if !ok || !matches!(ctx.role, Role::Post) {
+        if !ok || !matches!(ctx.role, ExchangeRole::Post) {
             // HTTP errors (and `http` rows): keep the JSON-RPC error detail if there is one.
             if let Ok(msgs) = &parsed {
                 for m in msgs {
@@ -356,10 +364,18 @@ impl Analyzer {
                 }
             }
             Ok(msgs) => {
-                let scope = ctx.scope.clone();
+                let session_key = ctx.session_key.clone();
                 let rows = ctx.rows.clone();
                 for m in msgs {
-                    self.on_server_message(m, ts, &rows, &scope, Carrier::JsonBody, None, stats);
+                    self.on_server_message(
+                        m,
+                        ts,
+                        &rows,
+                        &session_key,
+                        Carrier::JsonBody,
+                        None,
+                        stats,
+                    );
                 }
                 for i in self.open_requests(&rows) {
                     self.set_final(
@@ -390,7 +406,7 @@ impl Analyzer {
                 self.close_open(i);
             }
         }
-        if let Role::Stream {
+        if let ExchangeRole::Stream {
             legacy: Some(s), ..
         } = &ctx.role
             && let Some(l) = self.legacy.get_mut(&(ctx.server_addr.clone(), s.clone()))

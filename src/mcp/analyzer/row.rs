@@ -23,15 +23,15 @@ pub(super) struct Row {
     pub(super) ex: Box<Exchange>,
     pub(super) kind: Kind,
     pub(super) rpc_id: Option<RpcId>,
-    /// Pairing scope (the session key as far as known).
-    pub(super) scope: ArcStr,
+    /// The session key as far as known (pairing state is per session key).
+    pub(super) session_key: ArcStr,
     pub(super) legacy: bool,
     /// A GET probed for MCP that has not shown MCP content, or a preflight to an
     /// endpoint not (yet) known as MCP: dropped at the end unless confirmed.
     pub(super) tentative: bool,
     /// Kept if its endpoint turns out to be MCP by the end of input.
     pub(super) await_endpoint: bool,
-    /// Listed in its scope's open table.
+    /// Listed in its session's open requests.
     pub(super) open: bool,
     /// The HTTP exchange that carried it has ended.
     pub(super) http_done: bool,
@@ -109,7 +109,7 @@ impl Analyzer {
         &mut self,
         req: &HttpRequest,
         kind: Kind,
-        scope: ArcStr,
+        session_key: ArcStr,
         sid: Option<ArcStr>,
         legacy_sid: Option<ArcStr>,
         endpoint: &ArcStr,
@@ -133,7 +133,7 @@ impl Analyzer {
             server_addr: conn.server_addr.clone(),
             tcp_stream: conn.tcp_stream,
             transport,
-            session_key: scope.clone(),
+            session_key: session_key.clone(),
             session_id: legacy_sid.or(sid),
             user_agent: user_agent.clone(),
             kind: kind.name(),
@@ -156,7 +156,7 @@ impl Analyzer {
             ex: Box::new(ex),
             kind,
             rpc_id: None,
-            scope,
+            session_key,
             legacy,
             tentative: false,
             await_endpoint: false,
@@ -273,7 +273,7 @@ impl Analyzer {
         absorb_into(
             &mut self.infos,
             &mut self.evicted_infos,
-            &r.scope,
+            &r.session_key,
             &r.facts,
             self.last_ts,
         );
@@ -308,22 +308,22 @@ impl Analyzer {
     }
 }
 
-/// Adds a row's facts to its session `scope`'s (the first of each wins; report-schema.md
+/// Adds a row's facts to those of its session `session_key` (the first of each wins; report-schema.md
 /// section 4), making room first when the table is full.
 pub(super) fn absorb_into(
     infos: &mut HashMap<String, (SessionInfo, i64)>,
     evicted: &mut u64,
-    scope: &str,
+    session_key: &str,
     facts: &SessionFacts,
     ts: i64,
 ) {
-    if !infos.contains_key(scope) {
+    if !infos.contains_key(session_key) {
         if infos.len() >= MAX_SESSION_INFOS {
             evict_infos(infos, evicted);
         }
-        infos.insert(scope.to_string(), (SessionInfo::default(), ts));
+        infos.insert(session_key.to_string(), (SessionInfo::default(), ts));
     }
-    if let Some((info, last)) = infos.get_mut(scope) {
+    if let Some((info, last)) = infos.get_mut(session_key) {
         info.absorb(facts);
         *last = (*last).max(ts);
     }
