@@ -407,3 +407,33 @@ fn the_checker_sees_imports_and_circles() {
     assert_eq!(layer_violation("pipeline", "report"), None);
     assert_eq!(code_of("/// see [`crate::report`]"), "");
 }
+
+/// Most lines in a source file (test files aside): past it a file is doing two jobs.
+const MAX_SOURCE_LINES: usize = 1_000;
+
+#[test]
+fn no_source_file_is_over_the_line_limit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = Vec::new();
+    rust_files(&root.join("src"), &mut paths);
+    let mut long = Vec::new();
+    for path in paths {
+        let name = path
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        if is_test_file(&name) {
+            continue;
+        }
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        if lines > MAX_SOURCE_LINES {
+            long.push(format!("{name}: {lines} lines"));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "over {MAX_SOURCE_LINES} lines (split by job):\n{}",
+        long.join("\n")
+    );
+}
