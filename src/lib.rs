@@ -5,16 +5,31 @@
 //!
 //! ```text
 //! capture  files (pcap, pcapng, .gz, stdin)  -> Frame
-//!          HAR exports                       -> HttpEvent (rejoins at `mcp`)
 //! decode   Frame          -> Segment        link, IP (fragments), TCP headers
 //! flow     Segment        -> StreamEvent    TCP reassembly: ordered bytes and explicit gaps
+//! tls      StreamEvent    -> StreamEvent    (to come) decryption with a key log
 //! http     StreamEvent    -> HttpEvent      HTTP/1.x framing, pairing, content decoding
+//! har      HAR exports    -> HttpEvent      (today in capture/har) rejoins at `mcp`
 //! rpc      body bytes     -> RpcMessage     JSON-RPC envelopes, incremental SSE
 //! mcp      HttpEvent      -> Exchange       sessions, pairing by id, classification, retries
 //! report   Exchange       -> files          JSONL, CSV, Parquet, sessions, summaries
 //! ```
 //!
-//! `pipeline` wires the stages; `cli` turns arguments into a validated config.
+//! # Stage order
+//!
+//! The stages, in order: capture, decode, flow, tls, http, har, rpc, mcp, report. A module
+//! of one stage may use the modules of its own and of earlier stages, never of a later one,
+//! and no two files import each other in a circle (a `mod.rs` re-exporting its children
+//! aside). Outside the order:
+//!
+//! - `anomaly`, `buffers`, `hashing`, `timestamp` and `limits` are shared utilities: every
+//!   stage may use them, and they use no stage (only each other);
+//! - `cli` and `pipeline` (and the binary's `main`) wire the stages together: they may use
+//!   every module, and no stage or utility uses them.
+//!
+//! `tests/layers.rs` checks these rules on the source and names every violation.
+//!
+//! `cli` turns arguments into a validated config; `pipeline` runs the stages on it.
 //! Every stage counts what it could not use in [`anomaly::Stats`]: nothing is silently lost.
 #![forbid(unsafe_code)]
 

@@ -7,6 +7,7 @@ mod cli;
 mod golden;
 mod har_corpus;
 mod har_vs_pcap;
+mod layers;
 mod retry_hygiene;
 mod robustness;
 mod samples_truth;

@@ -13,7 +13,8 @@
 use crate::hashing::HashMap;
 use crate::http::{ExchangeRef, HttpEvent, ResponseHead};
 use crate::limits::{BODY_RESERVE_MAX, Limits};
-use crate::rpc::digest::{ElementDigest, EnvelopeBody, ParamsKeys, digest_envelopes};
+use crate::rpc::digest::{ElementDigest, ParamsKeys, digest_envelopes};
+use crate::rpc::envelope::EnvelopeBody;
 use crate::rpc::{self, RpcError, RpcMessage, SseEvent, SseParser};
 
 /// Top-level `params` members retry equivalence ignores (report-schema.md section 4).

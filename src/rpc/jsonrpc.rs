@@ -7,7 +7,7 @@
 //! [`RpcMessage::Invalid`] with the reason, so the caller can still pair it by id.
 
 use super::RpcError;
-use super::digest::{Envelope, EnvelopeBody, EnvelopeElement};
+use super::envelope::{Envelope, EnvelopeBody, EnvelopeElement};
 use serde_json::Value;
 use std::fmt;
 
@@ -128,19 +128,8 @@ impl RpcMessage {
     }
 }
 
-/// Parse an HTTP body or SSE `data`: one message or a batch (one entry per element).
-pub fn parse_body(bytes: &[u8]) -> Result<Vec<RpcMessage>, RpcError> {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(RpcError::Empty);
-    }
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| RpcError::NotJson(e.to_string()))?;
-    parse_value(value)
-}
-
 /// [`parse_body`] for a response body or SSE `data`: results come cut as by
-/// [`super::digest::slim_result`] and members outside the envelope are skipped unbuilt, so a
+/// [`super::envelope::slim_result`] and members outside the envelope are skipped unbuilt, so a
 /// large tool result is scanned but never built. Same messages, ids, errors and verdicts as
 /// [`parse_body`] (an `Invalid` message's `raw` holds only the envelope members), with two
 /// differences, both inside skipped members and both valid JSON by RFC 8259's grammar, which
@@ -169,7 +158,7 @@ fn parse_unmarked_text(text: &str) -> Result<Vec<RpcMessage>, RpcError> {
     if text.bytes().all(|b| b.is_ascii_whitespace()) {
         return Err(RpcError::Empty);
     }
-    let body = match super::digest::response_envelopes_str(text) {
+    let body = match super::envelope::response_envelopes_str(text) {
         Ok(v) => v,
         Err(slim) => return Err(not_json(slim, serde_json::from_str::<Value>(text).err())),
     };
@@ -309,80 +298,10 @@ fn classify(v: Value) -> RpcMessage {
     }
 }
 
-/// Canonical JSON text: object keys sorted at every level, no spacing.
-/// Independent of serde_json's `preserve_order` feature.
-pub fn canonical_json(v: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(v, &mut out);
-    out
-}
-
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                if let Some(val) = map.get(k) {
-                    write_canonical(val, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
-}
-
-/// 128-bit fingerprint of a JSON value up to [`canonical_json`] equality (see
-/// [`super::digest::value_fingerprint`]). Equal canonical texts give equal fingerprints;
-/// different ones collide with odds far below anything a capture can reach.
-pub type JsonFingerprint = (u64, u64);
-
-/// [`JsonFingerprint`] of `v`: equal exactly when `canonical_json` texts are equal (key order
-/// and spacing ignored; numbers by serde_json's number text, so `1`, `1.0` and `"1"` differ
-/// while `1E2` and `100.0` agree). Also what [`super::digest::digest_body`] computes while
-/// parsing, without the tree.
-pub fn canonical_fingerprint(v: &Value) -> JsonFingerprint {
-    super::digest::split(super::digest::value_fingerprint(v))
-}
-
-/// [`canonical_fingerprint`] of `v` with the top-level object keys in `skip` left out, as if
-/// they had been removed first (no effect when `v` is not an object). Retry equivalence
-/// ignores `_meta`, `progressToken`, `inputResponses`, `requestState` (report-schema.md
-/// section 4) without cloning the params to drop them.
-pub fn canonical_fingerprint_without(v: &Value, skip: &[&str]) -> JsonFingerprint {
-    match v {
-        Value::Object(map) => super::digest::split(super::digest::object_fingerprint(map, |k| {
-            !skip.contains(&k)
-        })),
-        other => canonical_fingerprint(other),
-    }
-}
-
-/// [`JsonFingerprint`] of an opaque text (a stand-in where only a text is at hand); not
-/// comparable with [`canonical_fingerprint`].
-pub fn text_fingerprint(text: &str) -> JsonFingerprint {
-    super::digest::split(xxhash_rust::xxh3::xxh3_128(text.as_bytes()))
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::fingerprint::{canonical_fingerprint, canonical_fingerprint_without};
+    use super::super::oracle::{canonical_json, parse_body};
     use super::*;
 
     /// Ids as numbers read as serde_json writes them, through the integer fast path or not.
@@ -729,7 +648,7 @@ mod tests {
     /// `parse_response_body` gives `parse_body`'s messages with results cut (and an invalid
     /// message's `raw` limited to the envelope members).
     fn assert_slim_agrees(text: &str) {
-        use crate::rpc::digest::slim_result;
+        use crate::rpc::envelope::slim_result;
         let full = parse_body(text.as_bytes());
         let slim = parse_response_body(text.as_bytes());
         assert_eq!(
@@ -850,7 +769,8 @@ mod tests {
     /// Request bodies read as envelopes classify as their digested `Value` does.
     #[test]
     fn request_envelopes_parse_as_their_values() {
-        use crate::rpc::digest::{ParamsKeys, digest_body, digest_envelopes};
+        use crate::rpc::digest::{ParamsKeys, digest_envelopes};
+        use crate::rpc::oracle::digest_body;
         let keys = ParamsKeys {
             read: &["name"],
             present: &["requestState"],

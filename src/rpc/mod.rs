@@ -1,18 +1,24 @@
 //! RPC stage: HTTP bodies -> JSON-RPC messages (single, batch, or SSE events).
 //!
-//! [`parse_body`] reads one JSON body or SSE `data` into [`RpcMessage`]s;
+//! [`parse_response_body`] reads one JSON body or SSE `data` into [`RpcMessage`]s;
 //! [`SseParser`] splits a `text/event-stream` body, fed piece by piece, into
 //! [`SseEvent`]s. Neither panics on any input.
 
 pub mod digest;
+pub mod envelope;
 mod fastjson;
+mod fingerprint;
 mod jsonrpc;
+#[cfg(any(test, fuzzing))]
+pub mod oracle;
+mod seed;
 mod sse;
 
+pub use fingerprint::{
+    JsonFingerprint, canonical_fingerprint, canonical_fingerprint_without, text_fingerprint,
+};
 pub use jsonrpc::{
-    JsonFingerprint, RpcId, RpcMessage, canonical_fingerprint, canonical_fingerprint_without,
-    canonical_json, parse_body, parse_envelopes, parse_response_body, parse_response_text,
-    parse_value, text_fingerprint,
+    RpcId, RpcMessage, parse_envelopes, parse_response_body, parse_response_text, parse_value,
 };
 pub use sse::{MAX_SSE_EVENT_BYTES, SseEvent, SseParser};
 

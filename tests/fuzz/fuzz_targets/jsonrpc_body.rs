@@ -4,9 +4,11 @@
 //! parse of SSE data with the byte parse.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mcp_trace::rpc::digest::{ParamsKeys, digest_body, slim_result};
+use mcp_trace::rpc::digest::ParamsKeys;
+use mcp_trace::rpc::envelope::slim_result;
+use mcp_trace::rpc::oracle::{canonical_json, digest_body, parse_body};
 use mcp_trace::rpc::{
-    RpcError, RpcMessage, canonical_fingerprint, canonical_fingerprint_without, canonical_json, parse_body,
+    RpcError, RpcMessage, canonical_fingerprint, canonical_fingerprint_without,
     parse_response_body, parse_response_text,
 };
 use serde_json::Value;

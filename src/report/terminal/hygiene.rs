@@ -1,7 +1,8 @@
 //! The terminal summary's "Retry hygiene" part (report-schema.md sections 4b and 5): every
 //! finding with its chain, the tool and its one line of evidence, under the retry chains.
 
-use super::{MAX_LIST_ROWS, Painter, Style, Text, count, describe, plain};
+use super::MAX_LIST_ROWS;
+use super::paint::{Painter, Style, Text, count, describe, plain};
 use crate::mcp::Exchange;
 use crate::mcp::retry::{Finding, findings_of};
 use std::collections::HashMap;

@@ -1,0 +1,54 @@
+//! The header: what was read, how much, and each input.
+
+use super::paint::*;
+use crate::report::summary::RunInfo;
+use std::fmt::Write as _;
+
+pub(super) fn write_overview(p: Painter, out: &mut String, info: &RunInfo) {
+    let rows = info.rows;
+    let n_sessions = rows
+        .iter()
+        .map(|r| r.session_key.as_str())
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    p.heading(out, "mcp-trace summary");
+    let _ = writeln!(
+        out,
+        "  {} in {}; {}; {} read in {:.2} s ({:.1} MB/s)",
+        count(rows.len(), "MCP exchange"),
+        count(n_sessions, "session"),
+        count(info.stats.http_exchanges, "HTTP exchange"),
+        fmt_bytes(info.bytes_read),
+        info.elapsed_s,
+        info.throughput_mb_s()
+    );
+    let table: Vec<Vec<Text>> = info
+        .inputs
+        .iter()
+        .map(|i| {
+            let links: Vec<String> = i.link_types.iter().map(|l| l.to_string()).collect();
+            vec![
+                plain(i.name.clone()),
+                plain(if i.gzip {
+                    format!("{} (gzip)", i.format)
+                } else {
+                    i.format.to_string()
+                }),
+                plain(fmt_bytes(i.bytes)),
+                plain(links.join(",")),
+                match &i.error {
+                    Some(e) => Text(format!("stopped early: {e}"), Style::Bad),
+                    None => plain(""),
+                },
+            ]
+        })
+        .collect();
+    if !table.is_empty() {
+        p.table(
+            out,
+            &["input", "format", "size", "link types", "note"],
+            &[false, false, true, false, false],
+            &table,
+        );
+    }
+}

@@ -1,0 +1,152 @@
+//! One session as a timeline (`mcp-trace show --session`).
+
+use super::paint::*;
+use crate::mcp::Exchange;
+use crate::report::sessions::sessions;
+use crate::timestamp::format_rfc3339_us;
+use std::fmt::Write as _;
+
+/// One session as a story (`mcp-trace show --session KEY`): each request at the time it was
+/// sent (`->`) and its response when it was complete (`<-`), with status, outcome, latency
+/// and retry links. `key` matches `session_key` or `session_id`. `None` when no row matches.
+pub fn session_timeline(rows: &[Exchange], session_key: &str, color: bool) -> Option<String> {
+    let p = Painter { color };
+    let mine: Vec<Exchange> = rows
+        .iter()
+        .filter(|r| r.session_key == session_key || r.session_id.as_deref() == Some(session_key))
+        .cloned()
+        .collect();
+    let info = sessions(&mine);
+    let mut out = String::new();
+    for s in &info {
+        p.heading(&mut out, &format!("Session {}", clean(&s.session_key)));
+        let mut facts = vec![
+            (
+                "session id",
+                s.session_id.clone().unwrap_or_else(|| "-".into()),
+            ),
+            ("transport", s.transport.clone()),
+            (
+                "protocol",
+                s.protocol_version.clone().unwrap_or_else(|| "-".into()),
+            ),
+        ];
+        let client = [&s.client_name, &s.client_version, &s.user_agent]
+            .iter()
+            .filter_map(|v| v.as_deref())
+            .collect::<Vec<_>>()
+            .join(" / ");
+        facts.push((
+            "client",
+            if client.is_empty() {
+                "-".into()
+            } else {
+                client
+            },
+        ));
+        facts.push((
+            "endpoints",
+            format!("{} -> {}", s.client_addr, s.server_addr),
+        ));
+        facts.push((
+            "span",
+            format!(
+                "{} .. {}",
+                format_rfc3339_us(s.first_ts),
+                format_rfc3339_us(s.last_ts)
+            ),
+        ));
+        facts.push(("ended by", s.ended_by.clone()));
+        for (k, v) in facts {
+            let _ = writeln!(out, "  {k:<10}  {}", clean(&v));
+        }
+    }
+    if info.is_empty() {
+        return None;
+    }
+    // Events: (time, exchange id, 0 = request / 1 = response, row).
+    let mut events: Vec<(i64, u64, u8, &Exchange)> = Vec::new();
+    for r in &mine {
+        events.push((r.ts_request, r.exchange_id, 0, r));
+        if let Some(t) = r.ts_response {
+            events.push((t, r.exchange_id, 1, r));
+        }
+    }
+    events.sort_by_key(|&(t, id, dir, _)| (t, id, dir));
+    let table: Vec<Vec<Text>> = events
+        .iter()
+        .map(|&(t, id, dir, r)| {
+            let mut links = Vec::new();
+            if dir == 0 {
+                if let Some(f) = &r.retry_findings {
+                    links.push(format!("hygiene: {}", f.replace(';', ", ")));
+                }
+                if let Some(prev) = r.retry_of {
+                    let mut l = format!(
+                        "retry of #{prev} ({}, attempt {})",
+                        r.retry_origin, r.attempt
+                    );
+                    if let Some(ev) = &r.retry_evidence {
+                        let _ = write!(l, ": {}", super::hygiene::rule_clause(ev));
+                    }
+                    links.push(l);
+                }
+                if let Some(c) = r.continuation_of {
+                    links.push(format!("continues #{c}"));
+                }
+            } else {
+                if let Some(code) = r.error_code {
+                    let msg = r.error_message.as_deref().unwrap_or("");
+                    links.push(format!("error {code} {msg}").trim_end().to_string());
+                }
+                if r.stream_end != "none" && r.stream_end != "complete" {
+                    links.push(format!("stream ended: {}", r.stream_end));
+                }
+                if let Some(a) = &r.anomalies {
+                    links.push(format!("anomalies: {a}"));
+                }
+            }
+            // The outcome goes on the response line, or on the request when nothing came back.
+            let show_outcome = dir == 1 || r.ts_response.is_none();
+            vec![
+                plain(format_rfc3339_us(t)),
+                plain(if dir == 0 { "->" } else { "<-" }),
+                plain(format!("#{id}")),
+                plain(describe(r)),
+                plain(if dir == 1 {
+                    r.http_status.map(|s| s.to_string()).unwrap_or_default()
+                } else {
+                    String::new()
+                }),
+                if show_outcome {
+                    outcome_text(r.outcome)
+                } else {
+                    plain("")
+                },
+                plain(if dir == 1 {
+                    r.latency_ms.map(fmt_ms).unwrap_or_default()
+                } else {
+                    String::new()
+                }),
+                plain(links.join("; ")),
+            ]
+        })
+        .collect();
+    out.push('\n');
+    p.table(
+        &mut out,
+        &[
+            "time (UTC)",
+            "dir",
+            "exchange",
+            "message",
+            "status",
+            "outcome",
+            "latency",
+            "notes",
+        ],
+        &[false, false, false, false, true, false, true, false],
+        &table,
+    );
+    Some(out)
+}

@@ -1,0 +1,84 @@
+//! Damage: what could not be analyzed (skipped packets, gaps, anomalies).
+
+use super::MAX_LIST_ROWS;
+use super::paint::*;
+use crate::report::summary::RunInfo;
+use std::fmt::Write as _;
+
+pub(super) fn write_unanalyzed(p: Painter, out: &mut String, info: &RunInfo) {
+    p.heading(out, "Not analyzed");
+    let s = info.stats;
+    let mut facts: Vec<Vec<Text>> = Vec::new();
+    let mut fact = |what: String, n: u64, unit: &str| {
+        if n > 0 {
+            facts.push(vec![
+                plain(what),
+                Text(n.to_string(), Style::Warn),
+                plain(unit),
+            ]);
+        }
+    };
+    for (reason, n) in &s.packets_skipped {
+        fact(format!("skipped: {reason}"), *n, "packets");
+    }
+    fact(
+        "truncated by snap length (used as far as they go)".into(),
+        s.packets_truncated,
+        "packets",
+    );
+    fact("gaps in TCP streams".into(), s.gap_bytes, "bytes");
+    for (reason, n) in &s.tcp_bytes_unused {
+        fact(
+            format!("TCP payload not stream data: {reason}"),
+            *n,
+            "bytes",
+        );
+    }
+    for (reason, n) in &s.http_messages_skipped {
+        fact(format!("HTTP heads skipped: {reason}"), *n, "messages");
+    }
+    fact(
+        "retransmitted or overlapping".into(),
+        s.duplicate_bytes,
+        "bytes",
+    );
+    fact(
+        "TCP streams that were not HTTP".into(),
+        s.non_http_streams,
+        "streams",
+    );
+    fact(
+        "skipped while resynchronising HTTP".into(),
+        s.http_bytes_skipped,
+        "bytes",
+    );
+    let more_anomalies = s.anomalies.len().saturating_sub(MAX_LIST_ROWS);
+    for (name, n) in s.anomalies.iter().take(MAX_LIST_ROWS) {
+        fact(format!("anomaly {name}"), *n, "times");
+    }
+    for i in info.inputs {
+        if let Some(e) = &i.error {
+            facts.push(vec![
+                plain(format!("{}: {e}", i.name)),
+                plain(""),
+                plain(""),
+            ]);
+        }
+    }
+    if facts.is_empty() {
+        out.push_str("  nothing: every packet was used\n");
+        return;
+    }
+    p.table(
+        out,
+        &["what", "count", "unit"],
+        &[false, true, false],
+        &facts,
+    );
+    if more_anomalies > 0 {
+        let _ = writeln!(
+            out,
+            "  ... and {more_anomalies} more anomaly names (see --summary)"
+        );
+    }
+}
