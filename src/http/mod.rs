@@ -240,7 +240,12 @@ pub enum BodyEnd {
     Complete,
     /// The server closed (FIN) before the framing completed, or a close-delimited body.
     Fin,
+    /// A TCP RST aborted the connection.
     Rst,
+    /// The exchange's own stream was reset while the connection lives on (HTTP/2
+    /// `RST_STREAM`). The contract's `stream_end` has one name for both resets: `rst`.
+    /// HTTP/1.x never ends a body so.
+    StreamReset,
     /// A gap in the TCP stream cut the body.
     Gap,
     /// The capture (or HAR record) ended with the body still open.
@@ -252,7 +257,7 @@ impl BodyEnd {
         match self {
             BodyEnd::Complete => "complete",
             BodyEnd::Fin => "fin",
-            BodyEnd::Rst => "rst",
+            BodyEnd::Rst | BodyEnd::StreamReset => "rst",
             BodyEnd::Gap => "gap",
             BodyEnd::CaptureEnd => "capture_end",
         }

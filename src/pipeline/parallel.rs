@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! reader:   capture -> decode -> FlowTable --(StreamEvents, numbered)--> worker stream % (N-1)
-//! worker w: HttpStage of its streams --(HttpEvents, tagged with the stream event's number)--> caller
+//! worker w: stream chain of its streams --(HttpEvents, tagged with the stream event's number)--> caller
 //! caller:   merge the workers' batches of each round by tag -> sink (the MCP analyzer)
 //! ```
 //!
@@ -13,8 +13,8 @@
 //! one batch per round (maybe empty) and answers with one batch, so the caller takes round
 //! r from every worker and merges those batches by tag, which rebuilds the one-thread
 //! order. The end of input is a last round in which each worker flushes its open
-//! connections (in stream order, as [`HttpStage::finish`] does), merged by stream id. With
-//! one HTTP stage there is nothing to merge and it runs on the reader thread: a separate
+//! connections (in stream order, as [`StreamStage::finish`] does), merged by stream id. With
+//! one stream chain there is nothing to merge and it runs on the reader thread: a separate
 //! worker costs a hop per stream event and more CPU for the same wall time (bench/README.md).
 //! That reader also parses POST bodies, but only while the caller lags behind it
 //! ([`BACKLOG_TO_PREPARE`]); otherwise the caller's analyzer parses them, so the JSON work goes
@@ -34,8 +34,8 @@
 use super::{Event, Item, ReadTotals, RunError, read_streams};
 use crate::anomaly::Stats;
 use crate::capture::Merger;
-use crate::flow::{FlowLimits, StreamEvent, StreamEventKind};
-use crate::http::{HttpEvent, HttpStage};
+use crate::flow::{FlowLimits, StreamEvent, StreamEventKind, StreamStage};
+use crate::http::HttpEvent;
 use crate::limits::Limits;
 use crate::mcp::{PrepareScope, Preparer};
 use std::collections::VecDeque;
@@ -88,7 +88,7 @@ enum FromWorker {
     /// round all have greater tags. Only HTTP workers send parts.
     Part(Vec<(u64, Event)>, usize, u64),
     /// A round's events, the earliest request under way in the worker's HTTP stage after it
-    /// ([`HttpStage::earliest_unfinished_request_us`]), and the body bytes the events hold.
+    /// ([`StreamStage::held_since_us`]), and the body bytes the events hold.
     Round(Vec<(u64, Event)>, Option<i64>, usize),
     /// The flushed connections' events keyed by stream id, and the worker's counts.
     Finished(Vec<(u64, Event)>, Stats),
@@ -104,15 +104,19 @@ enum Stop<E: std::error::Error + 'static> {
 /// Runs the packet and HTTP stages on `stages.len()` workers plus a reader thread; each HTTP
 /// event goes to `sink` on this thread, in one-thread order. Counts of every thread are
 /// added to `stats`.
-pub(super) fn run<E: std::error::Error + 'static>(
+pub(super) fn run<E, S>(
     merger: Merger,
     flow: FlowLimits,
-    stages: Vec<HttpStage>,
+    stages: Vec<S>,
     progress: Option<indicatif::ProgressBar>,
     prepare: Option<(Limits, PrepareScope)>,
     stats: &mut Stats,
     sink: &mut EventSink<'_, E>,
-) -> Result<ReadTotals, RunError<E>> {
+) -> Result<ReadTotals, RunError<E>>
+where
+    E: std::error::Error + 'static,
+    S: StreamStage<Output = HttpEvent> + Send,
+{
     let mut stages = stages;
     if stages.is_empty() {
         return Err(RunError::Worker("no HTTP stage to run".into()));
@@ -231,11 +235,11 @@ struct Gone;
 
 /// The reader thread with the only HTTP stage: read, decode, reassemble, parse HTTP, and send
 /// the events to the caller in rounds.
-fn read_and_parse(
+fn read_and_parse<S: StreamStage<Output = HttpEvent>>(
     merger: Merger,
     flow: FlowLimits,
     progress: Option<&indicatif::ProgressBar>,
-    mut stage: HttpStage,
+    mut stage: S,
     prepare: Option<(Limits, PrepareScope)>,
     tx: &Outbox<'_>,
 ) -> Result<(Stats, ReadTotals), Gone> {
@@ -274,7 +278,7 @@ fn read_and_parse(
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(cap));
                 tx.send(FromWorker::Round(
                     full,
-                    stage.earliest_unfinished_request_us(),
+                    stage.held_since_us(),
                     std::mem::take(&mut held),
                 ))?;
             }
@@ -402,8 +406,8 @@ fn shard(stream: u64, workers: usize) -> usize {
 }
 
 /// One HTTP worker: a batch out for each batch in, tagged with the stream event's number.
-fn http_worker(
-    mut stage: HttpStage,
+fn http_worker<S: StreamStage<Output = HttpEvent>>(
+    mut stage: S,
     prepare: Option<(Limits, PrepareScope)>,
     rx: Receiver<ToWorker>,
     tx: SyncSender<FromWorker>,
@@ -432,7 +436,7 @@ fn http_worker(
                         held = 0;
                     }
                 }
-                let unfinished = stage.earliest_unfinished_request_us();
+                let unfinished = stage.held_since_us();
                 ledger.reserve(producer, held);
                 tx.send(FromWorker::Round(batch, unfinished, held))
                     .map_err(|_| Gone)?;
@@ -790,7 +794,7 @@ mod tests {
             tx: &tx,
             ledger: &ledger,
         };
-        let stage = HttpStage::new(vec!["gzip.pcap".into()]);
+        let stage = crate::http::HttpStage::new(vec!["gzip.pcap".into()]);
         let merger = Merger::new(vec![reader]);
         assert!(read_and_parse(merger, FlowLimits::default(), None, stage, None, &out).is_ok());
         drop(tx);

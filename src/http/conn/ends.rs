@@ -6,13 +6,17 @@ impl Conn {
     pub(super) fn gap(
         &mut self,
         dir: Dir,
-        len: u64,
+        len: GapLen,
         ts_us: i64,
         stats: &mut Stats,
         out: &mut Vec<HttpEvent>,
     ) {
         let reader = self.reader(dir);
-        reader.buf_offset = reader.buf_offset.saturating_add(len);
+        // Offsets only order the deliveries still buffered, and every gap clears the
+        // buffer: an unknown length moves them by nothing.
+        reader.buf_offset = reader
+            .buf_offset
+            .saturating_add(len.bytes().unwrap_or_default());
         match reader.state {
             ReadState::Dead => {}
             ReadState::Resync { .. } => {
@@ -193,11 +197,12 @@ impl Conn {
 
     /// A gap of `len` bytes inside the current body. Content-Length and
     /// chunk data keep their count (the gap is taken as body bytes that were
-    /// not seen); otherwise framing is lost and the message ends at the gap.
+    /// not seen); otherwise, or when the gap's length is unknown, framing is lost
+    /// and the message ends at the gap. A close-delimited body goes on either way.
     pub(super) fn body_gap(
         &mut self,
         dir: Dir,
-        len: u64,
+        len: GapLen,
         ts_us: i64,
         stats: &mut Stats,
         out: &mut Vec<HttpEvent>,
@@ -225,19 +230,16 @@ impl Conn {
             let mut ignore = Vec::new();
             decoder.finish(false, &mut sink, &mut ignore);
         }
-        let (absorbed, done) = match reader {
-            BodyReader::Length(rem) => {
+        let (lost_framing, done) = match (reader, len) {
+            (BodyReader::Close, _) => (false, false),
+            (BodyReader::Length(_) | BodyReader::Chunked(_), GapLen::Unknown) => (true, false),
+            (BodyReader::Length(rem), GapLen::Bytes(len)) => {
                 let take = (*rem).min(len);
                 *rem = rem.saturating_sub(take);
-                (take, *rem == 0)
+                (take < len, *rem == 0)
             }
-            BodyReader::Chunked(c) => {
-                let take = c.skip_data(len);
-                (take, false)
-            }
-            BodyReader::Close => (len, false),
+            (BodyReader::Chunked(c), GapLen::Bytes(len)) => (c.skip_data(len) < len, false),
         };
-        let lost_framing = absorbed < len;
         if done || lost_framing {
             match dir {
                 Dir::Req => {

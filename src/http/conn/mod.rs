@@ -27,7 +27,7 @@ use super::{
     BodyEnd, ConnInfo, ExchangeRef, Headers, HttpEvent, HttpRequest, RequestHead, ResponseHead,
 };
 use crate::anomaly::Stats;
-use crate::flow::{CloseReason, Side};
+use crate::flow::{CloseReason, GapLen, Side};
 use crate::limits::Limits;
 use arcstr::ArcStr;
 use std::borrow::Cow;
@@ -201,7 +201,7 @@ enum Held {
     },
     Gap {
         side: Side,
-        len: u64,
+        len: GapLen,
     },
     Fin {
         side: Side,
@@ -350,7 +350,7 @@ impl Conn {
     pub fn on_gap(
         &mut self,
         side: Side,
-        len: u64,
+        len: GapLen,
         ts_us: i64,
         stats: &mut Stats,
         out: &mut Vec<HttpEvent>,
