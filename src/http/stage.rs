@@ -1,7 +1,8 @@
-//! The HTTP stage: routes [`StreamEvent`]s to one [`Conn`] per TCP stream.
+//! The HTTP stage: routes [`StreamEvent`]s to one [`Router`] per TCP stream, and keeps the
+//! earliest request under way (the release watermark).
 
 use super::HttpEvent;
-use super::conn::Conn;
+use super::router::Router;
 use crate::anomaly::Stats;
 use crate::flow::{CloseReason, StreamEvent, StreamEventKind, StreamStage};
 use crate::hashing::HashMap;
@@ -13,9 +14,9 @@ use std::collections::BTreeSet;
 pub struct HttpStage {
     inputs: Vec<ArcStr>,
     limits: Limits,
-    /// Boxed: a `Conn` is several hundred bytes, and a table of 100k mostly idle streams
+    /// Boxed: a `Router` is several hundred bytes, and a table of 100k mostly idle streams
     /// would otherwise hold (and, growing, copy) them all inline.
-    conns: HashMap<u64, Box<Conn>>,
+    conns: HashMap<u64, Box<Router>>,
     /// Streams with a request begun and not yet handed on, with its first-byte time, and the
     /// same ordered by that time: see [`HttpStage::earliest_unfinished_request_us`].
     unfinished: HashMap<u64, i64>,
@@ -90,7 +91,7 @@ impl StreamStage for HttpStage {
                 }
                 self.conns.insert(
                     stream,
-                    Box::new(Conn::new(stream, client, server, capture, self.limits)),
+                    Box::new(Router::new(stream, client, server, capture, self.limits)),
                 );
                 None
             }

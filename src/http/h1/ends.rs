@@ -1,6 +1,8 @@
 //! Gaps (inside heads, bodies, or between messages) and the end of a direction.
 
+use super::head::{leading_empty_lines, parse_response_head, parse_status_line};
 use super::*;
+use arcstr::ArcStr;
 
 impl Conn {
     pub(super) fn gap(
@@ -87,7 +89,7 @@ impl Conn {
                 self.resp.consume(skip);
                 let buf = &self.resp.buf;
                 if !buf.starts_with(b"HTTP/")
-                    || self.pending.front().is_some_and(|p| p.version == "0.9")
+                    || self.exchanges.oldest().is_some_and(|p| p.version == "0.9")
                 {
                     return;
                 }
@@ -100,7 +102,7 @@ impl Conn {
                     .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
                     .and_then(parse_status_line);
                 let Some((_, status, _)) = status_line else {
-                    if let Some(p) = self.pending.pop_front() {
+                    if let Some(p) = self.exchanges.answer_oldest() {
                         // A response began: the server answered, whoever closed later.
                         let ev = HttpEvent::NoResponse {
                             xref: p.xref,
@@ -168,7 +170,7 @@ impl Conn {
         stats: &mut Stats,
         out: &mut Vec<HttpEvent>,
     ) {
-        if let Some(p) = self.pending.pop_front() {
+        if let Some(p) = self.exchanges.answer_oldest() {
             // A response began inside the gap: the server answered.
             let ev = HttpEvent::NoResponse {
                 xref: p.xref,
@@ -186,11 +188,11 @@ impl Conn {
         &mut self,
         anomalies: &mut Vec<String>,
     ) -> (ExchangeRef, Option<ArcStr>) {
-        match self.pending.pop_front() {
+        match self.exchanges.answer_oldest() {
             Some(p) => (p.xref, Some(p.method)),
             None => {
                 push_anomaly(anomalies, "http.response_without_request");
-                (self.xref(), None)
+                (self.exchanges.next_exchange(), None)
             }
         }
     }
@@ -328,7 +330,7 @@ impl Conn {
         } else {
             end
         };
-        while let Some(p) = self.pending.pop_front() {
+        while let Some(p) = self.exchanges.answer_oldest() {
             self.emit(
                 HttpEvent::NoResponse {
                     xref: p.xref,
