@@ -24,6 +24,7 @@ pub mod capture;
 pub mod cli;
 pub mod decode;
 pub mod flow;
+pub mod har;
 pub mod hashing;
 pub mod http;
 pub mod limits;

@@ -22,9 +22,10 @@
 //! still gets the same events in the same order, on the caller's thread.
 
 use crate::anomaly::Stats;
-use crate::capture::{self, CaptureError, InputInfo, Merger, Source, har};
+use crate::capture::{self, CaptureError, InputInfo, Merger, Source};
 use crate::decode::{Decoded, Decoder};
 use crate::flow::{FlowLimits, FlowTable, StreamEvent, StreamStage};
+use crate::har;
 use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
 use crate::limits::Limits;
 use crate::mcp::{Analyzer, Exchange, InferenceConfig, PrepareScope, Prepared, Preparer};

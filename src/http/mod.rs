@@ -16,6 +16,7 @@
 //!                response, a request before any of its response events, one end each
 //! event.rs       HttpEvent and the types it carries
 //! decompress.rs  content decoding (gzip, deflate, br), shared by every version
+//! pseudo.rs      HTTP/2 pseudo-header fields (`:authority` to `Host`), for HAR and HTTP/2
 //! log.rs         `mcp-trace http`'s rows
 //! ```
 
@@ -26,6 +27,7 @@ mod exchanges;
 mod fixture_tests;
 mod h1;
 mod log;
+pub mod pseudo;
 mod router;
 mod stage;
 
