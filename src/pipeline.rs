@@ -18,7 +18,7 @@
 //! ([`StreamStage::held_since_us`], the release watermark).
 //!
 //! With [`Config::threads`] >= 2 the packet stages run on a reader thread and the stream
-//! chain on workers sharded by stream, or on the reader for 2 (see `parallel.rs`); the sink
+//! chain on workers sharded by stream, or on the reader for 2 (see `parallel/`); the sink
 //! still gets the same events in the same order, on the caller's thread.
 
 use crate::anomaly::Stats;
