@@ -27,9 +27,12 @@ outputs() {
   for t in $threads; do
     local o="$out/t$t"
     mkdir -p "$o"
-    "$bin" analyze "$input" --threads "$t" --no-progress --color never \
+    "$bin" analyze "$input" --threads "$t" --no-progress \
       -o "$o/rows.jsonl" --sessions "$o/sessions.csv" --summary "$o/summary.json" \
-      > "$o/terminal.txt" 2> "$o/stderr.txt" || echo "exit $?" >> "$o/stderr.txt"
+      > "$o/stdout.txt" 2> "$o/stderr.txt" || echo "exit $?" >> "$o/stderr.txt"
+    # The report printed when no table is written.
+    "$bin" analyze "$input" --threads "$t" --no-progress --color never \
+      > "$o/terminal.txt" 2>> "$o/stderr.txt" || echo "exit $?" >> "$o/stderr.txt"
     "$bin" analyze "$input" --threads "$t" --no-progress -o "$o/rows.csv" >/dev/null 2>>"$o/stderr.txt"
     "$bin" analyze "$input" --threads "$t" --no-progress -o "$o/rows.parquet" >/dev/null 2>>"$o/stderr.txt"
     # Timing is the only thing allowed to differ.
