@@ -13,7 +13,7 @@
 //! precede them in time, and ids follow time.
 //!
 //! The stages between flow and the sink are one chain of [`StreamStage`]s, built by
-//! [`stream_chain`] and called the same way on every thread that runs it: push each stream
+//! `stream_chain` and called the same way on every thread that runs it: push each stream
 //! event, finish at the end of input, and ask what it still holds
 //! ([`StreamStage::held_since_us`], the release watermark).
 //!

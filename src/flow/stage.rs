@@ -160,12 +160,9 @@ mod tests {
         type Output = (u64, usize);
 
         fn push(&mut self, ev: StreamEvent, _: &mut Stats, out: &mut Vec<(u64, usize)>) {
-            match ev.kind {
-                StreamEventKind::Data { bytes, .. } => {
-                    self.open_since_us.get_or_insert(ev.ts_ns.div_euclid(1000));
-                    out.push((ev.stream, bytes.len()));
-                }
-                _ => {}
+            if let StreamEventKind::Data { bytes, .. } = ev.kind {
+                self.open_since_us.get_or_insert(ev.ts_ns.div_euclid(1000));
+                out.push((ev.stream, bytes.len()));
             }
         }
 
