@@ -4,12 +4,12 @@
 //! one module per stage:
 //!
 //! ```text
-//! capture  files (pcap, pcapng, .gz, stdin)  -> Frame
+//! capture  files (pcap, pcapng, .gz, stdin)  -> Frame      (and "this input is a HAR")
 //! decode   Frame          -> Segment        link, IP (fragments), TCP headers
 //! flow     Segment        -> StreamEvent    TCP reassembly: ordered bytes and explicit gaps
-//! tls      StreamEvent    -> StreamEvent    (to come) decryption with a key log
-//! http     StreamEvent    -> HttpEvent      HTTP/1.x framing, pairing, content decoding
-//! har      HAR exports    -> HttpEvent      (today in capture/har) rejoins at `mcp`
+//! tls      StreamEvent    -> StreamEvent    records, handshake, key log, decryption
+//! http     StreamEvent    -> HttpEvent      router, HTTP/1.x (h1/), exchanges, content decoding
+//! har      HAR entries    -> HttpEvent      a producer at http's level (recorded exchanges)
 //! rpc      body bytes     -> RpcMessage     JSON-RPC envelopes, incremental SSE
 //! mcp      HttpEvent      -> Exchange       sessions, pairing by id, classification, retries
 //! report   Exchange       -> files          JSONL, CSV, Parquet, sessions, summaries
@@ -30,6 +30,9 @@
 //! `tests/layers.rs` checks these rules on the source and names every violation.
 //!
 //! `cli` turns arguments into a validated config; `pipeline` runs the stages on it.
+//! The stages between flow and the sink are [`flow::StreamStage`]s, chained once by
+//! `pipeline`.
+//!
 //! Every stage counts what it could not use in [`anomaly::Stats`]: nothing is silently lost.
 #![forbid(unsafe_code)]
 
@@ -39,6 +42,7 @@ pub mod capture;
 pub mod cli;
 pub mod decode;
 pub mod flow;
+pub mod har;
 pub mod hashing;
 pub mod http;
 pub mod limits;

@@ -12,14 +12,20 @@
 //! only at the end: HAR entries are read after the packet inputs and may
 //! precede them in time, and ids follow time.
 //!
-//! With [`Config::threads`] >= 2 the packet stages run on a reader thread and the HTTP stage
-//! on workers sharded by stream, or on the reader for 2 (see `parallel.rs`); the sink still
-//! gets the same events in the same order, on the caller's thread.
+//! The stages between flow and the sink are one chain of [`StreamStage`]s, built by
+//! `stream_chain` and called the same way on every thread that runs it: push each stream
+//! event, finish at the end of input, and ask what it still holds
+//! ([`StreamStage::held_since_us`], the release watermark).
+//!
+//! With [`Config::threads`] >= 2 the packet stages run on a reader thread and the stream
+//! chain on workers sharded by stream, or on the reader for 2 (see `parallel/`); the sink
+//! still gets the same events in the same order, on the caller's thread.
 
 use crate::anomaly::Stats;
-use crate::capture::{self, CaptureError, InputInfo, Merger, Source, har};
+use crate::capture::{self, CaptureError, InputInfo, Merger, Source};
 use crate::decode::{Decoded, Decoder};
-use crate::flow::{FlowLimits, FlowTable, StreamEvent};
+use crate::flow::{FlowLimits, FlowTable, StreamEvent, StreamStage};
+use crate::har;
 use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
 use crate::limits::Limits;
 use crate::mcp::{Analyzer, Exchange, InferenceConfig, PrepareScope, Prepared, Preparer};
@@ -30,6 +36,15 @@ use std::time::Instant;
 mod parallel;
 #[cfg(test)]
 mod tests;
+
+/// The stream stages after flow, as one [`StreamStage`]: HTTP alone today; a stage between
+/// flow and HTTP (TLS) joins it with [`crate::flow::Chain`], in [`stream_chain`] only.
+type StreamChain = HttpStage;
+
+/// Builds the chain of stream stages; every thread that runs them gets its own from here.
+fn stream_chain(names: &[ArcStr], limits: Limits) -> StreamChain {
+    HttpStage::with_limits(names.to_vec(), limits)
+}
 
 /// Connection ids for HAR entries start above any TCP stream index.
 const HAR_CONN_BASE: u64 = 1 << 48;
@@ -260,20 +275,20 @@ fn run_http<E: std::error::Error + 'static>(
 
     let merger = Merger::new(readers);
     let read = if cfg.threads >= 2 {
-        let stages = (1..cfg.threads.min(MAX_HTTP_WORKERS + 1))
-            .map(|_| HttpStage::with_limits(names.clone(), cfg.limits))
+        let chains: Vec<StreamChain> = (1..cfg.threads.min(MAX_HTTP_WORKERS + 1))
+            .map(|_| stream_chain(&names, cfg.limits))
             .collect();
         parallel::run(
             merger,
             cfg.flow,
-            stages,
+            chains,
             progress.clone(),
             prepare,
             &mut stats,
             &mut |item, stats| sink(item, stats, in_order),
         )?
     } else {
-        let mut http = HttpStage::with_limits(names.clone(), cfg.limits);
+        let mut chain = stream_chain(&names, cfg.limits);
         let mut http_events: Vec<HttpEvent> = Vec::new();
         let mut preparer = prepare.map(Preparer::from);
         let mut frames = 0u32;
@@ -284,7 +299,7 @@ fn run_http<E: std::error::Error + 'static>(
             &mut stats,
             &mut |events, stats| {
                 for ev in events.drain(..) {
-                    http.push(ev, stats, &mut http_events);
+                    chain.push(ev, stats, &mut http_events);
                 }
                 for ev in http_events.drain(..) {
                     sink(
@@ -297,13 +312,13 @@ fn run_http<E: std::error::Error + 'static>(
                 frames += 1;
                 if frames >= parallel::ROUND_FRAMES {
                     frames = 0;
-                    let unfinished_from_us = http.earliest_unfinished_request_us();
+                    let unfinished_from_us = chain.held_since_us();
                     sink(Item::Mark { unfinished_from_us }, stats, in_order)?;
                 }
                 Ok(())
             },
         )?;
-        http.finish(&mut stats, &mut http_events);
+        chain.finish(&mut stats, &mut http_events);
         for ev in http_events.drain(..) {
             sink(
                 Item::Event(Event::new(ev, preparer.as_mut())),

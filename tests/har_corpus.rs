@@ -1,5 +1,5 @@
 //! Integration tests: har_corpus. Every HAR of ../shared/corpus/har/ read by
-//! `capture::har::read_har`, checked against mitmproxy's own interpretation
+//! `har::read_har`, checked against mitmproxy's own interpretation
 //! (`har_files/*.json`, see the corpus MANIFEST) and against what each
 //! `flows/*.har` is known to contain.
 //!
@@ -17,7 +17,8 @@
 
 use mcp_trace::anomaly::Stats;
 use mcp_trace::capture::CaptureError;
-use mcp_trace::capture::har::{has_zlib_header, is_compressed_har, read_har};
+use mcp_trace::capture::{has_zlib_header, is_compressed_har};
+use mcp_trace::har::read_har;
 use mcp_trace::http::{BodyEnd, HttpEvent, HttpRequest, ResponseHead};
 use serde_json::Value;
 use sha2::{Digest, Sha256};

@@ -1,16 +1,17 @@
-//! Capture stage: input files -> [`Frame`]s (pcap, pcapng, gzip, stdin) or,
-//! for HAR exports, ready-made [`crate::http::HttpEvent`]s.
+//! Capture stage: input files -> [`Frame`]s (pcap, pcapng, gzip, stdin). A HAR export is
+//! recognised here ([`Source::Har`]) and read by the `har` stage, which produces HTTP events.
 //!
 //! The format is recognised by content, never by extension. Several inputs
 //! are merged in timestamp order and numbered as one capture.
 //! Never panics on any input: unreadable files are a [`CaptureError`];
 //! damage after a valid header ends that input and is reported by the caller.
 
-pub mod har;
+mod har_sniff;
 mod merge;
 mod reader;
 mod source;
 
+pub use har_sniff::{UTF8_BOM, has_zlib_header, is_compressed_har};
 pub use merge::Merger;
 pub use reader::{MAX_RECORD_BYTES, PacketReader, READ_CHUNK_BYTES, UNKNOWN_INTERFACE_LINK_TYPE};
 pub use source::{MAX_HAR_LEADING_WHITESPACE, Source, open, open_reader};

@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicU64;
 pub const MAX_HAR_LEADING_WHITESPACE: usize = 64 * 1024;
 
 /// Bytes of a zlib stream inflated to decide whether it holds a HAR
-/// (`capture::har::is_compressed_har` asks for at least 512).
+/// ([`super::is_compressed_har`] asks for at least 512).
 const ZHAR_PROBE_BYTES: usize = 4096;
 
 /// Largest pcapng Section Header Block we read at open time.
@@ -204,9 +204,9 @@ pub fn open_reader(
         _ => {
             // mitmproxy's `.zhar`: a zlib stream (RFC 1950) holding HAR JSON,
             // handed over compressed; the HAR reader inflates it within its limit.
-            if super::har::has_zlib_header(&head) {
+            if super::has_zlib_header(&head) {
                 fill_to(&mut reader, &mut head, ZHAR_PROBE_BYTES).map_err(io_err)?;
-                if super::har::is_compressed_har(&head) {
+                if super::is_compressed_har(&head) {
                     reader.read_to_end(&mut head).map_err(io_err)?;
                     info.format = InputFormat::Har.name();
                     info.bytes = counter.load(std::sync::atomic::Ordering::Relaxed);

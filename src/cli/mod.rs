@@ -4,6 +4,8 @@
 //! once with one clear line and exit status 2.
 
 mod args;
+#[cfg(test)]
+mod defaults_tests;
 mod values;
 
 use crate::flow::FlowLimits;

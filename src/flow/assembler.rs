@@ -37,7 +37,7 @@
 
 use super::history::History;
 use super::seq::{SeqMap, SeqNum};
-use super::{Side, StreamEvent, StreamEventKind};
+use super::{GapLen, Side, StreamEvent, StreamEventKind};
 use crate::anomaly::Stats;
 use std::collections::BTreeMap;
 
@@ -593,7 +593,7 @@ impl Assembler {
         sink.stats.gap_bytes = sink.stats.gap_bytes.saturating_add(len);
         sink.emit(StreamEventKind::Gap {
             side: self.side,
-            len,
+            len: GapLen::Bytes(len),
         });
     }
 

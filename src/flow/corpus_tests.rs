@@ -39,7 +39,10 @@ fn side_bytes(out: &[StreamEvent], stream: u64, side: Side) -> (Vec<u8>, u64) {
     for ev in out.iter().filter(|e| e.stream == stream) {
         match &ev.kind {
             StreamEventKind::Data { side: s, bytes: b } if *s == side => bytes.extend_from_slice(b),
-            StreamEventKind::Gap { side: s, len } if *s == side => gaps += len,
+            StreamEventKind::Gap {
+                side: s,
+                len: GapLen::Bytes(len),
+            } if *s == side => gaps += len,
             _ => {}
         }
     }
@@ -169,7 +172,7 @@ fn entity_gap_is_one_server_gap_of_1448() {
     let gaps: Vec<(Side, u64)> = out
         .iter()
         .filter_map(|e| match e.kind {
-            StreamEventKind::Gap { side, len } => Some((side, len)),
+            StreamEventKind::Gap { side, len } => Some((side, len.bytes()?)),
             _ => None,
         })
         .collect();
@@ -222,7 +225,7 @@ fn every_corpus_capture_reassembles_cleanly() {
                         closed.insert(ev.stream);
                     }
                     StreamEventKind::Data { bytes, .. } => data += bytes.len() as u64,
-                    StreamEventKind::Gap { len, .. } => gaps += len,
+                    StreamEventKind::Gap { len, .. } => gaps += len.bytes().unwrap_or_default(),
                     _ => {}
                 }
             }
@@ -255,7 +258,7 @@ fn dropped_response_is_a_single_gap() {
     let gaps: Vec<(Side, u64)> = out
         .iter()
         .filter_map(|e| match e.kind {
-            StreamEventKind::Gap { side, len } => Some((side, len)),
+            StreamEventKind::Gap { side, len } => Some((side, len.bytes()?)),
             _ => None,
         })
         .collect();

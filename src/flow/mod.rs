@@ -9,6 +9,19 @@
 //! hole becomes a gap when the peer acknowledged past it, when the buffer
 //! limit is hit, when a truncated frame lost it, or when the stream closes).
 //! Never panics on any input.
+//!
+//! # The stream-event vocabulary
+//!
+//! [`StreamEvent`] is also what every stage between flow and HTTP hands on (a TLS stage
+//! turns ciphertext events into plaintext events of the same kinds), so it carries what such
+//! a stage knows and the flow stage does not:
+//! - [`StreamEventKind::Negotiated`]: the application protocol agreed on the connection
+//!   (TLS ALPN), after `Opened` and before the first `Data`. The flow stage never sends it.
+//! - [`GapLen`]: how much a gap lost. The flow stage always knows ([`GapLen::Bytes`], in
+//!   sequence space); after decryption a lost record hides how much plaintext it held
+//!   ([`GapLen::Unknown`]), and a consumer must not count on a length it was not given.
+//!
+//! The stage that consumes stream events implements [`StreamStage`] (see `stage.rs`).
 
 mod assembler;
 #[cfg(test)]
@@ -18,6 +31,7 @@ mod history;
 mod proptests;
 pub mod seq;
 mod slab;
+mod stage;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -26,6 +40,7 @@ pub use assembler::{
     ACK_EVIDENCE_SEGMENTS, MAX_ACK_AHEAD_BYTES, MAX_BUFFERED_CHUNKS, MAX_WINDOW_BYTES,
 };
 pub use history::RETAINED_DELIVERED_BYTES;
+pub use stage::{Chain, StreamStage};
 pub use table::{CLOSED_LINGER_NS, FlowTable, SWEEP_INTERVAL_NS, SYN_REUSE_DISTANCE};
 
 use std::net::SocketAddr;
@@ -95,16 +110,41 @@ pub enum StreamEventKind {
         /// Input (position in the input list) of the stream's first packet.
         input: usize,
     },
+    /// The connection's application protocol as negotiated (TLS ALPN, RFC 7301), e.g. `h2`
+    /// or `http/1.1`, exactly as sent. Only a stage that decrypts sends it, after `Opened`
+    /// and before the stream's first `Data`; the flow stage never does.
+    Negotiated { protocol: Box<[u8]> },
     /// In-order payload bytes.
     Data { side: Side, bytes: Vec<u8> },
-    /// `len` bytes of this direction's sequence space were never seen.
-    Gap { side: Side, len: u64 },
+    /// Bytes of this direction were never seen: `len` says how many, when that is known.
+    Gap { side: Side, len: GapLen },
     /// The side sent FIN (all its data before it has been delivered or gapped).
     Fin { side: Side },
     /// The side sent RST.
     Rst { side: Side },
     /// Last event of every stream.
     Closed { reason: CloseReason },
+}
+
+/// How much of a stream a [`StreamEventKind::Gap`] lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GapLen {
+    /// This many bytes (the flow stage's gaps: sequence space never seen).
+    Bytes(u64),
+    /// An unknown number of bytes: a stage between flow and HTTP lost data whose decoded
+    /// length it cannot tell (a TLS record missing in part). Framing that counts bytes
+    /// cannot skip over it.
+    Unknown,
+}
+
+impl GapLen {
+    /// The length, when known.
+    pub fn bytes(self) -> Option<u64> {
+        match self {
+            GapLen::Bytes(n) => Some(n),
+            GapLen::Unknown => None,
+        }
+    }
 }
 
 /// Bounds on reassembly state.

@@ -193,7 +193,10 @@ fn delivered(out: &[StreamEvent], side: Side) -> (Vec<Run>, bool) {
                 assert!(!bytes.is_empty(), "empty Data event");
                 push_run(&mut runs, Run::Data(bytes.clone()));
             }
-            StreamEventKind::Gap { side: s, len } if *s == side => {
+            StreamEventKind::Gap {
+                side: s,
+                len: GapLen::Bytes(len),
+            } if *s == side => {
                 assert!(!fin, "gap after Fin");
                 assert!(*len > 0, "empty Gap event");
                 push_run(&mut runs, Run::Gap(*len));
@@ -536,7 +539,7 @@ proptest! {
                             prop_assert!(!bytes.is_empty());
                             data += bytes.len() as u64;
                         }
-                        StreamEventKind::Gap { len, .. } => {
+                        StreamEventKind::Gap { len: GapLen::Bytes(len), .. } => {
                             prop_assert!(*len > 0);
                             gaps += len;
                         }

@@ -100,9 +100,10 @@ impl Cap {
                 StreamEventKind::Data { side: d, bytes } if *d == side => {
                     s.push_str(&String::from_utf8_lossy(bytes))
                 }
-                StreamEventKind::Gap { side: d, len } if *d == side => {
-                    s.push_str(&format!("[gap {len}]"))
-                }
+                StreamEventKind::Gap {
+                    side: d,
+                    len: GapLen::Bytes(len),
+                } if *d == side => s.push_str(&format!("[gap {len}]")),
                 StreamEventKind::Fin { side: d } if *d == side => s.push_str("[fin]"),
                 StreamEventKind::Rst { side: d } if *d == side => s.push_str("[rst]"),
                 _ => {}

@@ -7,7 +7,7 @@
 //! when nothing was decoded yet the body is delivered raw, otherwise decoding
 //! stops there. Never panics.
 
-use super::head::push_anomaly;
+use super::event::push_anomaly;
 use std::io::Write;
 
 /// Most decoded bytes produced per body; past it decoding stops.

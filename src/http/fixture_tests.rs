@@ -15,7 +15,7 @@
 
 use super::*;
 use crate::anomaly::Stats;
-use crate::flow::{CloseReason, Side, StreamEvent, StreamEventKind};
+use crate::flow::{CloseReason, GapLen, Side, StreamEvent, StreamEventKind, StreamStage};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone)]
@@ -191,7 +191,7 @@ fn events(f: &Fixture, cut: &dyn Fn(usize) -> Vec<usize>) -> Vec<StreamEvent> {
             Block::Gap(side, len) => push(
                 StreamEventKind::Gap {
                     side: flip(*side),
-                    len: *len,
+                    len: crate::flow::GapLen::Bytes(*len),
                 },
                 ts_ns,
                 frame,
@@ -861,4 +861,121 @@ fn bytes_held_before_the_sides_are_known_count_as_a_request_under_way() {
         })
         .collect();
     assert_eq!(starts, vec![2_001_000]);
+}
+
+fn server(text: &str) -> StreamEventKind {
+    StreamEventKind::Data {
+        side: Side::Server,
+        bytes: text.as_bytes().to_vec(),
+    }
+}
+
+/// Events of one stream run through a fresh stage, then its end of input.
+fn run_stream(events: Vec<StreamEventKind>) -> (Vec<HttpEvent>, Stats) {
+    let mut stage = HttpStage::new(vec!["t.pcap".into()]);
+    let mut stats = Stats::default();
+    let mut out = Vec::new();
+    stage.push(at(7, 3000, opened(40003)), &mut stats, &mut out);
+    for (ms, kind) in (3001..).zip(events) {
+        stage.push(at(7, ms, kind), &mut stats, &mut out);
+    }
+    stage.finish(&mut stats, &mut out);
+    (out, stats)
+}
+
+fn ends_by_depth(out: &[HttpEvent]) -> Vec<(u32, BodyEnd)> {
+    out.iter()
+        .filter_map(|e| match e {
+            HttpEvent::ResponseEnd { xref, end, .. } | HttpEvent::NoResponse { xref, end, .. } => {
+                Some((xref.depth, *end))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_gap_of_unknown_length_ends_a_counted_body_and_the_next_response_is_found_again() {
+    let gap = |len| StreamEventKind::Gap {
+        side: Side::Server,
+        len,
+    };
+    let two_requests = client("GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n");
+    let first = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123";
+    let second = "HTTP/1.1 204 No Content\r\n\r\n";
+    // A known length is taken as body bytes not seen: 6 bytes finish the first body.
+    let (out, _) = run_stream(vec![
+        two_requests.clone(),
+        server(first),
+        gap(GapLen::Bytes(6)),
+        server(second),
+    ]);
+    assert_eq!(
+        ends_by_depth(&out),
+        [(1, BodyEnd::Gap), (2, BodyEnd::Complete)]
+    );
+    // An unknown length cannot be counted off: the body ends at the gap, and the next
+    // response is found by looking for a status line.
+    let (out, stats) = run_stream(vec![
+        two_requests,
+        server(first),
+        gap(GapLen::Unknown),
+        server(&format!("89{second}")),
+    ]);
+    assert_eq!(
+        ends_by_depth(&out),
+        [(1, BodyEnd::Gap), (2, BodyEnd::Complete)]
+    );
+    assert_eq!(
+        stats.http_bytes_skipped, 2,
+        "the first body's tail is skipped"
+    );
+}
+
+#[test]
+fn a_gap_of_unknown_length_in_a_close_delimited_body_keeps_reading_it() {
+    let (out, _) = run_stream(vec![
+        client("GET / HTTP/1.1\r\n\r\n"),
+        server("HTTP/1.1 200 OK\r\n\r\nab"),
+        StreamEventKind::Gap {
+            side: Side::Server,
+            len: GapLen::Unknown,
+        },
+        server("cd"),
+        StreamEventKind::Fin { side: Side::Server },
+    ]);
+    let body: Vec<u8> = out
+        .iter()
+        .filter_map(|e| match e {
+            HttpEvent::ResponseBody { data, .. } => Some(data.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(body, b"abcd");
+    assert_eq!(ends_by_depth(&out), [(1, BodyEnd::Gap)]);
+}
+
+#[test]
+fn a_negotiated_protocol_changes_nothing_for_http_1() {
+    let exchange = || {
+        vec![
+            client("GET / HTTP/1.1\r\n\r\n"),
+            server("HTTP/1.1 204 No Content\r\n\r\n"),
+        ]
+    };
+    let (plain, _) = run_stream(exchange());
+    let mut announced = vec![StreamEventKind::Negotiated {
+        protocol: b"http/1.1".to_vec().into_boxed_slice(),
+    }];
+    announced.extend(exchange());
+    let (negotiated, _) = run_stream(announced);
+    assert_eq!(ends_by_depth(&plain), [(1, BodyEnd::Complete)]);
+    assert_eq!(ends_by_depth(&negotiated), ends_by_depth(&plain));
+}
+
+#[test]
+fn a_stream_reset_is_named_rst_as_the_contract_says() {
+    assert_eq!(BodyEnd::StreamReset.name(), "rst");
+    assert_eq!(BodyEnd::Rst.name(), "rst");
 }

@@ -1,7 +1,7 @@
 //! `mcp-trace http`: one row per HTTP exchange (like Zeek's http.log), built
 //! from [`HttpEvent`]s, and its writers (table, CSV, JSONL).
 
-use super::{BodyEnd, HttpEvent};
+use super::{BodyEnd, ExchangeRef, HttpEvent};
 use crate::timestamp::format_rfc3339_us;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -79,7 +79,7 @@ impl HttpLog {
         Self::default()
     }
 
-    fn entry(&mut self, xref: &super::ExchangeRef, ts: i64) -> Option<&mut Entry> {
+    fn entry(&mut self, xref: &ExchangeRef, ts: i64) -> Option<&mut Entry> {
         let key = (xref.conn.conn, xref.depth);
         let idx = match self.index.get(&key) {
             Some(&i) => i,

@@ -1,9 +1,10 @@
-//! The HTTP stage: routes [`StreamEvent`]s to one [`Conn`] per TCP stream.
+//! The HTTP stage: routes [`StreamEvent`]s to one [`Router`] per TCP stream, and keeps the
+//! earliest request under way (the release watermark).
 
 use super::HttpEvent;
-use super::conn::Conn;
+use super::router::Router;
 use crate::anomaly::Stats;
-use crate::flow::{CloseReason, StreamEvent, StreamEventKind};
+use crate::flow::{CloseReason, StreamEvent, StreamEventKind, StreamStage};
 use crate::hashing::HashMap;
 use crate::limits::Limits;
 use arcstr::ArcStr;
@@ -13,9 +14,9 @@ use std::collections::BTreeSet;
 pub struct HttpStage {
     inputs: Vec<ArcStr>,
     limits: Limits,
-    /// Boxed: a `Conn` is several hundred bytes, and a table of 100k mostly idle streams
+    /// Boxed: a `Router` is several hundred bytes, and a table of 100k mostly idle streams
     /// would otherwise hold (and, growing, copy) them all inline.
-    conns: HashMap<u64, Box<Conn>>,
+    conns: HashMap<u64, Box<Router>>,
     /// Streams with a request begun and not yet handed on, with its first-byte time, and the
     /// same ordered by that time: see [`HttpStage::earliest_unfinished_request_us`].
     unfinished: HashMap<u64, i64>,
@@ -38,55 +39,6 @@ impl HttpStage {
             unfinished: HashMap::default(),
             unfinished_by_start: BTreeSet::new(),
         }
-    }
-
-    /// Feeds one stream event; finished HTTP events are appended to `out`.
-    pub fn push(&mut self, ev: StreamEvent, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
-        let ts_us = ev.ts_ns.div_euclid(1000);
-        let stream = ev.stream;
-        // The stream's request under way after the event, if any.
-        let started = match ev.kind {
-            StreamEventKind::Opened {
-                client,
-                server,
-                input,
-                ..
-            } => {
-                let capture = self.inputs.get(input).cloned().unwrap_or_default();
-                // A stream index is opened once; a repeat replaces a stale entry.
-                if let Some(mut old) = self.conns.remove(&stream) {
-                    old.on_close(CloseReason::Evicted, ts_us, stats, out);
-                }
-                self.conns.insert(
-                    stream,
-                    Box::new(Conn::new(stream, client, server, capture, self.limits)),
-                );
-                None
-            }
-            StreamEventKind::Data { side, bytes } => self.conns.get_mut(&stream).and_then(|c| {
-                c.on_data(side, bytes, ts_us, ev.frame, stats, out);
-                c.request_started_us()
-            }),
-            StreamEventKind::Gap { side, len } => self.conns.get_mut(&stream).and_then(|c| {
-                c.on_gap(side, len, ts_us, stats, out);
-                c.request_started_us()
-            }),
-            StreamEventKind::Fin { side } => self.conns.get_mut(&stream).and_then(|c| {
-                c.on_fin(side, ts_us, stats, out);
-                c.request_started_us()
-            }),
-            StreamEventKind::Rst { side } => self.conns.get_mut(&stream).and_then(|c| {
-                c.on_rst(side, ts_us, stats, out);
-                c.request_started_us()
-            }),
-            StreamEventKind::Closed { reason } => {
-                if let Some(mut c) = self.conns.remove(&stream) {
-                    c.on_close(reason, ts_us, stats, out);
-                }
-                None
-            }
-        };
-        self.track_unfinished(stream, started);
     }
 
     /// The first-byte time of the earliest request begun on any stream and not yet handed on
@@ -115,9 +67,66 @@ impl HttpStage {
             self.unfinished_by_start.insert((ts, stream));
         }
     }
+}
+
+impl StreamStage for HttpStage {
+    type Output = HttpEvent;
+
+    /// Feeds one stream event; finished HTTP events are appended to `out`.
+    fn push(&mut self, ev: StreamEvent, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        let ts_us = ev.ts_ns.div_euclid(1000);
+        let stream = ev.stream;
+        // The stream's request under way after the event, if any.
+        let started = match ev.kind {
+            StreamEventKind::Opened {
+                client,
+                server,
+                input,
+                ..
+            } => {
+                let capture = self.inputs.get(input).cloned().unwrap_or_default();
+                // A stream index is opened once; a repeat replaces a stale entry.
+                if let Some(mut old) = self.conns.remove(&stream) {
+                    old.on_close(CloseReason::Evicted, ts_us, stats, out);
+                }
+                self.conns.insert(
+                    stream,
+                    Box::new(Router::new(stream, client, server, capture, self.limits)),
+                );
+                None
+            }
+            StreamEventKind::Data { side, bytes } => self.conns.get_mut(&stream).and_then(|c| {
+                c.on_data(side, bytes, ts_us, ev.frame, stats, out);
+                c.request_started_us()
+            }),
+            // HTTP/2 is not read yet: a stream is read as HTTP/1.x whatever was negotiated.
+            StreamEventKind::Negotiated { .. } => {
+                self.conns.get(&stream).and_then(|c| c.request_started_us())
+            }
+            StreamEventKind::Gap { side, len } => self.conns.get_mut(&stream).and_then(|c| {
+                c.on_gap(side, len, ts_us, stats, out);
+                c.request_started_us()
+            }),
+            StreamEventKind::Fin { side } => self.conns.get_mut(&stream).and_then(|c| {
+                c.on_fin(side, ts_us, stats, out);
+                c.request_started_us()
+            }),
+            StreamEventKind::Rst { side } => self.conns.get_mut(&stream).and_then(|c| {
+                c.on_rst(side, ts_us, stats, out);
+                c.request_started_us()
+            }),
+            StreamEventKind::Closed { reason } => {
+                if let Some(mut c) = self.conns.remove(&stream) {
+                    c.on_close(reason, ts_us, stats, out);
+                }
+                None
+            }
+        };
+        self.track_unfinished(stream, started);
+    }
 
     /// Flushes every open connection as at capture end, in stream order.
-    pub fn finish(&mut self, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    fn finish(&mut self, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
         let mut streams: Vec<u64> = self.conns.keys().copied().collect();
         streams.sort_unstable();
         for s in streams {
@@ -128,5 +137,10 @@ impl HttpStage {
         }
         self.unfinished.clear();
         self.unfinished_by_start.clear();
+    }
+
+    /// The earliest request under way: see [`HttpStage::earliest_unfinished_request_us`].
+    fn held_since_us(&self) -> Option<i64> {
+        self.earliest_unfinished_request_us()
     }
 }

@@ -337,7 +337,9 @@ fn classify_stream(f: &RowFacts<'_>) -> Verdict {
         // Closed before the end of the capture (by either side, e.g. after replaying a
         // resumed response or at client exit): no JSON-RPC answer is expected on a GET
         // stream, so a 2xx that opened it is ACCEPTED (samples/README.md reads it so too).
-        Some(BodyEnd::Complete | BodyEnd::Fin | BodyEnd::Rst) => verdict("ACCEPTED"),
+        Some(BodyEnd::Complete | BodyEnd::Fin | BodyEnd::Rst | BodyEnd::StreamReset) => {
+            verdict("ACCEPTED")
+        }
     }
 }
 

@@ -19,11 +19,11 @@ use super::record::{
     Step,
 };
 use super::session::SessionCache;
-use super::{MAX_FAILURES_IN_ROW, UNKNOWN_GAP_LEN, anomaly};
+use super::{MAX_FAILURES_IN_ROW, anomaly};
 
 mod keys;
 use crate::anomaly::Stats;
-use crate::flow::{Side, StreamEvent, StreamEventKind};
+use crate::flow::{GapLen, Side, StreamEvent, StreamEventKind};
 use keys::early_candidates;
 
 /// What the stage shares between connections: the secrets and the TLS 1.2 sessions seen.
@@ -365,7 +365,7 @@ impl TlsConnection {
                     // The plaintext length of lost records is unknown.
                     let kind = StreamEventKind::Gap {
                         side,
-                        len: UNKNOWN_GAP_LEN,
+                        len: GapLen::Unknown,
                     };
                     out.push(StreamEvent {
                         stream,

@@ -33,7 +33,7 @@
 //! 4. After a gap the record reader looks for the next plausible header
 //!    within [`record::RESYNC_SCAN_LIMIT`] bytes, and the next record is tried
 //!    at the next [`decrypt::MAX_SEQ_SEARCH`] sequence numbers. The gap is
-//!    handed on with [`UNKNOWN_GAP_LEN`]: the plaintext length of lost records
+//!    handed on as [`GapLen::Unknown`](crate::flow::GapLen): the plaintext length of lost records
 //!    is unknown, and no number is made up.
 //! 5. A record that fails authentication is counted (`decrypt_failed`) and
 //!    skipped; after [`MAX_FAILURES_IN_ROW`] failures in a row the direction is
@@ -68,10 +68,6 @@ pub use keylog::{KeyLog, KeyLogStats};
 use crate::anomaly::Stats;
 use crate::flow::{StreamEvent, StreamEventKind};
 use std::collections::HashMap;
-
-/// The `len` of a `Gap` handed on from a decrypted connection: the number of plaintext
-/// bytes lost is not known (the consumer must resynchronise, not skip a count).
-pub const UNKNOWN_GAP_LEN: u64 = u64::MAX;
 
 /// Records of one direction failing authentication in a row before it is given up.
 pub const MAX_FAILURES_IN_ROW: u32 = 4;

@@ -15,7 +15,7 @@ use super::schedule::tests::{
 };
 use super::schedule::{HashAlg, tls12_key_block, tls13_traffic_keys};
 use super::*;
-use crate::flow::{CloseReason, Side};
+use crate::flow::{CloseReason, GapLen, Side};
 use std::net::SocketAddr;
 
 const RFC8448_CLIENT_RANDOM: &str =
@@ -147,7 +147,7 @@ fn run_with(stage: &mut TlsStage, stream: u64, deliveries: &[(Side, Option<Vec<u
             },
             None => StreamEventKind::Gap {
                 side: *side,
-                len: *gap,
+                len: GapLen::Bytes(*gap),
             },
         };
         stage.push(ev(stream, i as i64 + 1, kind), &mut stats, &mut out);
@@ -361,7 +361,7 @@ fn plaintext_passes_through_untouched() {
     assert!(run.out.iter().any(|e| e.kind
         == StreamEventKind::Gap {
             side: Side::Server,
-            len: 10
+            len: GapLen::Bytes(10)
         }));
     assert_eq!(run.report.bytes, TlsBytes::default());
 }
@@ -405,7 +405,7 @@ fn gap_inside_application_record_then_resync() {
         gaps[0].kind,
         StreamEventKind::Gap {
             side: Side::Server,
-            len: UNKNOWN_GAP_LEN
+            len: GapLen::Unknown
         }
     );
 }

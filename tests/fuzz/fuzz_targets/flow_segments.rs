@@ -52,7 +52,7 @@ fuzz_target!(|data: &[u8]| {
                 );
                 match other {
                     StreamEventKind::Data { bytes, .. } => delivered += bytes.len() as u64,
-                    StreamEventKind::Gap { len, .. } => gaps += len,
+                    StreamEventKind::Gap { len, .. } => gaps += len.bytes().unwrap_or_default(),
                     _ => {}
                 }
             }

@@ -6,7 +6,7 @@ use mcp_trace::http::HttpEvent;
 
 fuzz_target!(|data: &[u8]| {
     let mut stats = Stats::default();
-    if let Ok(events) = mcp_trace::capture::har::read_har("fuzz.har", data, 1 << 48, &mut stats) {
+    if let Ok(events) = mcp_trace::har::read_har("fuzz.har", data, 1 << 48, &mut stats) {
         let requests = events
             .iter()
             .filter(|e| matches!(e, HttpEvent::Request(_)))

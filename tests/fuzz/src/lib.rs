@@ -218,7 +218,10 @@ pub fn stream_events(data: &[u8]) -> Vec<StreamEvent> {
                 if !side_open(side) || len == 0 {
                     continue;
                 }
-                StreamEventKind::Gap { side, len }
+                StreamEventKind::Gap {
+                    side,
+                    len: mcp_trace::flow::GapLen::Bytes(len),
+                }
             }
             4 | 5 => {
                 let side = if op & 7 == 4 {

@@ -1,18 +1,24 @@
 //! Gaps (inside heads, bodies, or between messages) and the end of a direction.
 
+use super::head::{leading_empty_lines, parse_response_head, parse_status_line};
 use super::*;
+use arcstr::ArcStr;
 
 impl Conn {
     pub(super) fn gap(
         &mut self,
         dir: Dir,
-        len: u64,
+        len: GapLen,
         ts_us: i64,
         stats: &mut Stats,
         out: &mut Vec<HttpEvent>,
     ) {
         let reader = self.reader(dir);
-        reader.buf_offset = reader.buf_offset.saturating_add(len);
+        // Offsets only order the deliveries still buffered, and every gap clears the
+        // buffer: an unknown length moves them by nothing.
+        reader.buf_offset = reader
+            .buf_offset
+            .saturating_add(len.bytes().unwrap_or_default());
         match reader.state {
             ReadState::Dead => {}
             ReadState::Resync { .. } => {
@@ -83,7 +89,7 @@ impl Conn {
                 self.resp.consume(skip);
                 let buf = &self.resp.buf;
                 if !buf.starts_with(b"HTTP/")
-                    || self.pending.front().is_some_and(|p| p.version == "0.9")
+                    || self.exchanges.oldest().is_some_and(|p| p.version == "0.9")
                 {
                     return;
                 }
@@ -96,7 +102,7 @@ impl Conn {
                     .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
                     .and_then(parse_status_line);
                 let Some((_, status, _)) = status_line else {
-                    if let Some(p) = self.pending.pop_front() {
+                    if let Some(p) = self.exchanges.answer_oldest() {
                         // A response began: the server answered, whoever closed later.
                         let ev = HttpEvent::NoResponse {
                             xref: p.xref,
@@ -164,7 +170,7 @@ impl Conn {
         stats: &mut Stats,
         out: &mut Vec<HttpEvent>,
     ) {
-        if let Some(p) = self.pending.pop_front() {
+        if let Some(p) = self.exchanges.answer_oldest() {
             // A response began inside the gap: the server answered.
             let ev = HttpEvent::NoResponse {
                 xref: p.xref,
@@ -182,22 +188,23 @@ impl Conn {
         &mut self,
         anomalies: &mut Vec<String>,
     ) -> (ExchangeRef, Option<ArcStr>) {
-        match self.pending.pop_front() {
+        match self.exchanges.answer_oldest() {
             Some(p) => (p.xref, Some(p.method)),
             None => {
                 push_anomaly(anomalies, "http.response_without_request");
-                (self.xref(), None)
+                (self.exchanges.next_exchange(), None)
             }
         }
     }
 
     /// A gap of `len` bytes inside the current body. Content-Length and
     /// chunk data keep their count (the gap is taken as body bytes that were
-    /// not seen); otherwise framing is lost and the message ends at the gap.
+    /// not seen); otherwise, or when the gap's length is unknown, framing is lost
+    /// and the message ends at the gap. A close-delimited body goes on either way.
     pub(super) fn body_gap(
         &mut self,
         dir: Dir,
-        len: u64,
+        len: GapLen,
         ts_us: i64,
         stats: &mut Stats,
         out: &mut Vec<HttpEvent>,
@@ -225,19 +232,16 @@ impl Conn {
             let mut ignore = Vec::new();
             decoder.finish(false, &mut sink, &mut ignore);
         }
-        let (absorbed, done) = match reader {
-            BodyReader::Length(rem) => {
+        let (lost_framing, done) = match (reader, len) {
+            (BodyReader::Close, _) => (false, false),
+            (BodyReader::Length(_) | BodyReader::Chunked(_), GapLen::Unknown) => (true, false),
+            (BodyReader::Length(rem), GapLen::Bytes(len)) => {
                 let take = (*rem).min(len);
                 *rem = rem.saturating_sub(take);
-                (take, *rem == 0)
+                (take < len, *rem == 0)
             }
-            BodyReader::Chunked(c) => {
-                let take = c.skip_data(len);
-                (take, false)
-            }
-            BodyReader::Close => (len, false),
+            (BodyReader::Chunked(c), GapLen::Bytes(len)) => (c.skip_data(len) < len, false),
         };
-        let lost_framing = absorbed < len;
         if done || lost_framing {
             match dir {
                 Dir::Req => {
@@ -326,7 +330,7 @@ impl Conn {
         } else {
             end
         };
-        while let Some(p) = self.pending.pop_front() {
+        while let Some(p) = self.exchanges.answer_oldest() {
             self.emit(
                 HttpEvent::NoResponse {
                     xref: p.xref,

@@ -6,7 +6,9 @@
 //! line ends, a request line without version as HTTP/0.9, `HTTP/1.` as a
 //! version) and records what it tolerated. Never panics on any input.
 
-use super::{Headers, HttpError, RequestHead, ResponseHead};
+use super::HttpError;
+use crate::http::event::push_anomaly;
+use crate::http::event::{Headers, RequestHead, ResponseHead};
 use arcstr::{ArcStr, literal};
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -325,13 +327,6 @@ fn trim_ws(s: &[u8]) -> &[u8] {
         .rposition(|b| !ws(b))
         .map_or(start, |e| e.saturating_add(1));
     s.get(start..end).unwrap_or_default()
-}
-
-/// Adds `name` once.
-pub fn push_anomaly(anomalies: &mut Vec<String>, name: &str) {
-    if !anomalies.iter().any(|a| a == name) {
-        anomalies.push(name.to_string());
-    }
 }
 
 /// The fields httparse found in `head` (their values are slices of it).

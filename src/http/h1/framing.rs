@@ -1,10 +1,9 @@
 //! The framing decision (RFC 9112 §6.3): how long a message body is.
 //!
-//! Only the decision lives here; reading the body is in `conn.rs` and
+//! Only the decision lives here; reading the body is in `body.rs` and
 //! `chunked.rs` (the split hyper makes between `role.rs` and `decode.rs`).
 
-use super::head::push_anomaly;
-use super::{Headers, ResponseHead};
+use crate::http::event::{Headers, ResponseHead, push_anomaly};
 
 /// How a body is delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

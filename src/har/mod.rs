@@ -1,5 +1,7 @@
 //! HAR 1.2/1.3 exports (browsers, mitmproxy, Charles, Insomnia, Playwright)
-//! -> [`HttpEvent`]s: HAR input rejoins the pipeline at the MCP stage.
+//! -> [`HttpEvent`]s: a producer at the HTTP stage's level (recorded exchanges, not
+//! packets), whose events go where the HTTP stage's go. The capture stage only decides
+//! that an input is a HAR ([`crate::capture::Source::Har`]).
 //!
 //! In: the bytes of a `.har` file (a UTF-8 BOM is skipped) or of mitmproxy's
 //! `.zhar` (the same JSON, zlib- or gzip-compressed). Out: per entry, a
@@ -46,8 +48,9 @@ mod url;
 
 pub use body::MAX_DECODED_BODY_BYTES;
 
-use super::CaptureError;
 use crate::anomaly::Stats;
+use crate::capture::{CaptureError, UTF8_BOM, has_zlib_header, is_compressed_har};
+use crate::http::pseudo::{ensure_host, split_pseudo};
 use crate::http::{
     BodyEnd, ConnInfo, ExchangeRef, Headers, HttpEvent, HttpRequest, RequestHead, ResponseHead,
 };
@@ -61,44 +64,6 @@ use std::sync::Arc;
 /// Largest HAR document a `.zhar` may inflate to; a bigger one is refused
 /// rather than exhausting memory.
 pub const MAX_INFLATED_HAR_BYTES: u64 = 1024 * 1024 * 1024;
-
-const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
-
-/// True when `data` starts a compressed HAR (mitmproxy's `.zhar`): a zlib
-/// stream (RFC 1950) or a gzip member whose first inflated non-blank byte is
-/// `{`. Give it at least the first 512 bytes (or the whole file): a deflate
-/// block header can take a hundred bytes before the first output byte.
-pub fn is_compressed_har(data: &[u8]) -> bool {
-    let mut head = Vec::new();
-    let res = if has_zlib_header(data) {
-        flate2::read::ZlibDecoder::new(data)
-            .take(256)
-            .read_to_end(&mut head)
-    } else if data.starts_with(&[0x1f, 0x8b]) {
-        flate2::read::MultiGzDecoder::new(data)
-            .take(256)
-            .read_to_end(&mut head)
-    } else {
-        return false;
-    };
-    // A short read error after some output still tells us what the text starts with.
-    let _ = res;
-    let text = head.strip_prefix(UTF8_BOM).unwrap_or(&head);
-    text.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'{')
-}
-
-/// The first two bytes are a zlib header (RFC 1950 §2.2: CM 8, CINFO <= 7,
-/// FCHECK makes CMF*256+FLG a multiple of 31). No pcap or pcapng magic
-/// (`a1b2c3d4`, `d4c3b2a1`, `a1b23c4d`, `4d3cb2a1`, `0a0d0d0a`) passes, so a
-/// format probe can route such input to [`read_har`] on two bytes.
-pub fn has_zlib_header(b: &[u8]) -> bool {
-    match (b.first(), b.get(1)) {
-        (Some(&cmf), Some(&flg)) => {
-            cmf & 0x0f == 8 && cmf >> 4 <= 7 && (u16::from(cmf) << 8 | u16::from(flg)) % 31 == 0
-        }
-        _ => false,
-    }
-}
 
 /// Inflate a `.zhar` within [`MAX_INFLATED_HAR_BYTES`].
 fn inflate_document(name: &str, data: &[u8]) -> Result<Vec<u8>, CaptureError> {
@@ -292,24 +257,6 @@ fn normalise_version(v: &str) -> String {
     .to_string()
 }
 
-/// Drop HTTP/2 and HTTP/3 pseudo-headers (RFC 9113 §8.3), which have no
-/// place in an HTTP/1-shaped header list; `:authority` is returned so it can
-/// become `Host` (RFC 9113 §8.3.1).
-fn split_pseudo(headers: Vec<(String, String)>) -> (Vec<(String, String)>, Option<String>) {
-    let mut authority = None;
-    let mut plain = Vec::with_capacity(headers.len());
-    for (n, v) in headers {
-        if let Some(p) = n.strip_prefix(':') {
-            if p.eq_ignore_ascii_case("authority") && authority.is_none() {
-                authority = Some(v);
-            }
-        } else {
-            plain.push((n, v));
-        }
-    }
-    (plain, authority)
-}
-
 /// Status codes that never carry a body (RFC 9110 §6.4.1).
 fn bodiless(method: &str, status: u16) -> bool {
     method.eq_ignore_ascii_case("HEAD") || status < 200 || status == 204 || status == 304
@@ -404,13 +351,12 @@ fn entry_events(
         .filter(|c| !c.is_empty() && parts.as_ref().is_none_or(|p| *c != p.port.to_string()));
     let xref = conns.slot(connection, server_addr);
 
-    let (mut headers, authority) = split_pseudo(q.headers);
-    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-        // RFC 9110 §7.2: a Host is always sent; HTTP/2 carries it as :authority.
-        if let Some(host) = authority.or_else(|| parts.as_ref().map(|p| p.authority.clone())) {
-            headers.insert(0, ("Host".to_string(), host));
-        }
-    }
+    let (mut headers, pseudo) = split_pseudo(q.headers);
+    // The request's own URL names the host when the recorder kept no `:authority`.
+    let authority = pseudo
+        .authority
+        .or_else(|| parts.as_ref().map(|p| p.authority.clone()));
+    ensure_host(&mut headers, authority);
     let req_headers = Headers::from(headers);
     let req_raw = q
         .post_text

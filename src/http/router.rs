@@ -1,0 +1,327 @@
+//! In front of every connection: which end is the client, whether the stream is HTTP at
+//! all, and the stream events held until both are known; then the connection goes to the
+//! reader of its HTTP version.
+//!
+//! Today every HTTP connection is HTTP/1.x: a request line marks the client, a status line
+//! the server. This is where HTTP/2 joins: by its connection preface (`PRI * HTTP/2.0`), by
+//! ALPN ([`StreamEventKind::Negotiated`](crate::flow::StreamEventKind::Negotiated)), or
+//! after an `Upgrade: h2c` exchange handed over by the HTTP/1.x reader.
+
+use super::h1::{
+    self,
+    head::{
+        HEAD_LIMIT, Probe, START_LINE_LIMIT, Strictness, find_message_start, leading_empty_lines,
+        probe,
+    },
+};
+use super::{ConnInfo, HttpEvent};
+use crate::anomaly::Stats;
+use crate::flow::{CloseReason, GapLen, Side};
+use crate::limits::Limits;
+use arcstr::ArcStr;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// Bytes buffered per side before the side is known to be HTTP or not.
+const DETECT_LIMIT: usize = HEAD_LIMIT;
+
+/// A stream event held while the sides are not known yet.
+#[derive(Debug)]
+enum Held {
+    Data {
+        side: Side,
+        ts_us: i64,
+        frame: u64,
+        bytes: Vec<u8>,
+    },
+    Gap {
+        side: Side,
+        len: GapLen,
+    },
+    Fin {
+        side: Side,
+        ts_us: i64,
+    },
+}
+
+/// Where the stream's events go.
+// Each router is boxed by the stage: the connection inline saves a second hop per event.
+#[allow(clippy::large_enum_variant)]
+enum Route {
+    /// Not decided yet: events are held.
+    Undecided,
+    Http1(h1::Conn),
+    /// Not HTTP: events are dropped.
+    NotHttp,
+}
+
+/// One TCP stream, routed.
+pub(super) struct Router {
+    stream: u64,
+    client: SocketAddr,
+    server: SocketAddr,
+    capture: ArcStr,
+    limits: Limits,
+    route: Route,
+    held: Vec<Held>,
+    held_bytes: [usize; 2],
+    /// The side's stream began with a gap (its first bytes are mid-message).
+    starts_with_gap: [bool; 2],
+    last_ts_us: i64,
+}
+
+fn side_index(side: Side) -> usize {
+    match side {
+        Side::Client => 0,
+        Side::Server => 1,
+    }
+}
+
+impl Router {
+    pub fn new(
+        stream: u64,
+        client: SocketAddr,
+        server: SocketAddr,
+        capture: ArcStr,
+        limits: Limits,
+    ) -> Router {
+        Router {
+            stream,
+            client,
+            server,
+            capture,
+            limits,
+            route: Route::Undecided,
+            held: Vec::new(),
+            held_bytes: [0, 0],
+            starts_with_gap: [false, false],
+            last_ts_us: 0,
+        }
+    }
+
+    /// Time of the last data, gap or FIN seen on the stream.
+    pub fn last_ts_us(&self) -> i64 {
+        self.last_ts_us
+    }
+
+    /// The first-byte time of a request this stream has begun and not yet handed on as an
+    /// [`HttpEvent::Request`], if it has one: bytes held while the sides are unknown (either
+    /// side's, to be safe), or what the connection's reader says. Every request it hands
+    /// on later started at or after this time, or at or after the delivery that brings it.
+    pub fn request_started_us(&self) -> Option<i64> {
+        match &self.route {
+            Route::NotHttp => None,
+            Route::Undecided => self.held.iter().find_map(|h| match h {
+                Held::Data { ts_us, .. } => Some(*ts_us),
+                Held::Gap { .. } | Held::Fin { .. } => None,
+            }),
+            Route::Http1(conn) => conn.request_started_us(),
+        }
+    }
+
+    pub fn on_data(
+        &mut self,
+        side: Side,
+        bytes: Vec<u8>,
+        ts_us: i64,
+        frame: u64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) {
+        self.last_ts_us = self.last_ts_us.max(ts_us);
+        match &mut self.route {
+            Route::NotHttp => {}
+            Route::Undecided => {
+                let i = side_index(side);
+                if let Some(n) = self.held_bytes.get_mut(i) {
+                    *n = n.saturating_add(bytes.len());
+                }
+                self.held.push(Held::Data {
+                    side,
+                    ts_us,
+                    frame,
+                    bytes,
+                });
+                self.decide(false, stats, out);
+            }
+            Route::Http1(conn) => conn.on_data(side, bytes, ts_us, frame, stats, out),
+        }
+    }
+
+    pub fn on_gap(
+        &mut self,
+        side: Side,
+        len: GapLen,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) {
+        self.last_ts_us = self.last_ts_us.max(ts_us);
+        match &mut self.route {
+            Route::NotHttp => {}
+            Route::Undecided => {
+                let i = side_index(side);
+                if self.held_bytes.get(i).copied().unwrap_or_default() == 0
+                    && let Some(g) = self.starts_with_gap.get_mut(i)
+                {
+                    *g = true;
+                }
+                self.held.push(Held::Gap { side, len });
+            }
+            Route::Http1(conn) => conn.on_gap(side, len, ts_us, stats, out),
+        }
+    }
+
+    pub fn on_fin(&mut self, side: Side, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        self.last_ts_us = self.last_ts_us.max(ts_us);
+        match &mut self.route {
+            Route::NotHttp => {}
+            Route::Undecided => self.held.push(Held::Fin { side, ts_us }),
+            Route::Http1(conn) => conn.on_fin(side, ts_us, stats, out),
+        }
+    }
+
+    /// A RST from `side` aborts both directions.
+    pub fn on_rst(&mut self, side: Side, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        if matches!(self.route, Route::Undecided) {
+            self.decide(true, stats, out);
+        }
+        if let Route::Http1(conn) = &mut self.route {
+            conn.on_rst(side, ts_us, stats, out);
+        }
+    }
+
+    /// The stream is over; flushes everything still open.
+    pub fn on_close(
+        &mut self,
+        reason: CloseReason,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) {
+        if matches!(self.route, Route::Undecided) {
+            self.decide(true, stats, out);
+        }
+        if let Route::Http1(conn) = &mut self.route {
+            conn.on_close(reason, ts_us, stats, out);
+        }
+    }
+
+    /// Decides which side is the client from the first bytes of each side:
+    /// a request line marks the client, a status line the server; a stream
+    /// whose first bytes are neither is not HTTP.
+    fn decide(&mut self, at_end: bool, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        let mut verdicts = [None, None];
+        for side in [Side::Client, Side::Server] {
+            let i = side_index(side);
+            let bytes: Vec<u8> = self
+                .held
+                .iter()
+                .filter_map(|h| match h {
+                    Held::Data { side: s, bytes, .. } if *s == side => Some(bytes.as_slice()),
+                    _ => None,
+                })
+                .flatten()
+                .copied()
+                .take(DETECT_LIMIT)
+                .collect();
+            if bytes.is_empty() {
+                continue;
+            }
+            let verdict = if self.starts_with_gap.get(i).copied().unwrap_or_default() {
+                // Mid-message start: look for a message start anywhere.
+                match find_message_start(&bytes, None, false, at_end) {
+                    Some((_, p)) => p,
+                    None if at_end || bytes.len() >= DETECT_LIMIT => Probe::Neither,
+                    None => Probe::NeedMore,
+                }
+            } else {
+                let skip = leading_empty_lines(&bytes);
+                match probe(
+                    bytes.get(skip..).unwrap_or_default(),
+                    Strictness::Lenient,
+                    at_end,
+                ) {
+                    Probe::NeedMore if at_end || bytes.len() >= START_LINE_LIMIT => Probe::Neither,
+                    Probe::NeedMore if skip == bytes.len() => Probe::NeedMore,
+                    p => p,
+                }
+            };
+            if let Some(v) = verdicts.get_mut(i) {
+                *v = Some(verdict);
+            }
+        }
+        let [c, s] = verdicts;
+        let swapped = if c == Some(Probe::Request) || s == Some(Probe::Response) {
+            Some(false)
+        } else if s == Some(Probe::Request) || c == Some(Probe::Response) {
+            Some(true)
+        } else if c == Some(Probe::Neither) && s == Some(Probe::Neither) {
+            None
+        } else if (c == Some(Probe::Neither) || s == Some(Probe::Neither))
+            && (at_end || self.held_bytes.iter().any(|&n| n >= DETECT_LIMIT))
+        {
+            // One side is not HTTP and the other stayed silent (or undecided)
+            // to the end; a garbled request still waits for a status line from
+            // the other side, as Zeek logs such a response on its own.
+            None
+        } else if at_end && (c.is_some() || s.is_some()) {
+            None
+        } else {
+            return;
+        };
+        let Some(swapped) = swapped else {
+            stats.non_http_streams = stats.non_http_streams.saturating_add(1);
+            self.held = Vec::new();
+            self.route = Route::NotHttp;
+            return;
+        };
+        let (client, server) = if swapped {
+            (self.server, self.client)
+        } else {
+            (self.client, self.server)
+        };
+        let info = Arc::new(ConnInfo {
+            conn: self.stream,
+            tcp_stream: Some(self.stream),
+            client_addr: client.to_string().into(),
+            server_addr: server.to_string().into(),
+            capture: self.capture.clone(),
+        });
+        let mut conn = h1::Conn::new(info, swapped, self.limits);
+        for side in [Side::Client, Side::Server] {
+            if self
+                .starts_with_gap
+                .get(side_index(side))
+                .copied()
+                .unwrap_or_default()
+            {
+                conn.start_mid_message(side);
+            }
+        }
+        let mut leading_gap = self.starts_with_gap;
+        for h in std::mem::take(&mut self.held) {
+            match h {
+                Held::Data {
+                    side,
+                    ts_us,
+                    frame,
+                    bytes,
+                } => conn.replay_data(side, &bytes, ts_us, frame, stats, out),
+                Held::Gap { side, len } => {
+                    let i = side_index(side);
+                    // A leading gap was handled by starting mid-message.
+                    if leading_gap.get(i).copied().unwrap_or_default() {
+                        if let Some(g) = leading_gap.get_mut(i) {
+                            *g = false;
+                        }
+                        continue;
+                    }
+                    conn.replay_gap(side, len, stats, out);
+                }
+                Held::Fin { side, ts_us } => conn.on_fin(side, ts_us, stats, out),
+            }
+        }
+        self.route = Route::Http1(conn);
+    }
+}
