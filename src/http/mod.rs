@@ -19,6 +19,7 @@ mod fixture_tests;
 mod framing;
 mod head;
 mod log;
+pub mod redact;
 mod stage;
 
 pub use chunked::{CHUNK_EXTENSIONS_LIMIT, TRAILERS_LIMIT};

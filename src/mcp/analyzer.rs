@@ -59,6 +59,7 @@ use super::texts::Texts;
 use super::{Exchange, InferenceConfig, InferenceInputs};
 use crate::anomaly::Stats;
 use crate::hashing::{HashMap, HashSet};
+use crate::http::redact::redact_target;
 use crate::http::{BodyEnd, ExchangeRef, HttpEvent, HttpRequest, ResponseHead};
 use crate::limits::Limits;
 use crate::rpc::digest::{ElementDigest, Envelope, EnvelopeBody, EnvelopeElement};
@@ -1220,7 +1221,11 @@ impl Analyzer {
             user_agent: user_agent.clone(),
             kind: kind.name(),
             http_method: req.head.method.clone(),
-            path: req.head.uri.clone(),
+            // Section 1b: credentials in the query are shown as hashes.
+            path: match redact_target(&req.head.uri) {
+                Cow::Borrowed(_) => req.head.uri.clone(),
+                Cow::Owned(s) => s.into(),
+            },
             stream_end: "none",
             request_bytes: req.wire_len,
             attempt: 1,
