@@ -9,6 +9,7 @@
 mod background;
 mod csv;
 mod filter;
+mod html;
 mod jsonl;
 mod output;
 #[cfg(feature = "parquet")]
@@ -23,6 +24,7 @@ mod test_rows;
 pub use crate::timestamp::{TimestampError, format_rfc3339_us, parse_rfc3339_us};
 pub use background::{BackgroundWriter, ROW_BATCH};
 pub use filter::{RowFilter, filter_rows};
+pub use html::{DEFAULT_HTML_MAX_ROWS, HtmlReport};
 pub use row::{Cell, ColType, ColumnSpec, Table};
 pub use sessions::{SessionAggregator, SessionRow, sessions, sessions_with_idle_gap};
 pub use summary::{RunInfo, run_summary};
