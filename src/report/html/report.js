@@ -322,7 +322,7 @@
     const srow = D.sessions.find((s) => sv(s, "session_key") === key);
     const all = (BY_SESSION.get(key) || []).filter(inTime);
     const rows = all.slice(0, DIAGRAM_MAX);
-    const W = 900, xc = 190, xs = 720, head = 40, step = 38;
+    const W = 1000, xc = 190, xs = 720, head = 40, step = 38;
     const ypos = new Map();
     rows.forEach((r, i) => ypos.set(v(r, "exchange_id"), head + 16 + i * step));
     const H = head + 30 + rows.length * step + 30;
@@ -500,5 +500,6 @@
   drawTableShell();
   drawBelow();
   window.addEventListener("beforeprint", () => document.querySelectorAll("details.session").forEach((d) => { d.open = true; }));
+  document.body.dataset.readyMs = String(Math.round(performance.now()));
   document.body.dataset.ready = "1";
 })();
