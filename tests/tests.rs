@@ -9,5 +9,6 @@ mod har_corpus;
 mod har_vs_pcap;
 mod robustness;
 mod samples_truth;
+mod secrets;
 mod seed_cases;
 mod zeek_http;
