@@ -191,3 +191,19 @@ def test_captured_markup_stays_text(browser, tmp_path):
     assert count(b, "#app img") == 0 and count(b, "#app b") == 0
     assert "<b>x</b>" in b.evaluate("document.getElementById('exchanges').textContent")
     assert b.requests() == [html.as_uri()]
+
+
+def test_rows_past_the_limit_are_counted(browser, tmp_path):
+    """--html-max-rows: the table lists that many and says how many are left out."""
+    rows, _, _ = analyze("raw-shapes.pcap", tmp_path)
+    html = tmp_path / "limited.html"
+    subprocess.run([str(BIN), "analyze", str(ROOT / "samples" / "raw-shapes.pcap"), "--html", str(html),
+                    "--html-max-rows", "5"], check=True, stdout=subprocess.DEVNULL)
+    b = browser
+    b.events.clear()
+    b.open(html.as_uri())
+    assert b.errors() == []
+    ids = b.evaluate("[...document.querySelectorAll('[data-exchange-id]')].map(e => e.dataset.exchangeId)")
+    assert ids == [str(r["exchange_id"]) for r in rows[:5]]
+    banner = b.evaluate("document.querySelector('#table .banner').textContent")
+    assert f"{len(rows) - 5} more exchanges" in banner and "Parquet" in banner, banner

@@ -4,7 +4,8 @@
 (function () {
   const D = JSON.parse(document.getElementById("mcp-trace-data").textContent);
   const STR = D.strings;
-  const PAGE = 1000; // table rows drawn at once
+  const PAGE = 100; // table rows drawn at once
+  const LIST_MAX = 100; // retry chains listed at once
   const DIAGRAM_MAX = 400; // exchanges drawn per sequence diagram
 
   function decode(cols, rows) {
@@ -141,7 +142,7 @@
   }
 
   // ---- timeline ----
-  const BINS = 120;
+  const BINS = 100;
   let bins = [];
   function drawTimeline() {
     const W = 1000, H = 150, top = 8, bottom = 22;
@@ -245,8 +246,11 @@
       chains.get(k).push(r);
     }
     const hasFindings = CI.retry_findings !== undefined;
-    const list = [...chains.values()].sort((a, b) => v(a[0], "ts_request") - v(b[0], "ts_request"));
-    $("retries").innerHTML = "<h2>Retry chains</h2>" + (list.length ?
+    const all = [...chains.values()].sort((a, b) => v(a[0], "ts_request") - v(b[0], "ts_request"));
+    const list = all.slice(0, LIST_MAX);
+    const more = all.length > list.length ? '<p class="muted">First ' + list.length + " of " + all.length +
+      " chains listed; narrow the time range to see the others, or sort the table by retry_of.</p>" : "";
+    $("retries").innerHTML = "<h2>Retry chains (" + all.length + ")</h2>" + more + (list.length ?
       '<div class="scroll"><table><thead><tr><th>attempts</th><th>call</th><th>origins</th><th>outcomes, in order</th>' +
       (hasFindings ? "<th>findings</th>" : "") + "<th>evidence of the last attempt</th></tr></thead><tbody>" +
       list.map((c) => { const last = c[c.length - 1];
@@ -391,6 +395,14 @@
       values.map((x) => '<option value="' + esc(x) + '"' + (x === cur ? " selected" : "") + ">" + esc(x) + "</option>").join("") + "</select></label>";
   }
   const distinct = (name) => [...new Set(ROWS.map((r) => v(r, name)).filter((x) => x !== null && x !== ""))].sort();
+  // Fixed column widths: the browser lays the table out without measuring every cell.
+  function colWidth(c) {
+    if (c.type === "timestamp") return 16;
+    if (c.type === "bool") return 6;
+    if (c.type !== "str") return Math.max(5, c.name.length * 0.62 + 1.5);
+    if (/evidence|message|anomalies|user_agent|session_key|path|findings/.test(c.name)) return 20;
+    return Math.max(9, c.name.length * 0.62 + 1.5);
+  }
   function drawTableShell() {
     $("table").innerHTML = "<h2>Exchanges</h2>" +
       (D.rows_omitted ? '<p class="banner">' + esc(D.rows_omitted) + " more exchanges are not listed here (past --html-max-rows " +
@@ -401,7 +413,8 @@
       options("session", distinct("session_key"), state.session) +
       '<label>text<input id="f-text" type="search" placeholder="any column"></label><button id="f-clear">Clear filters</button></div>' +
       '<div class="pager no-print" id="pager"></div>' +
-      '<div class="scroll"><table id="exchanges"><thead><tr>' +
+      '<div class="scroll"><table id="exchanges" style="width:' + COLS.reduce((a, c) => a + colWidth(c), 0).toFixed(1) + 'em"><colgroup>' + COLS.map((c) => '<col style="width:' + colWidth(c) + 'em">').join("") +
+      "</colgroup><thead><tr>" +
       COLS.map((c) => '<th scope="col"><button data-sort="' + esc(c.name) + '">' + esc(c.name) + "</button></th>").join("") +
       "</tr></thead><tbody></tbody></table></div>";
     $("table").querySelectorAll("select[data-filter]").forEach((sel) => sel.addEventListener("change", () => {
@@ -500,6 +513,9 @@
   drawTableShell();
   drawBelow();
   window.addEventListener("beforeprint", () => document.querySelectorAll("details.session").forEach((d) => { d.open = true; }));
-  document.body.dataset.readyMs = String(Math.round(performance.now()));
-  document.body.dataset.ready = "1";
+  // Ready once the first frame with the drawn page has been painted.
+  requestAnimationFrame(() => setTimeout(() => {
+    document.body.dataset.readyMs = String(Math.round(performance.now()));
+    document.body.dataset.ready = "1";
+  }, 0));
 })();
