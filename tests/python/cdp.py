@@ -193,3 +193,26 @@ class Browser:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def main(argv=None):
+    """`python3 tests/python/cdp.py REPORT.html OUT.png [WIDTH HEIGHT]`: a screenshot of the
+    report's first WIDTH x HEIGHT pixels (default 1100 x 1000) with every session opened."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) not in (2, 4):
+        sys.exit(main.__doc__)
+    width, height = (int(args[2]), int(args[3])) if len(args) == 4 else (1100, 1000)
+    exe = find_chromium()
+    if exe is None:
+        sys.exit("no chromium on PATH")
+    with Browser(exe, width=width, height=height) as b:
+        b.open("file://" + os.path.abspath(args[0]))
+        b.evaluate("document.querySelectorAll('details.session').forEach(d => d.open = true)")
+        b.evaluate("new Promise(r => setTimeout(r, 100))")
+        b.screenshot(args[1], full_page=False)
+
+
+if __name__ == "__main__":
+    main()

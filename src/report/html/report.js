@@ -310,6 +310,7 @@
         return '<details class="session" data-session-key="' + esc(key) + '"><summary><span class="mono">' + esc(key) + "</span> " +
           '<span class="badge' + (f ? " bad" : "") + '">' + f + " failed</span>" +
           '<span class="badge">' + esc(sv(s, "requests")) + " requests</span>" +
+          (SCI.exchanges !== undefined ? '<span class="badge">' + esc(sv(s, "exchanges")) + " exchanges</span>" : "") +
           '<span class="muted">' + esc([sv(s, "client_name"), sv(s, "client_version")].filter((x) => x).join(" ")) + " " +
           esc(sv(s, "transport") || "") + " " + esc(fmtTs(sv(s, "first_ts"))) + " .. " + esc(fmtTs(sv(s, "last_ts"))) +
           ", ended by " + esc(sv(s, "ended_by") || "?") + "</span></summary><div class=\"diagram\"></div></details>"; }).join("");
