@@ -7,6 +7,7 @@ mod cli;
 mod golden;
 mod har_corpus;
 mod har_vs_pcap;
+mod html_report;
 mod robustness;
 mod samples_truth;
 mod secrets;

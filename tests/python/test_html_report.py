@@ -207,3 +207,32 @@ def test_rows_past_the_limit_are_counted(browser, tmp_path):
     assert ids == [str(r["exchange_id"]) for r in rows[:5]]
     banner = b.evaluate("document.querySelector('#table .banner').textContent")
     assert f"{len(rows) - 5} more exchanges" in banner and "Parquet" in banner, banner
+
+
+def test_new_columns_appear(browser, tmp_path):
+    """The page draws whatever columns the data's schema lists: a `retry_findings` column
+    (report-schema.md section 4b) shows in the table and in the retry chains."""
+    rows, _, html = analyze("fault-503-app-retry.pcap", tmp_path)
+    page = html.read_text()
+    open_tag = '<script type="application/json" id="mcp-trace-data">'
+    start = page.index(open_tag) + len(open_tag)
+    end = page.index("</script>", start)
+    data = json.loads(page[start:end])
+    data["columns"].append({"name": "retry_findings", "type": "str", "nullable": True})
+    data["strings"].append("unsafe_retry;retry_after_ignored")
+    finding = len(data["strings"]) - 1
+    retry_col = [c["name"] for c in data["columns"]].index("retry_of")
+    for r in data["rows"]:
+        r.append(finding if r[retry_col] is not None else None)
+    text = json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    edited = tmp_path / "edited.html"
+    edited.write_text(page[:start] + text + page[end:])
+    b = browser
+    b.events.clear()
+    b.open(edited.as_uri())
+    assert b.errors() == []
+    headers = b.evaluate("[...document.querySelectorAll('#exchanges thead th')].map(e => e.textContent)")
+    assert headers[-1] == "retry_findings"
+    retries = b.evaluate("document.getElementById('retries').textContent")
+    assert "findings" in retries and "unsafe_retry" in retries and "retry_after_ignored" in retries
+    assert count(b, "[data-exchange-id]") == len(rows)
