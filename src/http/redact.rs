@@ -74,17 +74,16 @@ pub fn is_secret_header(name: &str) -> bool {
 
 /// `sha256:` and the first 12 hex digits of the SHA-256 of `value`.
 pub fn short_hash(value: &[u8]) -> String {
+    use std::fmt::Write;
     let digest = Sha256::digest(value);
     let mut out = String::with_capacity(19);
     out.push_str("sha256:");
     for b in digest.iter().take(6) {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0xf)]));
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{b:02x}");
     }
     out
 }
-
-const HEX: [u8; 16] = *b"0123456789abcdef";
 
 /// Bytes that end a query (or a userinfo) inside a longer text such as a quoted request line.
 fn ends_target(c: char) -> bool {

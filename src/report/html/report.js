@@ -513,7 +513,9 @@
   drawTimeline();
   drawTableShell();
   drawBelow();
-  window.addEventListener("beforeprint", () => document.querySelectorAll("details.session").forEach((d) => { d.open = true; }));
+  // Printed, every session shows its diagram (drawn now: the toggle event would come too late).
+  window.addEventListener("beforeprint", () => document.querySelectorAll("details.session").forEach((d) => {
+    if (!d.open) { d.open = true; drawDiagram(d); } }));
   // Ready once the first frame with the drawn page has been painted.
   requestAnimationFrame(() => setTimeout(() => {
     document.body.dataset.readyMs = String(Math.round(performance.now()));
