@@ -1,5 +1,5 @@
 //! Report stage: [`crate::mcp::Exchange`]s -> exchanges table, sessions table,
-//! run summary and terminal summary (report-schema.md sections 2 and 5).
+//! run summary, terminal summary (report-schema.md sections 2 and 5) and the HTML report.
 //!
 //! [`row`] is the schema: every writer walks its column lists, so JSON lines, CSV and
 //! Parquet agree on names, order, types and nulls. Files are written to `<path>.partial`
