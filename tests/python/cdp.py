@@ -75,7 +75,8 @@ class Browser:
         self._next_id = 0
         self.events = []
         self.session = None
-        targets = self.call("Target.getTargets")["targetInfos"]
+        # The first reply waits for the browser to start, which is slow on a loaded machine.
+        targets = self.call("Target.getTargets", timeout=120)["targetInfos"]
         page = next((t for t in targets if t["type"] == "page"), None)
         target_id = page["targetId"] if page else self.call(
             "Target.createTarget", url="about:blank")["targetId"]

@@ -236,3 +236,20 @@ def test_new_columns_appear(browser, tmp_path):
     retries = b.evaluate("document.getElementById('retries').textContent")
     assert "findings" in retries and "unsafe_retry" in retries and "retry_after_ignored" in retries
     assert count(b, "[data-exchange-id]") == len(rows)
+
+
+def test_print_layout(browser, tmp_path):
+    """Printed, the controls are hidden and the table is not cut to a scroll box."""
+    _, _, html = analyze("fault-503-app-retry.pcap", tmp_path)
+    b = browser
+    b.events.clear()
+    b.open(html.as_uri())
+    b.call("Emulation.setEmulatedMedia", media="print")
+    try:
+        assert b.evaluate("getComputedStyle(document.querySelector('.controls')).display") == "none"
+        assert b.evaluate("getComputedStyle(document.querySelector('.scroll')).overflow") == "visible"
+        pdf = b.call("Page.printToPDF")["data"]
+        assert len(pdf) > 10_000
+    finally:
+        b.call("Emulation.setEmulatedMedia", media="")
+    assert b.errors() == []
