@@ -67,12 +67,12 @@ def main():
                 outcome = b.evaluate("[...document.querySelectorAll('select[data-filter=outcome] option')].map(o => o.value).filter(v => v)[0] || ''")
                 ms = b.evaluate(f"""(() => {{ const s = document.querySelector('select[data-filter=outcome]');
                     const t = performance.now(); s.value = {json.dumps(outcome)}; s.dispatchEvent(new Event('change'));
-                    const n = document.querySelectorAll('[data-exchange-id]').length;
+                    const n = document.getElementById('row-count').textContent;
                     return [performance.now() - t, n]; }})()""")
                 filter_ms.append(ms[0])
                 errors = b.errors()
                 print(f"  round {i + 1}: ready {page_ms[-1]:.0f} ms after navigation start "
-                      f"(driver saw {wall_ms[-1]:.0f} ms); filter {outcome} -> {ms[1]} rows in {ms[0]:.0f} ms"
+                      f"(driver saw {wall_ms[-1]:.0f} ms); filter {outcome} -> {ms[1]} in {ms[0]:.0f} ms"
                       + (f"; console errors: {errors}" if errors else ""))
         print(f"exchanges listed: {facts['kept']} ({facts['omitted']} past --html-max-rows), "
               f"sessions: {facts['sessions']}, table rows drawn at once: {facts['rows_drawn']}")
