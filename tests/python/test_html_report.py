@@ -253,3 +253,17 @@ def test_print_layout(browser, tmp_path):
     finally:
         b.call("Emulation.setEmulatedMedia", media="")
     assert b.errors() == []
+
+
+def test_empty_capture(browser, tmp_path):
+    """A capture without MCP traffic still gives a page that draws and says so."""
+    src = tmp_path / "empty.har"
+    src.write_text(json.dumps({"log": {"version": "1.2", "creator": {"name": "t", "version": "1"}, "entries": []}}))
+    html = tmp_path / "empty.html"
+    subprocess.run([str(BIN), "analyze", str(src), "--html", str(html)], check=True, stdout=subprocess.DEVNULL)
+    b = browser
+    b.events.clear()
+    b.open(html.as_uri())
+    assert b.errors() == []
+    assert count(b, "[data-exchange-id]") == 0 and count(b, "[data-session-key]") == 0
+    assert b.evaluate("document.getElementById('row-count').textContent") == "0 of 0 exchanges"
