@@ -123,6 +123,12 @@ pub struct AnalyzeArgs {
     /// Write the run summary (JSON) here.
     #[arg(long, value_name = "PATH")]
     pub summary: Option<std::path::PathBuf>,
+    /// Write a self-contained HTML incident report here (one file, nothing fetched).
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<std::path::PathBuf>,
+    /// Most exchanges listed in the HTML report; the rest are counted (Parquet has them all).
+    #[arg(long, value_name = "N", default_value_t = crate::report::DEFAULT_HTML_MAX_ROWS)]
+    pub html_max_rows: usize,
     /// Keep only rows with these outcomes (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub outcome: Vec<String>,

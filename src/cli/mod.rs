@@ -207,6 +207,10 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         }
         _ => None,
     };
+    let mut html = match &args.html {
+        Some(path) => Some(report::HtmlReport::create(path, args.html_max_rows)?),
+        None => None,
+    };
     let mut tally = Tally::new(args.sessions.is_some());
     // Without -o the terminal summary needs the selected rows themselves.
     let mut selected: Vec<Exchange> = Vec::new();
@@ -216,6 +220,9 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         failed |= fail_on.matches(&row);
         if !filter.matches(&row) {
             return Ok(());
+        }
+        if let Some(h) = html.as_mut() {
+            h.push(&row);
         }
         match writer.as_mut() {
             Some(w) => w.push(row),
@@ -254,10 +261,15 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         }
         w.finish()?;
     }
-    if let Some(path) = &args.summary {
+    if args.summary.is_some() || html.is_some() {
         let mut summary = report::run_summary(&info);
         tally.counts.fill(&mut summary);
-        write_json(path, &summary)?;
+        if let Some(path) = &args.summary {
+            write_json(path, &summary)?;
+        }
+        if let Some(h) = html {
+            h.finish(&summary, &filter)?;
+        }
     }
     Ok(if failed {
         ExitCode::from(1)

@@ -126,7 +126,7 @@ impl HttpLog {
                 e.row.ts = r.ts_first_us;
                 e.row.method = Some(r.head.method.to_string());
                 e.row.host = r.head.headers.get("host").map(str::to_string);
-                e.row.uri = Some(r.head.uri.to_string());
+                e.row.uri = Some(super::redact::redact_target(&r.head.uri).into_owned());
                 e.row.version = Some(r.head.version.to_string());
                 e.row.request_body_len = r.body.len() as u64;
                 e.row.request_wire_len = r.wire_len;

@@ -28,6 +28,7 @@ mod fixture_tests;
 mod h1;
 mod log;
 pub mod pseudo;
+pub mod redact;
 pub mod retry_after;
 mod router;
 mod stage;

@@ -386,8 +386,10 @@ pub fn parse_request_head(
     let first = lines.first().copied().unwrap_or_default();
     let (method, uri, version) =
         parse_request_line(first).ok_or_else(|| HttpError::BadRequestLine {
-            line: String::from_utf8_lossy(first.get(..first.len().min(80)).unwrap_or_default())
-                .into_owned(),
+            line: crate::http::redact::redact_target(&String::from_utf8_lossy(
+                first.get(..first.len().min(80)).unwrap_or_default(),
+            ))
+            .into_owned(),
         })?;
     if !(version == "1.0" || version == "1.1") {
         push_anomaly(anomalies, "http.unusual_version");

@@ -4,6 +4,7 @@
 use super::Analyzer;
 use crate::anomaly::Stats;
 use crate::hashing::{HashMap, HashSet};
+use crate::http::redact::redact_target;
 use crate::http::{BodyEnd, HttpRequest};
 use crate::mcp::classify::{self, Final, Kind, RowFacts};
 use crate::mcp::session::{SessionFacts, SessionInfo, fnv1a};
@@ -139,7 +140,11 @@ impl Analyzer {
             user_agent: user_agent.clone(),
             kind: kind.name(),
             http_method: req.head.method.clone(),
-            path: req.head.uri.clone(),
+            // Section 1b: credentials in the query are shown as hashes.
+            path: match redact_target(&req.head.uri) {
+                Cow::Borrowed(_) => req.head.uri.clone(),
+                Cow::Owned(s) => s.into(),
+            },
             stream_end: "none",
             request_bytes: req.wire_len,
             attempt: 1,
