@@ -1,0 +1,220 @@
+//! Throughput of the TLS stage: capture -> decode -> flow -> TLS on a TLS capture
+//! against capture -> decode -> flow on the plaintext capture of the same traffic.
+//!
+//! ```text
+//! cargo build --release --example gen_capture --example tls_throughput
+//! gen_capture /tmp/p.pcap 100 --seed 1; gen_capture /tmp/t.pcap 100 --seed 1 --tls
+//! tls_throughput /tmp/p.pcap /tmp/t.pcap [ROUNDS]     # key log: /tmp/t.keys
+//! ```
+//!
+//! Runs, alternating, ROUNDS times (default 5): the plaintext capture through the
+//! flow stage; the TLS capture through the flow stage only; the TLS capture through
+//! the flow and TLS stages. Prints the best and median wall time of each, MB/s of
+//! capture file and of the TCP payload handed on, and the TLS stage's own rate
+//! (the third run's time less the second's, over the TLS payload). Exits 1 when the
+//! TLS stage hands on other bytes than the plaintext capture's flow stage, or
+//! reports a connection not decrypted.
+
+use mcp_trace::anomaly::Stats;
+use mcp_trace::capture::{self, Source};
+use mcp_trace::decode::{Decoded, Decoder};
+use mcp_trace::flow::{FlowLimits, FlowTable, Side, StreamEvent, StreamEventKind};
+use mcp_trace::tls::{Decryption, KeyLog, TlsStage};
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// What one run handed on.
+#[derive(Default, PartialEq, Eq, Debug)]
+struct Handed {
+    /// Payload bytes in `Data` events.
+    bytes: u64,
+    /// FNV-1a of each stream's bytes per side, whatever the events' sizes.
+    digests: BTreeMap<(u64, bool), u64>,
+    /// Connections the TLS stage reported, and those not decrypted though they carried data.
+    reports: u64,
+    not_decrypted: u64,
+}
+
+fn count(events: &mut Vec<StreamEvent>, handed: &mut Handed) {
+    for ev in events.drain(..) {
+        if let StreamEventKind::Data { side, bytes } = &ev.kind {
+            handed.bytes += bytes.len() as u64;
+            let h = handed
+                .digests
+                .entry((ev.stream, *side == Side::Client))
+                .or_insert(0xcbf2_9ce4_8422_2325);
+            for b in bytes {
+                *h = (*h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+            }
+        }
+    }
+}
+
+/// One run over `path`; with `keys`, the key log is read (as `analyze --keylog` would) and
+/// the TLS stage runs.
+fn pass(path: &str, keys: Option<&str>) -> Result<(f64, Handed), String> {
+    let start = Instant::now();
+    let mut stage = match keys {
+        Some(keys) => Some(TlsStage::new(read_keylog(keys)?)),
+        None => None,
+    };
+    let Source::Packets(reader) = capture::open(path, 0).map_err(|e| format!("{path}: {e}"))?
+    else {
+        return Err(format!("{path}: not a packet capture"));
+    };
+    let mut stats = Stats::default();
+    let mut frames = capture::Merger::new(vec![reader]);
+    let mut decoder = Decoder::new();
+    let mut table = FlowTable::new(FlowLimits::default());
+    let (mut flow_out, mut out) = (Vec::new(), Vec::new());
+    let mut handed = Handed::default();
+    let mut step =
+        |flow_out: &mut Vec<StreamEvent>, stats: &mut Stats, handed: &mut Handed| match stage
+            .as_mut()
+        {
+            Some(s) => {
+                for ev in flow_out.drain(..) {
+                    s.push(ev, stats, &mut out);
+                }
+                count(&mut out, handed);
+            }
+            None => count(flow_out, handed),
+        };
+    while let Some(frame) = frames.next_frame_ref(&mut stats) {
+        if let Decoded::Segment(seg) = decoder.decode_ref(&frame) {
+            table.push(seg, &mut stats, &mut flow_out);
+            step(&mut flow_out, &mut stats, &mut handed);
+        }
+    }
+    table.finish(&mut stats, &mut flow_out);
+    step(&mut flow_out, &mut stats, &mut handed);
+    if let Some(s) = stage.as_mut() {
+        let mut rest = Vec::new();
+        s.finish(&mut stats, &mut rest);
+        count(&mut rest, &mut handed);
+        for r in s.take_reports() {
+            handed.reports += 1;
+            if r.decryption != Decryption::Decrypted && r.bytes.received > 0 {
+                handed.not_decrypted += 1;
+            }
+        }
+    }
+    Ok((start.elapsed().as_secs_f64(), handed))
+}
+
+fn read_keylog(keys: &str) -> Result<KeyLog, String> {
+    let mut keylog = KeyLog::new();
+    let file = std::fs::File::open(keys).map_err(|e| format!("{keys}: {e}"))?;
+    keylog
+        .read_from(keys, std::io::BufReader::new(file))
+        .map_err(|e| format!("{keys}: {e}"))?;
+    Ok(keylog)
+}
+
+fn best_and_median(walls: &mut [f64]) -> (f64, f64) {
+    walls.sort_by(f64::total_cmp);
+    let n = walls.len();
+    let median = if n % 2 == 1 {
+        walls[n / 2]
+    } else {
+        (walls[n / 2 - 1] + walls[n / 2]) / 2.0
+    };
+    (walls[0], median)
+}
+
+fn run(plain: &str, tls: &str, rounds: usize) -> Result<bool, String> {
+    let keys = match tls.strip_suffix(".pcap") {
+        Some(stem) => format!("{stem}.keys"),
+        None => format!("{tls}.keys"),
+    };
+    let size = |p: &str| std::fs::metadata(p).map(|m| m.len() as f64 / 1e6);
+    let (plain_mb, tls_mb) = (
+        size(plain).map_err(|e| format!("{plain}: {e}"))?,
+        size(tls).map_err(|e| format!("{tls}: {e}"))?,
+    );
+    let mut walls = [Vec::new(), Vec::new(), Vec::new()];
+    let mut handed = [Handed::default(), Handed::default(), Handed::default()];
+    for round in 1..=rounds {
+        let runs = [(plain, None), (tls, None), (tls, Some(keys.as_str()))];
+        for (k, (path, log)) in runs.into_iter().enumerate() {
+            let (wall, h) = pass(path, log)?;
+            walls[k].push(wall);
+            handed[k] = h;
+        }
+        eprintln!(
+            "round {round}: plaintext flow {:.3} s, TLS flow {:.3} s, TLS flow + TLS stage {:.3} s",
+            walls[0][round - 1],
+            walls[1][round - 1],
+            walls[2][round - 1]
+        );
+    }
+    let names = [
+        "plaintext: capture -> decode -> flow",
+        "TLS: capture -> decode -> flow",
+        "TLS: capture -> decode -> flow -> TLS stage",
+    ];
+    let files = [plain_mb, tls_mb, tls_mb];
+    let mut best = [0.0; 3];
+    println!("| run | capture MB | best s | median s | capture MB/s | payload out MB/s |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for k in 0..3 {
+        let (b, m) = best_and_median(&mut walls[k]);
+        best[k] = b;
+        println!(
+            "| {} | {:.1} | {b:.3} | {m:.3} | {:.1} | {:.1} |",
+            names[k],
+            files[k],
+            files[k] / b,
+            handed[k].bytes as f64 / 1e6 / b
+        );
+    }
+    let stage_s = best[2] - best[1];
+    println!(
+        "\nTLS stage alone (best less best): {stage_s:.3} s for {:.1} MB of TLS payload: {:.0} MB/s",
+        handed[1].bytes as f64 / 1e6,
+        handed[1].bytes as f64 / 1e6 / stage_s.max(1e-6)
+    );
+    println!(
+        "same traffic, TLS through the TLS stage against plaintext: {:.2}x the time, {:.0}% of the throughput",
+        best[2] / best[0],
+        100.0 * best[0] / best[2]
+    );
+    let same = handed[2].bytes == handed[0].bytes && handed[2].digests == handed[0].digests;
+    println!(
+        "decrypted bytes {} the plaintext capture's ({} bytes); {} connections, {} with data not decrypted",
+        if same { "equal" } else { "DIFFER from" },
+        handed[0].bytes,
+        handed[2].reports,
+        handed[2].not_decrypted
+    );
+    Ok(same && handed[2].not_decrypted == 0)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (Some(plain), Some(tls)) = (args.first(), args.get(1)) else {
+        eprintln!("usage: tls_throughput PLAIN.pcap TLS.pcap [ROUNDS]  (key log: TLS.keys)");
+        return ExitCode::from(2);
+    };
+    let rounds = match args.get(2).map(|r| r.parse::<usize>()) {
+        None => 5,
+        Some(Ok(n)) if n > 0 => n,
+        Some(_) => {
+            eprintln!("tls_throughput: ROUNDS must be a positive integer");
+            return ExitCode::from(2);
+        }
+    };
+    match run(plain, tls, rounds) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("tls_throughput: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
