@@ -122,15 +122,31 @@ fn read_keylog(keys: &str) -> Result<KeyLog, String> {
     Ok(keylog)
 }
 
-fn best_and_median(walls: &mut [f64]) -> (f64, f64) {
-    walls.sort_by(f64::total_cmp);
-    let n = walls.len();
-    let median = if n % 2 == 1 {
-        walls[n / 2]
-    } else {
-        (walls[n / 2 - 1] + walls[n / 2]) / 2.0
-    };
-    (walls[0], median)
+/// One of the three runs of a round, and what its rounds gave.
+struct Run<'a> {
+    name: &'static str,
+    path: &'a str,
+    keys: Option<&'a str>,
+    walls: Vec<f64>,
+    handed: Handed,
+}
+
+impl Run<'_> {
+    fn best(&self) -> f64 {
+        self.walls.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+
+    fn median(&self) -> f64 {
+        let mut w = self.walls.clone();
+        w.sort_by(f64::total_cmp);
+        let n = w.len();
+        let mid = |i: usize| w.get(i).copied().unwrap_or(f64::NAN);
+        if n % 2 == 1 {
+            mid(n / 2)
+        } else {
+            (mid(n / 2 - 1) + mid(n / 2)) / 2.0
+        }
+    }
 }
 
 fn run(plain: &str, tls: &str, rounds: usize) -> Result<bool, String> {
@@ -138,70 +154,73 @@ fn run(plain: &str, tls: &str, rounds: usize) -> Result<bool, String> {
         Some(stem) => format!("{stem}.keys"),
         None => format!("{tls}.keys"),
     };
-    let size = |p: &str| std::fs::metadata(p).map(|m| m.len() as f64 / 1e6);
-    let (plain_mb, tls_mb) = (
-        size(plain).map_err(|e| format!("{plain}: {e}"))?,
-        size(tls).map_err(|e| format!("{tls}: {e}"))?,
-    );
-    let mut walls = [Vec::new(), Vec::new(), Vec::new()];
-    let mut handed = [Handed::default(), Handed::default(), Handed::default()];
-    for round in 1..=rounds {
-        let runs = [(plain, None), (tls, None), (tls, Some(keys.as_str()))];
-        for (k, (path, log)) in runs.into_iter().enumerate() {
-            let (wall, h) = pass(path, log, false)?;
-            walls[k].push(wall);
-            handed[k] = h;
-        }
-        eprintln!(
-            "round {round}: plaintext flow {:.3} s, TLS flow {:.3} s, TLS flow + TLS stage {:.3} s",
-            walls[0][round - 1],
-            walls[1][round - 1],
-            walls[2][round - 1]
-        );
-    }
-    let names = [
-        "plaintext: capture -> decode -> flow",
-        "TLS: capture -> decode -> flow",
-        "TLS: capture -> decode -> flow -> TLS stage",
+    let new = |name, path, keys| Run {
+        name,
+        path,
+        keys,
+        walls: Vec::new(),
+        handed: Handed::default(),
+    };
+    let mut runs = [
+        new("plaintext: capture -> decode -> flow", plain, None),
+        new("TLS: capture -> decode -> flow", tls, None),
+        new(
+            "TLS: capture -> decode -> flow -> TLS stage",
+            tls,
+            Some(keys.as_str()),
+        ),
     ];
-    let files = [plain_mb, tls_mb, tls_mb];
-    let mut best = [0.0; 3];
+    for round in 1..=rounds {
+        let mut line = format!("round {round}:");
+        for r in runs.iter_mut() {
+            let (wall, handed) = pass(r.path, r.keys, false)?;
+            r.walls.push(wall);
+            r.handed = handed;
+            line.push_str(&format!(" {:.3} s", wall));
+        }
+        eprintln!("{line}");
+    }
     println!("| run | capture MB | best s | median s | capture MB/s | payload out MB/s |");
     println!("|---|---:|---:|---:|---:|---:|");
-    for k in 0..3 {
-        let (b, m) = best_and_median(&mut walls[k]);
-        best[k] = b;
+    for r in &runs {
+        let mb = std::fs::metadata(r.path)
+            .map_err(|e| format!("{}: {e}", r.path))?
+            .len() as f64
+            / 1e6;
+        let b = r.best();
         println!(
-            "| {} | {:.1} | {b:.3} | {m:.3} | {:.1} | {:.1} |",
-            names[k],
-            files[k],
-            files[k] / b,
-            handed[k].bytes as f64 / 1e6 / b
+            "| {} | {mb:.1} | {b:.3} | {:.3} | {:.1} | {:.1} |",
+            r.name,
+            r.median(),
+            mb / b,
+            r.handed.bytes as f64 / 1e6 / b
         );
     }
-    let stage_s = best[2] - best[1];
+    let [plain_run, tls_flow, tls_stage] = &runs;
+    let stage_s = tls_stage.best() - tls_flow.best();
+    let tls_mb = tls_flow.handed.bytes as f64 / 1e6;
     println!(
-        "\nTLS stage alone (best less best): {stage_s:.3} s for {:.1} MB of TLS payload: {:.0} MB/s",
-        handed[1].bytes as f64 / 1e6,
-        handed[1].bytes as f64 / 1e6 / stage_s.max(1e-6)
+        "\nTLS stage alone (best less best): {stage_s:.3} s for {tls_mb:.1} MB of TLS payload: {:.0} MB/s",
+        tls_mb / stage_s.max(1e-6)
     );
     println!(
         "same traffic, TLS through the TLS stage against plaintext: {:.2}x the time, {:.0}% of the throughput",
-        best[2] / best[0],
-        100.0 * best[0] / best[2]
+        tls_stage.best() / plain_run.best(),
+        100.0 * plain_run.best() / tls_stage.best()
     );
     // Untimed: the decrypted bytes against the plaintext capture's, stream by stream.
     let (_, plain_check) = pass(plain, None, true)?;
     let (_, tls_check) = pass(tls, Some(&keys), true)?;
-    let same = tls_check.digests == plain_check.digests && handed[2].bytes == handed[0].bytes;
+    let same = tls_check.digests == plain_check.digests
+        && tls_stage.handed.bytes == plain_run.handed.bytes;
     println!(
         "decrypted bytes {} the plaintext capture's ({} bytes); {} connections, {} with data not decrypted",
         if same { "equal" } else { "DIFFER from" },
-        handed[0].bytes,
-        handed[2].reports,
-        handed[2].not_decrypted
+        plain_run.handed.bytes,
+        tls_stage.handed.reports,
+        tls_stage.handed.not_decrypted
     );
-    Ok(same && handed[2].not_decrypted == 0)
+    Ok(same && tls_stage.handed.not_decrypted == 0)
 }
 
 fn main() -> ExitCode {

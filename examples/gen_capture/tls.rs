@@ -99,7 +99,7 @@ impl SealedWrite {
         let before = at / MAX_FRAGMENT; // records wholly before `at`, or starting at it
         if at == self.plain_len {
             self.wire.len()
-        } else if at % MAX_FRAGMENT == 0 {
+        } else if at.is_multiple_of(MAX_FRAGMENT) {
             at + before * RECORD_OVERHEAD
         } else {
             at + before * RECORD_OVERHEAD + 5
@@ -156,7 +156,7 @@ impl ConnTls {
         );
 
         let mut ee_body = Vec::new();
-        vec16(&mut ee_body, |exts| extension(exts, 16, |d| alpn_list(d)));
+        vec16(&mut ee_body, |exts| extension(exts, 16, alpn_list));
         let encrypted_extensions = message(8, &ee_body);
         transcript.update(&encrypted_extensions);
         let server_finished = message(20, &finished(&server_hs, &transcript));
