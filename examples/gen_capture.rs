@@ -1,7 +1,7 @@
 //! Deterministic generator of realistic MCP captures for the benchmark (issue 9).
 //!
 //! ```text
-//! cargo run --release --example gen_capture -- OUT.pcap SIZE_MB [--seed N] [--conns N]
+//! cargo run --release --example gen_capture -- OUT.pcap SIZE_MB [--seed N] [--conns N] [--tls]
 //! ```
 //!
 //! Writes a classic pcap (Ethernet, IPv4, 127.0.0.x) of many concurrent keep-alive
@@ -16,6 +16,13 @@
 //! Faults: 503 then an SDK retry with the same id and body, 404 session expiry
 //! then a fresh `initialize`, JSON-RPC errors, `isError` results. A few percent
 //! of data segments are retransmitted or delivered out of order.
+//!
+//! `--tls` (see `gen_capture/tls.rs`) writes the same traffic as TLS 1.3, and
+//! `OUT.keys`, its key log. It draws its randoms from a generator of its own and
+//! carries the plaintext capture's packets of the same seed and size, in the same
+//! order at the same times (a segment carries its plaintext bytes' records, with
+//! their headers and tags), plus the TLS handshake and close_notify segments. So
+//! the ground truth is the plaintext capture's except for bytes and packets.
 
 // Indexing here is over the generator's own buffers, whose shapes it fixes;
 // no capture data is read.
@@ -27,8 +34,20 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
+#[path = "gen_capture/tcp.rs"]
+mod tcp;
+#[path = "gen_capture/tls.rs"]
+mod tls;
+
+use tcp::{ACK, FIN, SYN};
+
 /// Maximum TCP payload per segment (Ethernet MTU 1500 - 40).
 const MSS: usize = 1460;
+/// MSS announced with `--tls`: segments carry record overhead beyond 1460 bytes
+/// (Linux's loopback MSS).
+const TLS_MSS: usize = 65_495;
+/// Seeds the TLS randoms and secrets apart from the traffic's generator.
+const TLS_SEED_SALT: u64 = 0x746c_7331_3361_6573;
 /// Server address and port: every client talks to one MCP endpoint.
 const SERVER_IP: [u8; 4] = [127, 0, 0, 1];
 const SERVER_PORT: u16 = 3000;
@@ -155,13 +174,25 @@ impl Truth {
 struct Packet {
     ts_us: u64,
     frame: Vec<u8>,
+    /// Length of this packet's frame in the plaintext capture (0: a TLS-only packet).
+    plain_len: u32,
 }
 
 /// TCP state of one direction.
 struct Dir {
     ip: [u8; 4],
     port: u16,
+    /// Next sequence number of the plaintext stream.
     seq: u32,
+    /// TLS bytes sent beyond the plaintext (handshake, record overhead).
+    shift: u32,
+}
+
+impl Dir {
+    /// Next sequence number on the wire.
+    fn wire_seq(&self) -> u32 {
+        self.seq.wrapping_add(self.shift)
+    }
 }
 
 /// What the next exchange of a client is.
@@ -197,6 +228,7 @@ struct Conn {
     left: u32,
     now_us: u64,
     queue: VecDeque<Packet>,
+    tls: Option<Box<tls::ConnTls>>,
     // MCP client state.
     session: Option<String>,
     next: Next,
@@ -207,177 +239,12 @@ struct Conn {
 
 struct Gen {
     rng: Rng,
+    /// `--tls`: randoms and secrets, and the key log.
+    tls: Option<(Rng, String)>,
     truth: Truth,
     next_port: u32,
     next_conn: u64,
     stopping: bool,
-}
-
-fn checksum_add(mut sum: u32, data: &[u8]) -> u32 {
-    let mut chunks = data.chunks_exact(2);
-    for c in &mut chunks {
-        sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    if let [last] = chunks.remainder() {
-        sum += u32::from(*last) << 8;
-    }
-    sum
-}
-
-fn checksum_fold(mut sum: u32) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
-const FIN: u8 = 0x01;
-const SYN: u8 = 0x02;
-const PSH: u8 = 0x08;
-const ACK: u8 = 0x10;
-
-/// Ethernet + IPv4 + TCP frame with valid checksums.
-fn frame(src: &Dir, dst: &Dir, seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
-    let opts: &[u8] = if flags & SYN != 0 {
-        &[2, 4, (MSS >> 8) as u8, MSS as u8] // MSS option
-    } else {
-        &[]
-    };
-    let tcp_len = 20 + opts.len() + payload.len();
-    let ip_len = 20 + tcp_len;
-    let mut f = Vec::with_capacity(14 + ip_len);
-    f.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x00]);
-    let ip_start = f.len();
-    f.extend_from_slice(&[0x45, 0]);
-    f.extend_from_slice(&(ip_len as u16).to_be_bytes());
-    f.extend_from_slice(&[0, 0, 0x40, 0, 64, 6, 0, 0]);
-    f.extend_from_slice(&src.ip);
-    f.extend_from_slice(&dst.ip);
-    let ip_sum = checksum_fold(checksum_add(0, &f[ip_start..]));
-    f[ip_start + 10..ip_start + 12].copy_from_slice(&ip_sum.to_be_bytes());
-    let tcp_start = f.len();
-    f.extend_from_slice(&src.port.to_be_bytes());
-    f.extend_from_slice(&dst.port.to_be_bytes());
-    f.extend_from_slice(&seq.to_be_bytes());
-    f.extend_from_slice(&ack.to_be_bytes());
-    f.push((((20 + opts.len()) / 4) << 4) as u8);
-    f.push(flags);
-    f.extend_from_slice(&[0xff, 0xff, 0, 0, 0, 0]); // window, checksum, urgent
-    f.extend_from_slice(opts);
-    f.extend_from_slice(payload);
-    let mut pseudo = [0u8; 12];
-    pseudo[..4].copy_from_slice(&src.ip);
-    pseudo[4..8].copy_from_slice(&dst.ip);
-    pseudo[9] = 6;
-    pseudo[10..].copy_from_slice(&(tcp_len as u16).to_be_bytes());
-    let sum = checksum_fold(checksum_add(checksum_add(0, &pseudo), &f[tcp_start..]));
-    f[tcp_start + 16..tcp_start + 18].copy_from_slice(&sum.to_be_bytes());
-    f
-}
-
-impl Conn {
-    /// Queues a control segment from the client (`from_client`) or the server.
-    fn control(&mut self, from_client: bool, flags: u8) {
-        let (src, dst) = if from_client {
-            (&self.client, &self.server)
-        } else {
-            (&self.server, &self.client)
-        };
-        let ack = if flags & ACK != 0 { dst.seq } else { 0 };
-        let f = frame(src, dst, src.seq, ack, flags, &[]);
-        let ts_us = self.now_us;
-        self.queue.push_back(Packet { ts_us, frame: f });
-        let src = if from_client {
-            &mut self.client
-        } else {
-            &mut self.server
-        };
-        if flags & (SYN | FIN) != 0 {
-            src.seq = src.seq.wrapping_add(1);
-        }
-        self.now_us += 20;
-    }
-
-    /// Queues `data` as MSS-sized segments with ACKs from the peer; a few
-    /// segments are retransmitted or swapped with their successor.
-    fn send(&mut self, rng: &mut Rng, from_client: bool, data: &[u8]) {
-        let mut segs: Vec<(u32, &[u8])> = Vec::new();
-        let mut seq = if from_client {
-            self.client.seq
-        } else {
-            self.server.seq
-        };
-        for chunk in data.chunks(MSS) {
-            segs.push((seq, chunk));
-            seq = seq.wrapping_add(chunk.len() as u32);
-        }
-        let mut order: Vec<usize> = (0..segs.len()).collect();
-        let mut i = 0;
-        while i + 1 < order.len() {
-            if rng.per_mille(REORDER_PER_MILLE) {
-                order.swap(i, i + 1);
-                i += 2;
-            } else {
-                i += 1;
-            }
-        }
-        let (src, dst) = if from_client {
-            (&self.client, &self.server)
-        } else {
-            (&self.server, &self.client)
-        };
-        let mut since_ack = 0;
-        let mut arrived = vec![false; segs.len()];
-        let mut contiguous = 0; // segments received in order so far
-        for (n, &k) in order.iter().enumerate() {
-            let (s, chunk) = segs[k];
-            let last = n + 1 == order.len();
-            let flags = if last { ACK | PSH } else { ACK };
-            let f = frame(src, dst, s, dst.seq, flags, chunk);
-            if rng.per_mille(RETRANSMIT_PER_MILLE) {
-                let dup = f.clone();
-                self.queue.push_back(Packet {
-                    ts_us: self.now_us,
-                    frame: f,
-                });
-                self.now_us += rng.range(200, 3000);
-                self.queue.push_back(Packet {
-                    ts_us: self.now_us,
-                    frame: dup,
-                });
-            } else {
-                self.queue.push_back(Packet {
-                    ts_us: self.now_us,
-                    frame: f,
-                });
-            }
-            self.now_us += rng.range(5, 40);
-            arrived[k] = true;
-            while contiguous < segs.len() && arrived[contiguous] {
-                contiguous += 1;
-            }
-            since_ack += 1;
-            if since_ack == 2 || last {
-                // The peer ACKs every second segment and the end of each write.
-                since_ack = 0;
-                let acked = match contiguous.checked_sub(1).map(|i| segs[i]) {
-                    Some((s, c)) => s.wrapping_add(c.len() as u32),
-                    None => segs[0].0,
-                };
-                let a = frame(dst, src, dst.seq, acked, ACK, &[]);
-                self.queue.push_back(Packet {
-                    ts_us: self.now_us,
-                    frame: a,
-                });
-                self.now_us += rng.range(5, 30);
-            }
-        }
-        if from_client {
-            self.client.seq = seq;
-        } else {
-            self.server.seq = seq;
-        }
-    }
 }
 
 fn session_id(rng: &mut Rng) -> String {
@@ -503,12 +370,18 @@ impl Gen {
             ip: [127, 0, 0, 2 + (slot % 250) as u8],
             port,
             seq: self.rng.next() as u32,
+            shift: 0,
         };
         let server = Dir {
             ip: SERVER_IP,
             port: SERVER_PORT,
             seq: self.rng.next() as u32,
+            shift: 0,
         };
+        let tls = self
+            .tls
+            .as_mut()
+            .map(|(rng, keylog)| Box::new(tls::ConnTls::new(rng, keylog)));
         let mut c = Conn {
             index,
             slot,
@@ -518,6 +391,7 @@ impl Gen {
             left: self.rng.range(20, 300) as u32,
             now_us,
             queue: VecDeque::new(),
+            tls,
             session: None,
             next: Next::Initialize,
             next_id: 0,
@@ -542,15 +416,19 @@ impl Gen {
     /// Queues the next exchange (or the close) of `c`.
     fn step(&mut self, c: &mut Conn) {
         if c.left == 0 || self.stopping {
+            c.tls_close_notify(true);
             c.control(true, FIN | ACK);
             c.now_us += self.rng.range(20, 200);
+            c.tls_close_notify(false);
             c.control(false, FIN | ACK);
             c.control(true, ACK);
             c.open = false;
             return;
         }
         c.left -= 1;
+        let idle_from = c.now_us;
         c.now_us += self.rng.range(200, 30_000); // think time
+        c.tls_handshake(idle_from);
         let rng = &mut self.rng;
         let next = std::mem::replace(&mut c.next, Next::Work);
         let is_retry = matches!(next, Next::Retry { .. });
@@ -822,7 +700,15 @@ struct Due {
     slot: usize,
 }
 
-fn run(path: &str, size_mb: u64, seed: u64, conns: usize) -> std::io::Result<()> {
+/// `OUT.pcap` -> `OUT.<ext>`.
+fn beside(path: &str, ext: &str) -> String {
+    match path.strip_suffix(".pcap") {
+        Some(stem) => format!("{stem}.{ext}"),
+        None => format!("{path}.{ext}"),
+    }
+}
+
+fn run(path: &str, size_mb: u64, seed: u64, conns: usize, with_tls: bool) -> std::io::Result<()> {
     let target = size_mb * 1_000_000;
     let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
     // Classic pcap, microsecond timestamps, Ethernet.
@@ -833,10 +719,13 @@ fn run(path: &str, size_mb: u64, seed: u64, conns: usize) -> std::io::Result<()>
     out.write_all(&262_144u32.to_le_bytes())?;
     out.write_all(&1u32.to_le_bytes())?;
     let mut written: u64 = 24;
+    // What the plaintext capture has written by now: it decides when to stop.
+    let mut plain_written: u64 = 24;
     let mut packets: u64 = 0;
 
     let mut g = Gen {
         rng: Rng(seed),
+        tls: with_tls.then(|| (Rng(seed ^ TLS_SEED_SALT), String::new())),
         truth: Truth::default(),
         next_port: 0,
         next_conn: 0,
@@ -863,8 +752,11 @@ fn run(path: &str, size_mb: u64, seed: u64, conns: usize) -> std::io::Result<()>
             out.write_all(&len.to_le_bytes())?;
             out.write_all(&p.frame)?;
             written += 16 + u64::from(len);
+            if p.plain_len > 0 {
+                plain_written += 16 + u64::from(p.plain_len);
+            }
             packets += 1;
-            if written >= target {
+            if plain_written >= target {
                 g.stopping = true;
             }
         }
@@ -892,6 +784,9 @@ fn run(path: &str, size_mb: u64, seed: u64, conns: usize) -> std::io::Result<()>
     let _ = writeln!(json, "  \"generator\": \"examples/gen_capture.rs\",");
     let _ = writeln!(json, "  \"seed\": {seed},");
     let _ = writeln!(json, "  \"concurrent_connections\": {conns},");
+    if with_tls {
+        let _ = writeln!(json, "  \"tls\": \"TLS 1.3 TLS_AES_128_GCM_SHA256\",");
+    }
     let _ = writeln!(json, "  \"bytes\": {written},");
     let _ = writeln!(json, "  \"packets\": {packets},");
     let _ = writeln!(json, "  \"tcp_connections\": {},", g.truth.connections);
@@ -910,11 +805,10 @@ fn run(path: &str, size_mb: u64, seed: u64, conns: usize) -> std::io::Result<()>
         let _ = write!(json, "{sep}\n    \"{name}\": {n}");
     }
     json.push_str("\n  }\n}\n");
-    let truth_path = match path.strip_suffix(".pcap") {
-        Some(stem) => format!("{stem}.truth.json"),
-        None => format!("{path}.truth.json"),
-    };
-    std::fs::write(truth_path, json)?;
+    std::fs::write(beside(path, "truth.json"), json)?;
+    if let Some((_, keylog)) = &g.tls {
+        std::fs::write(beside(path, "keys"), keylog)?;
+    }
     eprintln!("wrote {path}: {written} bytes, {packets} packets, {total} requests");
     Ok(())
 }
@@ -924,20 +818,22 @@ fn main() -> ExitCode {
     let mut pos = Vec::new();
     let mut seed = 1u64;
     let mut conns = 200usize;
+    let mut with_tls = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--seed" => seed = it.next().and_then(|v| v.parse().ok()).unwrap_or(seed),
             "--conns" => conns = it.next().and_then(|v| v.parse().ok()).unwrap_or(conns),
+            "--tls" => with_tls = true,
             _ => pos.push(a.clone()),
         }
     }
     let (Some(path), Some(size)) = (pos.first(), pos.get(1).and_then(|s| s.parse::<u64>().ok()))
     else {
-        eprintln!("usage: gen_capture OUT.pcap SIZE_MB [--seed N] [--conns N]");
+        eprintln!("usage: gen_capture OUT.pcap SIZE_MB [--seed N] [--conns N] [--tls]");
         return ExitCode::from(2);
     };
-    match run(path, size, seed, conns.max(1)) {
+    match run(path, size, seed, conns.max(1), with_tls) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gen_capture: {e}");
@@ -947,50 +843,5 @@ fn main() -> ExitCode {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn checksums_verify() {
-        let a = Dir {
-            ip: [127, 0, 0, 2],
-            port: 40000,
-            seq: 7,
-        };
-        let b = Dir {
-            ip: SERVER_IP,
-            port: SERVER_PORT,
-            seq: 9,
-        };
-        let f = frame(&a, &b, 7, 9, ACK | PSH, b"hello");
-        // A header with its checksum in place sums to 0xffff (RFC 1071).
-        assert_eq!(checksum_fold(checksum_add(0, &f[14..34])), 0);
-        let mut pseudo = Vec::from([127, 0, 0, 2, 127, 0, 0, 1, 0, 6, 0, 25]);
-        pseudo.extend_from_slice(&f[34..]);
-        assert_eq!(checksum_fold(checksum_add(0, &pseudo)), 0);
-        assert_eq!(f.len(), 14 + 20 + 20 + 5);
-    }
-
-    #[test]
-    fn same_seed_same_bytes_and_truth() {
-        let dir = tempfile::tempdir().unwrap();
-        let p1 = dir.path().join("a.pcap");
-        let p2 = dir.path().join("b.pcap");
-        run(p1.to_str().unwrap(), 1, 7, 20).unwrap();
-        run(p2.to_str().unwrap(), 1, 7, 20).unwrap();
-        assert_eq!(std::fs::read(&p1).unwrap(), std::fs::read(&p2).unwrap());
-        let t: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(dir.path().join("a.truth.json")).unwrap())
-                .unwrap();
-        let outcomes = t["mcp_exchanges"].as_object().unwrap();
-        let sum: u64 = outcomes.values().map(|v| v.as_u64().unwrap()).sum();
-        assert_eq!(sum, t["requests"].as_u64().unwrap());
-        assert!(t["bytes"].as_u64().unwrap() >= 1_000_000);
-        // One `notifications/initialized` per session at most (the run may stop
-        // between a client's initialize and its notification); one resend per error at most.
-        let sessions = t["sessions"].as_u64().unwrap();
-        assert!(sessions >= 10, "{t}");
-        assert!(outcomes["ACCEPTED"].as_u64().unwrap() <= sessions);
-        assert!(t["retries"]["sdk"].as_u64().unwrap() <= outcomes["HTTP_ERROR"].as_u64().unwrap());
-    }
-}
+#[path = "gen_capture/tests.rs"]
+mod tests;
