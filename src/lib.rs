@@ -22,7 +22,7 @@
 //! and no two files import each other in a circle (a `mod.rs` re-exporting its children
 //! aside). Outside the order:
 //!
-//! - `anomaly`, `buffers`, `hashing`, `timestamp` and `limits` are shared utilities: every
+//! - `anomaly`, `buffers`, `hashing` and `timestamp` are shared utilities: every
 //!   stage may use them, and they use no stage (only each other);
 //! - `cli` and `pipeline` (and the binary's `main`) wire the stages together: they may use
 //!   every module, and no stage or utility uses them.
@@ -45,7 +45,6 @@ pub mod flow;
 pub mod har;
 pub mod hashing;
 pub mod http;
-pub mod limits;
 pub mod mcp;
 pub mod pipeline;
 pub mod report;

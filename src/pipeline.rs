@@ -26,9 +26,11 @@ use crate::capture::{self, CaptureError, InputInfo, Merger, Source};
 use crate::decode::{Decoded, Decoder};
 use crate::flow::{FlowLimits, FlowTable, StreamEvent, StreamStage};
 use crate::har;
+use crate::http::HttpLimits;
 use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
-use crate::limits::Limits;
-use crate::mcp::{Analyzer, Exchange, InferenceConfig, PrepareScope, Prepared, Preparer};
+use crate::mcp::{
+    Analyzer, Exchange, InferenceConfig, McpLimits, Prepared, PreparedEvents, Preparer,
+};
 use arcstr::ArcStr;
 use std::convert::Infallible;
 use std::time::Instant;
@@ -42,7 +44,7 @@ mod tests;
 type StreamChain = HttpStage;
 
 /// Builds the chain of stream stages; every thread that runs them gets its own from here.
-fn stream_chain(names: &[ArcStr], limits: Limits) -> StreamChain {
+fn stream_chain(names: &[ArcStr], limits: HttpLimits) -> StreamChain {
     HttpStage::with_limits(names.to_vec(), limits)
 }
 
@@ -84,8 +86,9 @@ pub struct RunTotals {
 pub struct Config {
     pub inference: InferenceConfig,
     pub flow: FlowLimits,
-    /// Bounds of the HTTP, RPC and MCP stages.
-    pub limits: Limits,
+    pub http: HttpLimits,
+    /// Bounds of the MCP stage and of the JSON-RPC parsing it does.
+    pub mcp: McpLimits,
     /// Show a progress bar on stderr (the caller decides whether stderr is a terminal).
     pub progress: bool,
     /// Worker threads for the packet and HTTP stages; 0 or 1 runs everything on the caller's thread.
@@ -137,7 +140,7 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
     on_row: &mut dyn FnMut(Box<Exchange>) -> Result<(), E>,
 ) -> Result<RunTotals, RunError<E>> {
     let started = Instant::now();
-    let mut analyzer = Analyzer::with_limits(cfg.inference, cfg.limits);
+    let mut analyzer = Analyzer::with_limits(cfg.inference, cfg.mcp);
     let mut ready: Vec<Box<Exchange>> = Vec::new();
     let mut events = 0u32;
     // Two threads: the reader also runs the HTTP stage, so the analyzer's thread takes the
@@ -145,14 +148,14 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
     // (bench/README.md has the split).
     let scope = if cfg.threads == 2 {
         analyzer.prepare_responses_here();
-        PrepareScope::Posts
+        PreparedEvents::Posts
     } else {
-        PrepareScope::All
+        PreparedEvents::All
     };
     let mut totals = run_http(
         paths,
         cfg,
-        Some((cfg.limits, scope)),
+        Some((cfg.mcp, scope)),
         &mut |item, stats, streaming| {
             let drain = match item {
                 Item::Event(ev) => {
@@ -246,7 +249,7 @@ type HttpSink<'a, E> = dyn FnMut(Item, &mut Stats, bool) -> Result<(), RunError<
 fn run_http<E: std::error::Error + 'static>(
     paths: &[String],
     cfg: &Config,
-    prepare: Option<(Limits, PrepareScope)>,
+    prepare: Option<(McpLimits, PreparedEvents)>,
     sink: &mut HttpSink<'_, E>,
 ) -> Result<Totals, RunError<E>> {
     let mut stats = Stats::default();
@@ -276,7 +279,7 @@ fn run_http<E: std::error::Error + 'static>(
     let merger = Merger::new(readers);
     let read = if cfg.threads >= 2 {
         let chains: Vec<StreamChain> = (1..cfg.threads.min(MAX_HTTP_WORKERS + 1))
-            .map(|_| stream_chain(&names, cfg.limits))
+            .map(|_| stream_chain(&names, cfg.http))
             .collect();
         parallel::run(
             merger,
@@ -288,7 +291,7 @@ fn run_http<E: std::error::Error + 'static>(
             &mut |item, stats| sink(item, stats, in_order),
         )?
     } else {
-        let mut chain = stream_chain(&names, cfg.limits);
+        let mut chain = stream_chain(&names, cfg.http);
         let mut http_events: Vec<HttpEvent> = Vec::new();
         let mut preparer = prepare.map(Preparer::from);
         let mut frames = 0u32;

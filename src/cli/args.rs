@@ -1,6 +1,8 @@
 //! clap definitions. Every threshold shows its default in `--help`.
 
+use super::values::{duration_text, size_text};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::sync::LazyLock;
 
 /// Passive analyzer for Model Context Protocol traffic in pcap, pcapng and HAR files.
 #[derive(Debug, Parser)]
@@ -45,29 +47,42 @@ pub struct InputArgs {
     pub limits: LimitArgs,
 }
 
+// The defaults of the size and duration limits as `--help` shows them (clap takes text
+// there), made from the stages' constants.
+static MAX_FLOW_BUFFER: LazyLock<String> =
+    LazyLock::new(|| size_text(crate::flow::MAX_BUFFERED_BYTES_PER_DIRECTION));
+static FLOW_IDLE_TIMEOUT: LazyLock<String> =
+    LazyLock::new(|| duration_text(crate::flow::IDLE_TIMEOUT_NS / 1_000_000));
+static MAX_HEADER: LazyLock<String> = LazyLock::new(|| size_text(crate::http::HEAD_LIMIT));
+static MAX_BODY: LazyLock<String> = LazyLock::new(|| size_text(crate::http::REQUEST_BODY_LIMIT));
+static MAX_DECODED: LazyLock<String> =
+    LazyLock::new(|| size_text(crate::http::DECODED_BODY_LIMIT as usize));
+static MAX_SSE_EVENT: LazyLock<String> =
+    LazyLock::new(|| size_text(crate::rpc::MAX_SSE_EVENT_BYTES));
+
 /// Bounds on reassembly state; hitting one records an anomaly and a gap, never OOM.
 #[derive(Debug, Args)]
 pub struct LimitArgs {
     /// Most TCP flows kept open at once; the least recently active is evicted past it.
-    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    #[arg(long, value_name = "N", default_value_t = crate::flow::MAX_OPEN_FLOWS)]
     pub max_open_flows: usize,
     /// Most out-of-order bytes buffered per flow direction before a gap is declared.
-    #[arg(long, value_name = "SIZE", default_value = "4MiB", value_parser = super::values::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = MAX_FLOW_BUFFER.as_str(), value_parser = super::values::parse_size)]
     pub max_flow_buffer: usize,
     /// A flow with no packet for this long (capture time) is closed.
-    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    #[arg(long, value_name = "DURATION", default_value = FLOW_IDLE_TIMEOUT.as_str())]
     pub flow_idle_timeout: String,
     /// Largest HTTP head (start line and headers); a larger one is skipped (`http.head_too_large`).
-    #[arg(long, value_name = "SIZE", default_value = "64KiB", value_parser = super::values::positive_size)]
+    #[arg(long, value_name = "SIZE", default_value = MAX_HEADER.as_str(), value_parser = super::values::positive_size)]
     pub max_header: usize,
     /// Most body bytes kept per message for JSON parsing; the rest is counted, not parsed.
-    #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = super::values::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = MAX_BODY.as_str(), value_parser = super::values::parse_size)]
     pub max_body: usize,
     /// Most bytes decompressed (gzip, deflate, br) per body (`http.decompression_limit`).
-    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = super::values::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = MAX_DECODED.as_str(), value_parser = super::values::parse_size)]
     pub max_decoded: usize,
     /// Largest SSE event; a larger one is skipped (`rpc.sse_event_too_large`).
-    #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = super::values::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = MAX_SSE_EVENT.as_str(), value_parser = super::values::parse_size)]
     pub max_sse_event: usize,
     /// Most requests awaiting a response per session (`mcp.pending_limit` past it).
     #[arg(long, value_name = "N", default_value_t = crate::mcp::MAX_PENDING_PER_SESSION)]

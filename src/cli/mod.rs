@@ -9,12 +9,14 @@ mod defaults_tests;
 mod values;
 
 use crate::flow::FlowLimits;
-use crate::http::{HttpFormat, write_http_rows};
-use crate::limits::Limits;
+use crate::http::HttpLimits;
+use crate::mcp::McpLimits;
 use crate::mcp::retry::{FINDING_NAMES, Finding, findings_of};
 use crate::mcp::{Exchange, InferenceConfig};
 use crate::pipeline::{self, Analysis, Config};
 use crate::report::{self, Format, RowFilter, RunInfo, SessionAggregator, SessionRow, TableWriter};
+use crate::report::{HttpFormat, write_http_rows};
+use crate::rpc::RpcLimits;
 use anyhow::{Result, bail};
 use args::{AnalyzeArgs, ColorChoice, Command, HttpArgs, InputArgs, ShowArgs};
 use clap::Parser;
@@ -81,14 +83,19 @@ fn pipeline_config(input: &InputArgs) -> Result<Config> {
                 .map_err(|e| anyhow::anyhow!("--flow-idle-timeout: {e}"))?
                 .saturating_mul(1_000_000),
         },
-        limits: Limits {
+        http: HttpLimits {
             head_bytes: input.limits.max_header,
             body_bytes: input.limits.max_body,
             decoded_bytes: input.limits.max_decoded as u64,
-            sse_event_bytes: input.limits.max_sse_event,
+        },
+        mcp: McpLimits {
+            body_bytes: input.limits.max_body,
             pending_per_session: input.limits.max_pending.max(1),
             retry_rows: input.limits.max_retry_rows,
             catalog_tools: input.limits.max_catalog_tools,
+            rpc: RpcLimits {
+                sse_event_bytes: input.limits.max_sse_event,
+            },
         },
         progress: !input.no_progress && std::io::stderr().is_terminal(),
         threads: match input.threads {

@@ -68,6 +68,28 @@ pub fn parse_factor(text: &str) -> Result<f64, String> {
     }
 }
 
+/// A size as [`parse_size`] reads it back, in the largest binary unit that divides it
+/// (`65536` -> `64KiB`): how `--help` shows a default.
+pub fn size_text(bytes: usize) -> String {
+    for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if bytes != 0 && bytes.is_multiple_of(1usize << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
+/// A duration as [`parse_duration_ms`] reads it back, in the largest unit that divides it
+/// (`600000` -> `10m`): how `--help` shows a default.
+pub fn duration_text(ms: i64) -> String {
+    for (factor, unit) in [(3_600_000, "h"), (60_000, "m"), (1000, "s")] {
+        if ms != 0 && ms % factor == 0 {
+            return format!("{}{unit}", ms / factor);
+        }
+    }
+    format!("{ms}ms")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -147,6 +147,13 @@ impl GapLen {
     }
 }
 
+/// Default [`FlowLimits::max_open_flows`].
+pub const MAX_OPEN_FLOWS: usize = 100_000;
+/// Default [`FlowLimits::max_buffered_bytes_per_direction`].
+pub const MAX_BUFFERED_BYTES_PER_DIRECTION: usize = 4 * 1024 * 1024;
+/// Default [`FlowLimits::idle_timeout_ns`]: ten minutes.
+pub const IDLE_TIMEOUT_NS: i64 = 10 * 60 * 1_000_000_000;
+
 /// Bounds on reassembly state.
 #[derive(Debug, Clone, Copy)]
 pub struct FlowLimits {
@@ -161,9 +168,9 @@ pub struct FlowLimits {
 impl Default for FlowLimits {
     fn default() -> Self {
         FlowLimits {
-            max_open_flows: 100_000,
-            max_buffered_bytes_per_direction: 4 * 1024 * 1024,
-            idle_timeout_ns: 10 * 60 * 1_000_000_000,
+            max_open_flows: MAX_OPEN_FLOWS,
+            max_buffered_bytes_per_direction: MAX_BUFFERED_BYTES_PER_DIRECTION,
+            idle_timeout_ns: IDLE_TIMEOUT_NS,
         }
     }
 }

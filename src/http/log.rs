@@ -1,11 +1,11 @@
-//! `mcp-trace http`: one row per HTTP exchange (like Zeek's http.log), built
-//! from [`HttpEvent`]s, and its writers (table, CSV, JSONL).
+//! `mcp-trace http`'s rows: one per HTTP exchange (like Zeek's http.log), built from
+//! [`HttpEvent`]s. They are this stage's own account of what it parsed, MCP or not; the
+//! report stage writes them (`crate::report::write_http_rows`).
 
 use super::{BodyEnd, ExchangeRef, HttpEvent};
 use crate::timestamp::format_rfc3339_us;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::io::Write;
 
 /// One exchange: a request (answered or not), or a response without request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -44,17 +44,6 @@ pub struct HttpRow {
     pub complete: bool,
     /// Anomaly names of the exchange, `;`-separated.
     pub anomalies: Option<String>,
-}
-
-/// Output format of [`write_http_rows`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HttpFormat {
-    /// Readable aligned table.
-    Table,
-    /// RFC 4180 CSV with a header line.
-    Csv,
-    /// One JSON object per line; `ts` as RFC 3339 UTC with microseconds.
-    Jsonl,
 }
 
 #[derive(Debug)]
@@ -213,200 +202,6 @@ fn add(into: &mut Vec<String>, names: &[String]) {
     }
 }
 
-/// Column names, in output order.
-const COLUMNS: [&str; 16] = [
-    "ts",
-    "tcp_stream",
-    "client_addr",
-    "server_addr",
-    "trans_depth",
-    "method",
-    "host",
-    "uri",
-    "version",
-    "status_code",
-    "request_body_len",
-    "response_body_len",
-    "request_wire_len",
-    "response_wire_len",
-    "complete",
-    "anomalies",
-];
-
-/// Cells of a row as text (`""` for unset), `ts` in RFC 3339.
-fn cells(r: &HttpRow) -> [String; 16] {
-    let opt = |o: &Option<String>| o.clone().unwrap_or_default();
-    [
-        format_rfc3339_us(r.ts),
-        r.tcp_stream.map(|s| s.to_string()).unwrap_or_default(),
-        r.client_addr.clone(),
-        r.server_addr.clone(),
-        r.trans_depth.to_string(),
-        opt(&r.method),
-        opt(&r.host),
-        opt(&r.uri),
-        opt(&r.version),
-        r.status_code.map(|s| s.to_string()).unwrap_or_default(),
-        r.request_body_len.to_string(),
-        r.response_body_len.to_string(),
-        r.request_wire_len.to_string(),
-        r.response_wire_len.to_string(),
-        r.complete.to_string(),
-        opt(&r.anomalies),
-    ]
-}
-
 fn serialize_ts<S: serde::Serializer>(ts_us: &i64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format_rfc3339_us(*ts_us))
-}
-
-/// Writes rows in `format`.
-pub fn write_http_rows(
-    rows: &[HttpRow],
-    out: &mut dyn Write,
-    format: HttpFormat,
-) -> std::io::Result<()> {
-    match format {
-        HttpFormat::Csv => {
-            write!(out, "{}\r\n", COLUMNS.join(","))?;
-            for r in rows {
-                let line: Vec<String> = cells(r).iter().map(|c| csv_field(c)).collect();
-                write!(out, "{}\r\n", line.join(","))?;
-            }
-        }
-        HttpFormat::Jsonl => {
-            for r in rows {
-                // Serialized from the struct, so keys keep the column order.
-                serde_json::to_writer(&mut *out, r).map_err(std::io::Error::other)?;
-                writeln!(out)?;
-            }
-        }
-        HttpFormat::Table => {
-            // Long values are shortened so the table stays readable.
-            const MAX_CELL: usize = 60;
-            let table: Vec<Vec<String>> = rows
-                .iter()
-                .map(|r| cells(r).iter().map(|c| table_cell(c, MAX_CELL)).collect())
-                .collect();
-            let mut widths: Vec<usize> = COLUMNS.iter().map(|c| c.len()).collect();
-            for row in &table {
-                for (w, c) in widths.iter_mut().zip(row) {
-                    *w = (*w).max(c.chars().count());
-                }
-            }
-            let line = |cols: &mut dyn Iterator<Item = &str>| -> String {
-                cols.zip(&widths)
-                    .map(|(c, w)| format!("{c:<w$}"))
-                    .collect::<Vec<_>>()
-                    .join("  ")
-                    .trim_end()
-                    .to_string()
-            };
-            writeln!(out, "{}", line(&mut COLUMNS.iter().copied()))?;
-            for row in &table {
-                writeln!(out, "{}", line(&mut row.iter().map(String::as_str)))?;
-            }
-        }
-    }
-    out.flush()
-}
-
-/// RFC 4180: quote a field holding a comma, quote, CR or LF; double quotes.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\r', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-/// Control characters shown as `\xHH`; long cells cut with `…`.
-fn table_cell(s: &str, max: usize) -> String {
-    let mut out = String::new();
-    for ch in s.chars() {
-        if ch.is_control() {
-            out.push_str(&format!("\\x{:02x}", u32::from(ch)));
-        } else {
-            out.push(ch);
-        }
-    }
-    if out.chars().count() > max {
-        let cut: String = out.chars().take(max.saturating_sub(1)).collect();
-        return format!("{cut}…");
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn row() -> HttpRow {
-        HttpRow {
-            ts: 1_700_000_000_123_456,
-            tcp_stream: Some(3),
-            client_addr: "10.0.0.1:5000".into(),
-            server_addr: "[::1]:80".into(),
-            trans_depth: 1,
-            method: Some("POST".into()),
-            host: Some("h".into()),
-            uri: Some("/a,\"b\"".into()),
-            version: Some("1.1".into()),
-            status_code: Some(200),
-            request_body_len: 5,
-            response_body_len: 7,
-            request_wire_len: 5,
-            response_wire_len: 9,
-            complete: true,
-            anomalies: None,
-        }
-    }
-
-    #[test]
-    fn rfc3339() {
-        assert_eq!(format_rfc3339_us(0), "1970-01-01T00:00:00.000000Z");
-        assert_eq!(
-            format_rfc3339_us(1_700_000_000_123_456),
-            "2023-11-14T22:13:20.123456Z"
-        );
-        assert_eq!(
-            format_rfc3339_us(951_782_400_000_001),
-            "2000-02-29T00:00:00.000001Z"
-        );
-        assert_eq!(format_rfc3339_us(-1), "1969-12-31T23:59:59.999999Z");
-    }
-
-    #[test]
-    fn csv_quotes() {
-        let mut out = Vec::new();
-        write_http_rows(&[row()], &mut out, HttpFormat::Csv).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        let mut lines = text.lines();
-        assert_eq!(lines.next().unwrap(), COLUMNS.join(","));
-        assert_eq!(
-            lines.next().unwrap(),
-            "2023-11-14T22:13:20.123456Z,3,10.0.0.1:5000,[::1]:80,1,POST,h,\"/a,\"\"b\"\"\",1.1,200,5,7,5,9,true,"
-        );
-    }
-
-    #[test]
-    fn jsonl_ts_is_rfc3339() {
-        let mut out = Vec::new();
-        write_http_rows(&[row()], &mut out, HttpFormat::Jsonl).unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
-        assert_eq!(v["ts"], "2023-11-14T22:13:20.123456Z");
-        assert_eq!(v["status_code"], 200);
-        assert_eq!(v["anomalies"], serde_json::Value::Null);
-    }
-
-    #[test]
-    fn table_aligned() {
-        let mut out = Vec::new();
-        write_http_rows(&[row(), row()], &mut out, HttpFormat::Table).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 3);
-        let col = lines[0].find("tcp_stream").unwrap();
-        assert_eq!(&lines[1][col..col + 1], "3");
-    }
 }

@@ -26,6 +26,7 @@ mod exchanges;
 #[cfg(test)]
 mod fixture_tests;
 mod h1;
+mod limits;
 mod log;
 pub mod pseudo;
 pub mod redact;
@@ -42,5 +43,6 @@ pub use h1::{
     CHUNK_EXTENSIONS_LIMIT, HEAD_LIMIT, HttpError, REQUEST_BODY_LIMIT, START_LINE_LIMIT,
     TRAILERS_LIMIT,
 };
-pub use log::{HttpFormat, HttpLog, HttpRow, write_http_rows};
+pub use limits::{BODY_RESERVE_MAX, HttpLimits};
+pub use log::{HttpLog, HttpRow};
 pub use stage::HttpStage;

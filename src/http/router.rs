@@ -7,6 +7,7 @@
 //! ALPN ([`StreamEventKind::Negotiated`](crate::flow::StreamEventKind::Negotiated)), or
 //! after an `Upgrade: h2c` exchange handed over by the HTTP/1.x reader.
 
+use super::HttpLimits;
 use super::h1::{
     self,
     head::{
@@ -17,7 +18,6 @@ use super::h1::{
 use super::{ConnInfo, HttpEvent};
 use crate::anomaly::Stats;
 use crate::flow::{CloseReason, GapLen, Side};
-use crate::limits::Limits;
 use arcstr::ArcStr;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -61,7 +61,7 @@ pub(super) struct Router {
     client: SocketAddr,
     server: SocketAddr,
     capture: ArcStr,
-    limits: Limits,
+    limits: HttpLimits,
     route: Route,
     held: Vec<Held>,
     held_bytes: [usize; 2],
@@ -83,7 +83,7 @@ impl Router {
         client: SocketAddr,
         server: SocketAddr,
         capture: ArcStr,
-        limits: Limits,
+        limits: HttpLimits,
     ) -> Router {
         Router {
             stream,

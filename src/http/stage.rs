@@ -2,18 +2,18 @@
 //! earliest request under way (the release watermark).
 
 use super::HttpEvent;
+use super::HttpLimits;
 use super::router::Router;
 use crate::anomaly::Stats;
 use crate::flow::{CloseReason, StreamEvent, StreamEventKind, StreamStage};
 use crate::hashing::HashMap;
-use crate::limits::Limits;
 use arcstr::ArcStr;
 use std::collections::BTreeSet;
 
 /// StreamEvents in, HttpEvents out. Never panics on any input.
 pub struct HttpStage {
     inputs: Vec<ArcStr>,
-    limits: Limits,
+    limits: HttpLimits,
     /// Boxed: a `Router` is several hundred bytes, and a table of 100k mostly idle streams
     /// would otherwise hold (and, growing, copy) them all inline.
     conns: HashMap<u64, Box<Router>>,
@@ -27,11 +27,11 @@ impl HttpStage {
     /// `inputs`: the file names of the inputs, indexed by
     /// `StreamEventKind::Opened.input` (for `ConnInfo.capture`).
     pub fn new(inputs: Vec<ArcStr>) -> HttpStage {
-        Self::with_limits(inputs, Limits::default())
+        Self::with_limits(inputs, HttpLimits::default())
     }
 
     /// [`HttpStage::new`] with the head, body and decoding bounds of `limits`.
-    pub fn with_limits(inputs: Vec<ArcStr>, limits: Limits) -> HttpStage {
+    pub fn with_limits(inputs: Vec<ArcStr>, limits: HttpLimits) -> HttpStage {
         HttpStage {
             inputs,
             limits,

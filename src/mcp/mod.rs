@@ -10,6 +10,7 @@
 mod analyzer;
 mod classify;
 mod exchange;
+mod limits;
 mod prepare;
 pub mod retry;
 mod session;
@@ -22,8 +23,9 @@ pub use analyzer::{
     RELEASE_MARK_MIN_AGE_US, REORDER_SLACK_US, STREAM_RESUME_HOLD_US, TENTATIVE_HOLD_US,
 };
 pub use exchange::{Exchange, InferenceInputs};
+pub use limits::McpLimits;
 pub use prepare::{
-    BodyPiece, PrepareScope, Prepared, PreparedEnd, PreparedPost, PreparedSse, Preparer,
+    BodyPiece, Prepared, PreparedEnd, PreparedEvents, PreparedPost, PreparedSse, Preparer,
 };
 pub use session::MAX_DERIVED_CONTEXTS;
 

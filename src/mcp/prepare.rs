@@ -10,9 +10,10 @@
 //! on one thread, so each producer keeps its own [`Preparer`].
 //! [`super::Analyzer::push`] prepares with the analyzer's own.
 
+use super::McpLimits;
 use crate::hashing::HashMap;
+use crate::http::BODY_RESERVE_MAX;
 use crate::http::{ExchangeRef, HttpEvent, ResponseHead};
-use crate::limits::{BODY_RESERVE_MAX, Limits};
 use crate::rpc::digest::{ElementDigest, ParamsKeys, digest_envelopes};
 use crate::rpc::envelope::EnvelopeBody;
 use crate::rpc::{self, RpcError, RpcMessage, SseEvent, SseParser};
@@ -96,7 +97,7 @@ enum ResponseBody {
 
 /// Which events a [`Preparer`] prepares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PrepareScope {
+pub enum PreparedEvents {
     /// POST bodies only: the analyzer prepares the responses on its own thread (see
     /// [`super::Analyzer::prepare_responses_here`]), when that thread has room to spare.
     Posts,
@@ -107,15 +108,15 @@ pub enum PrepareScope {
 /// One producer's preparation state: the response bodies in progress, by exchange.
 #[derive(Debug)]
 pub struct Preparer {
-    limits: Limits,
-    scope: PrepareScope,
+    limits: McpLimits,
+    events: PreparedEvents,
     responses: HashMap<(u64, u32), ResponseBody>,
 }
 
-/// A fresh preparer per producer, from the run's limits and scope.
-impl From<(Limits, PrepareScope)> for Preparer {
-    fn from((limits, scope): (Limits, PrepareScope)) -> Self {
-        Preparer::new(limits, scope)
+/// A fresh preparer per producer, from the run's limits and the events it prepares.
+impl From<(McpLimits, PreparedEvents)> for Preparer {
+    fn from((limits, events): (McpLimits, PreparedEvents)) -> Self {
+        Preparer::new(limits, events)
     }
 }
 
@@ -125,10 +126,10 @@ fn key_of(xref: &ExchangeRef) -> (u64, u32) {
 
 impl Preparer {
     /// No response in progress; bodies are bounded by `limits` as the analyzer's were.
-    pub fn new(limits: Limits, scope: PrepareScope) -> Self {
+    pub fn new(limits: McpLimits, events: PreparedEvents) -> Self {
         Preparer {
             limits,
-            scope,
+            events,
             responses: HashMap::default(),
         }
     }
@@ -140,7 +141,7 @@ impl Preparer {
                 Some(Prepared::Post(Box::new(prepare_post(&req.body))))
             }
             HttpEvent::Request(_) => None,
-            _ if self.scope == PrepareScope::Posts => None,
+            _ if self.events == PreparedEvents::Posts => None,
             HttpEvent::ResponseHead { xref, head, .. } => {
                 self.responses.insert(key_of(xref), self.body_for(head));
                 None
@@ -190,7 +191,9 @@ impl Preparer {
     /// An event stream for a response [`is_event_stream`] accepts, else a body gathered whole.
     fn body_for(&self, head: &ResponseHead) -> ResponseBody {
         if is_event_stream(head.status, head.headers.media_type().as_deref()) {
-            ResponseBody::Sse(SseParser::with_max_event_bytes(self.limits.sse_event_bytes))
+            ResponseBody::Sse(SseParser::with_max_event_bytes(
+                self.limits.rpc.sse_event_bytes,
+            ))
         } else {
             // Sized from Content-Length when it is plain (a hint only: bounded, and a coded
             // body may decode larger).
@@ -301,7 +304,7 @@ mod tests {
 
     #[test]
     fn event_streams_come_split_and_parsed() {
-        let mut p = Preparer::new(Limits::default(), PrepareScope::All);
+        let mut p = Preparer::new(McpLimits::default(), PreparedEvents::All);
         assert!(p.prepare(&head(1, 200, "text/event-stream")).is_none());
         let piece = p.prepare(&body(
             1,
@@ -325,11 +328,11 @@ mod tests {
 
     #[test]
     fn other_bodies_are_gathered_to_the_limit_and_parsed_at_the_end() {
-        let limits = Limits {
+        let limits = McpLimits {
             body_bytes: 8,
-            ..Limits::default()
+            ..McpLimits::default()
         };
-        let mut p = Preparer::new(limits, PrepareScope::All);
+        let mut p = Preparer::new(limits, PreparedEvents::All);
         // A 2xx event stream only counts as one with its media type; errors are bodies.
         p.prepare(&head(1, 404, "text/event-stream"));
         let kept = p.prepare(&body(1, "{\"a\":"));
@@ -360,8 +363,8 @@ mod tests {
     }
 
     #[test]
-    fn state_ends_with_the_response_and_the_posts_scope_keeps_none() {
-        let mut p = Preparer::new(Limits::default(), PrepareScope::All);
+    fn state_ends_with_the_response_and_a_posts_only_preparer_keeps_none() {
+        let mut p = Preparer::new(McpLimits::default(), PreparedEvents::All);
         p.prepare(&head(1, 200, "application/json"));
         p.prepare(&head(2, 200, "application/json"));
         assert_eq!(p.open_responses(), 2);
@@ -376,7 +379,7 @@ mod tests {
         // Events of an unknown response prepare nothing.
         assert!(p.prepare(&body(9, "x")).is_none());
 
-        let mut posts = Preparer::new(Limits::default(), PrepareScope::Posts);
+        let mut posts = Preparer::new(McpLimits::default(), PreparedEvents::Posts);
         posts.prepare(&head(1, 200, "text/event-stream"));
         assert!(posts.prepare(&body(1, "data: 1\n\n")).is_none());
         assert!(posts.prepare(&end(1)).is_none());

@@ -33,7 +33,7 @@ fn http_events(paths: &[String], threads: usize) -> (Vec<String>, Value) {
     let totals = super::run_http(
         paths,
         &cfg,
-        Some((cfg.limits, crate::mcp::PrepareScope::All)),
+        Some((cfg.mcp, crate::mcp::PreparedEvents::All)),
         &mut |item, _, _| {
             // Marks come as often as rounds, which differ with the thread count.
             if let super::Item::Event(ev) = item {

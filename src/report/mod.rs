@@ -1,5 +1,6 @@
 //! Report stage: [`crate::mcp::Exchange`]s -> exchanges table, sessions table,
-//! run summary, terminal summary (report-schema.md sections 2 and 5) and the HTML report.
+//! run summary, terminal summary (report-schema.md sections 2 and 5) and the HTML report;
+//! and `mcp-trace http`'s rows ([`crate::http::HttpRow`]) as a table, CSV or JSON lines.
 //!
 //! [`row`] is the schema: every writer walks its column lists, so JSON lines, CSV and
 //! Parquet agree on names, order, types and nulls. Files are written to `<path>.partial`
@@ -10,6 +11,7 @@ mod background;
 mod csv;
 mod filter;
 mod html;
+mod http_log;
 mod jsonl;
 mod output;
 #[cfg(feature = "parquet")]
@@ -25,6 +27,7 @@ pub use crate::timestamp::{TimestampError, format_rfc3339_us, parse_rfc3339_us};
 pub use background::{BackgroundWriter, ROW_BATCH};
 pub use filter::{RowFilter, filter_rows};
 pub use html::{DEFAULT_HTML_MAX_ROWS, HtmlReport};
+pub use http_log::{HttpFormat, write_http_rows};
 pub use row::{Cell, ColType, ColumnSpec, Table};
 pub use sessions::{SessionAggregator, SessionRow, sessions, sessions_with_idle_gap};
 pub use summary::{RunInfo, run_summary};

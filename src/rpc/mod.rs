@@ -9,6 +9,7 @@ pub mod envelope;
 mod fastjson;
 mod fingerprint;
 mod jsonrpc;
+mod limits;
 #[cfg(any(test, fuzzing))]
 pub mod oracle;
 mod seed;
@@ -20,6 +21,7 @@ pub use fingerprint::{
 pub use jsonrpc::{
     RpcId, RpcMessage, parse_envelopes, parse_response_body, parse_response_text, parse_value,
 };
+pub use limits::RpcLimits;
 pub use sse::{MAX_SSE_EVENT_BYTES, SseEvent, SseParser};
 
 /// Why a body could not be read as JSON-RPC at all.

@@ -7,8 +7,8 @@ use super::head::{
     parse_response_head, probe,
 };
 use super::*;
+use crate::http::BODY_RESERVE_MAX;
 use crate::http::{Headers, ResponseHead};
-use crate::limits::BODY_RESERVE_MAX;
 use arcstr::ArcStr;
 
 impl Conn {

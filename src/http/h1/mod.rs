@@ -27,13 +27,13 @@ mod heads;
 pub use chunked::{CHUNK_EXTENSIONS_LIMIT, TRAILERS_LIMIT};
 pub use head::{HEAD_LIMIT, START_LINE_LIMIT};
 
+use super::HttpLimits;
 use super::decompress::ContentDecoder;
 use super::event::push_anomaly;
 use super::exchanges::{Emitted, Exchanges};
 use super::{BodyEnd, ConnInfo, ExchangeRef, HttpEvent, RequestHead};
 use crate::anomaly::Stats;
 use crate::flow::{CloseReason, GapLen, Side};
-use crate::limits::Limits;
 use chunked::ChunkedDecoder;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -194,12 +194,12 @@ pub(super) struct Conn {
     /// The client (the request side) sent FIN or RST. Every response cut after that says
     /// the client closed first.
     client_closed: bool,
-    limits: Limits,
+    limits: HttpLimits,
 }
 
 impl Conn {
     /// `swapped`: the flow's `Side::Client` is the server (the router decided).
-    pub fn new(info: Arc<ConnInfo>, swapped: bool, limits: Limits) -> Conn {
+    pub fn new(info: Arc<ConnInfo>, swapped: bool, limits: HttpLimits) -> Conn {
         Conn {
             swapped,
             req: Reader::new(),

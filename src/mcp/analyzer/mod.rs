@@ -63,7 +63,8 @@ pub use release::{
 };
 pub use row::MAX_SESSION_INFOS;
 
-use super::prepare::{PrepareScope, Prepared, Preparer};
+use super::McpLimits;
+use super::prepare::{Prepared, PreparedEvents, Preparer};
 use super::retry::RetryInference;
 use super::session::{DerivedSessions, SessionInfo};
 use super::texts::Texts;
@@ -71,7 +72,6 @@ use super::{Exchange, InferenceConfig};
 use crate::anomaly::Stats;
 use crate::hashing::{HashMap, HashSet};
 use crate::http::{BodyEnd, HttpEvent};
-use crate::limits::Limits;
 use arcstr::ArcStr;
 use detect::LegacySession;
 use http_ctx::{Ctx, CtxKey, ctx_key};
@@ -89,7 +89,7 @@ use std::collections::VecDeque;
 #[derive(Debug)]
 pub struct Analyzer {
     cfg: InferenceConfig,
-    limits: Limits,
+    limits: McpLimits,
     /// Prepares the events handed to [`Analyzer::push`] (the pipeline prepares its own), and
     /// the responses when [`Analyzer::prepare_responses_here`] was called.
     preparer: Preparer,
@@ -119,15 +119,15 @@ pub struct Analyzer {
 impl Analyzer {
     /// A fresh analyzer with the given inference thresholds.
     pub fn new(cfg: InferenceConfig) -> Analyzer {
-        Self::with_limits(cfg, Limits::default())
+        Self::with_limits(cfg, McpLimits::default())
     }
 
     /// [`Analyzer::new`] with the body, SSE, pending and retry-index bounds of `limits`.
-    pub fn with_limits(cfg: InferenceConfig, limits: Limits) -> Analyzer {
+    pub fn with_limits(cfg: InferenceConfig, limits: McpLimits) -> Analyzer {
         Analyzer {
             cfg,
             limits,
-            preparer: Preparer::new(limits, PrepareScope::All),
+            preparer: Preparer::new(limits, PreparedEvents::All),
             prepares_responses: false,
             rows: RowStore::default(),
             queue: ReleaseQueue::default(),
@@ -152,8 +152,8 @@ impl Analyzer {
         self.consume(ev, prepared, stats);
     }
 
-    /// From now on response events come unprepared (their producer's [`Preparer`] has scope
-    /// [`PrepareScope::Posts`]) and are prepared here: with two cores the producing thread
+    /// From now on response events come unprepared (their producer's [`Preparer`] prepares
+    /// [`PreparedEvents::Posts`]) and are prepared here: with two cores the producing thread
     /// is the busier one.
     pub fn prepare_responses_here(&mut self) {
         self.prepares_responses = true;

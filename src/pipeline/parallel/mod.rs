@@ -50,8 +50,7 @@ use crate::anomaly::Stats;
 use crate::capture::Merger;
 use crate::flow::{FlowLimits, StreamEvent, StreamStage};
 use crate::http::HttpEvent;
-use crate::limits::Limits;
-use crate::mcp::PrepareScope;
+use crate::mcp::{McpLimits, PreparedEvents};
 use merge::consume;
 use reader::{Outbox, read_and_parse, read_and_shard};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -125,7 +124,7 @@ pub(super) fn run<E, S>(
     flow: FlowLimits,
     stages: Vec<S>,
     progress: Option<indicatif::ProgressBar>,
-    prepare: Option<(Limits, PrepareScope)>,
+    prepare: Option<(McpLimits, PreparedEvents)>,
     stats: &mut Stats,
     sink: &mut EventSink<'_, E>,
 ) -> Result<ReadTotals, RunError<E>>

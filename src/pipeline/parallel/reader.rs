@@ -10,8 +10,7 @@ use crate::anomaly::Stats;
 use crate::capture::Merger;
 use crate::flow::{FlowLimits, StreamEvent, StreamEventKind, StreamStage};
 use crate::http::HttpEvent;
-use crate::limits::Limits;
-use crate::mcp::{PrepareScope, Preparer};
+use crate::mcp::{McpLimits, PreparedEvents, Preparer};
 use crate::pipeline::{Event, ReadTotals, read_streams};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::SyncSender;
@@ -52,13 +51,13 @@ pub(super) fn read_and_parse<S: StreamStage<Output = HttpEvent>>(
     flow: FlowLimits,
     progress: Option<&indicatif::ProgressBar>,
     mut stage: S,
-    prepare: Option<(Limits, PrepareScope)>,
+    prepare: Option<(McpLimits, PreparedEvents)>,
     tx: &Outbox<'_>,
 ) -> Result<(Stats, ReadTotals), Gone> {
     let mut stats = Stats::default();
     let mut out: Vec<HttpEvent> = Vec::new();
     let mut preparer = prepare.map(Preparer::from);
-    let adaptive = prepare.is_some_and(|(_, scope)| scope == PrepareScope::Posts);
+    let adaptive = prepare.is_some_and(|(_, scope)| scope == PreparedEvents::Posts);
     let mut batch: Vec<(u64, Event)> = Vec::new();
     let mut frames = 0u32;
     let mut bytes = 0usize;

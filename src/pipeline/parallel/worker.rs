@@ -4,15 +4,14 @@ use super::{FromWorker, Gone, Ledger, ROUND_BYTES, ToWorker};
 use crate::anomaly::Stats;
 use crate::flow::StreamStage;
 use crate::http::HttpEvent;
-use crate::limits::Limits;
-use crate::mcp::{PrepareScope, Preparer};
+use crate::mcp::{McpLimits, PreparedEvents, Preparer};
 use crate::pipeline::Event;
 use std::sync::mpsc::{Receiver, SyncSender};
 
 /// One HTTP worker: a batch out for each batch in, tagged with the stream event's number.
 pub(super) fn http_worker<S: StreamStage<Output = HttpEvent>>(
     mut stage: S,
-    prepare: Option<(Limits, PrepareScope)>,
+    prepare: Option<(McpLimits, PreparedEvents)>,
     rx: Receiver<ToWorker>,
     tx: SyncSender<FromWorker>,
     (ledger, producer): (&Ledger, usize),
