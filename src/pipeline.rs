@@ -24,26 +24,34 @@
 use crate::anomaly::Stats;
 use crate::capture::{self, CaptureError, InputInfo, Merger, Source};
 use crate::decode::{Decoded, Decoder};
-use crate::flow::{FlowLimits, FlowTable, StreamEvent, StreamStage};
+use crate::flow::{Chain, FlowLimits, FlowTable, StreamEvent, StreamStage};
 use crate::har;
 use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
 use crate::limits::Limits;
 use crate::mcp::{Analyzer, Exchange, InferenceConfig, PrepareScope, Prepared, Preparer};
+use crate::tls::{KeyLog, TlsStage};
 use arcstr::ArcStr;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Instant;
 
 mod parallel;
 #[cfg(test)]
 mod tests;
 
-/// The stream stages after flow, as one [`StreamStage`]: HTTP alone today; a stage between
-/// flow and HTTP (TLS) joins it with [`crate::flow::Chain`], in [`stream_chain`] only.
-type StreamChain = HttpStage;
+/// The stream stages after flow, as one [`StreamStage`]: TLS, then HTTP.
+type StreamChain = Chain<TlsStage, HttpStage>;
 
 /// Builds the chain of stream stages; every thread that runs them gets its own from here.
-fn stream_chain(names: &[ArcStr], limits: Limits) -> StreamChain {
-    HttpStage::with_limits(names.to_vec(), limits)
+/// Streams are dealt to threads by stream id, so a connection's TLS state stays on one
+/// thread; the key log is shared read-only. The TLS 1.2 sessions a resumed handshake takes
+/// its master secret from are each thread's own: a resumption dealt to another thread than
+/// its full handshake finds no key unless its own random is logged.
+fn stream_chain(names: &[ArcStr], limits: Limits, keylog: &Arc<KeyLog>) -> StreamChain {
+    Chain::new(
+        TlsStage::shared(Arc::clone(keylog), false),
+        HttpStage::with_limits(names.to_vec(), limits),
+    )
 }
 
 /// Connection ids for HAR entries start above any TCP stream index.
@@ -90,6 +98,8 @@ pub struct Config {
     pub progress: bool,
     /// Worker threads for the packet and HTTP stages; 0 or 1 runs everything on the caller's thread.
     pub threads: usize,
+    /// TLS secrets from `--keylog` files.
+    pub keylog: Arc<KeyLog>,
 }
 
 /// What one run produced, for the report stage.
@@ -276,7 +286,7 @@ fn run_http<E: std::error::Error + 'static>(
     let merger = Merger::new(readers);
     let read = if cfg.threads >= 2 {
         let chains: Vec<StreamChain> = (1..cfg.threads.min(MAX_HTTP_WORKERS + 1))
-            .map(|_| stream_chain(&names, cfg.limits))
+            .map(|_| stream_chain(&names, cfg.limits, &cfg.keylog))
             .collect();
         parallel::run(
             merger,
@@ -288,7 +298,7 @@ fn run_http<E: std::error::Error + 'static>(
             &mut |item, stats| sink(item, stats, in_order),
         )?
     } else {
-        let mut chain = stream_chain(&names, cfg.limits);
+        let mut chain = stream_chain(&names, cfg.limits, &cfg.keylog);
         let mut http_events: Vec<HttpEvent> = Vec::new();
         let mut preparer = prepare.map(Preparer::from);
         let mut frames = 0u32;

@@ -95,6 +95,7 @@ fn pipeline_config(input: &InputArgs) -> Result<Config> {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         },
+        keylog: Default::default(),
     })
 }
 
