@@ -197,8 +197,20 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
 
 /// `mcp-trace http`: every HTTP exchange, MCP or not.
 pub fn http_rows(paths: &[String]) -> Result<(Vec<HttpRow>, Stats), RunError<Infallible>> {
+    http_rows_with(paths, &Config::default())
+}
+
+/// `mcp-trace http` with the settings of `cfg` (its key log; one thread).
+pub fn http_rows_with(
+    paths: &[String],
+    cfg: &Config,
+) -> Result<(Vec<HttpRow>, Stats), RunError<Infallible>> {
     let mut log = HttpLog::new();
-    let totals = run_http(paths, &Config::default(), None, &mut |item, _, _| {
+    let cfg = Config {
+        threads: 1,
+        ..cfg.clone()
+    };
+    let totals = run_http(paths, &cfg, None, &mut |item, _, _| {
         if let Item::Event(ev) = item {
             log.push(&ev.http);
         }
@@ -307,7 +319,10 @@ fn run_http<E: std::error::Error + 'static>(
             cfg.flow,
             progress.as_ref(),
             &mut stats,
-            &mut |events, stats| {
+            &mut |events, secrets, stats| {
+                for (ty, data) in secrets {
+                    chain.add_capture_secrets(*ty, data);
+                }
                 for ev in events.drain(..) {
                     chain.push(ev, stats, &mut http_events);
                 }
@@ -370,8 +385,13 @@ fn run_http<E: std::error::Error + 'static>(
     })
 }
 
-/// Takes (drains) the stream events of one frame.
-type StreamSink<'a, X> = dyn FnMut(&mut Vec<StreamEvent>, &mut Stats) -> Result<(), X> + 'a;
+/// Secrets of the capture's Decryption Secrets Blocks: (secrets type, data).
+type CaptureSecrets = [(u32, Vec<u8>)];
+
+/// Takes (drains) the stream events of one frame, after the capture secrets read with it
+/// (which go to the stream stages first).
+type StreamSink<'a, X> =
+    dyn FnMut(&mut Vec<StreamEvent>, &CaptureSecrets, &mut Stats) -> Result<(), X> + 'a;
 
 /// Where the packet stages ended.
 struct ReadTotals {
@@ -412,7 +432,8 @@ fn read_streams<X>(
             Decoded::Held => stats.packets_decoded += 1,
             Decoded::Skipped(reason) => stats.skip(reason.name()),
         }
-        emit(&mut stream_events, stats)?;
+        let secrets = merger.take_secrets();
+        emit(&mut stream_events, &secrets, stats)?;
         frames_since_tick += 1;
         if frames_since_tick >= 4096 {
             frames_since_tick = 0;
@@ -425,7 +446,7 @@ fn read_streams<X>(
         stats.anomaly("decode.ip_fragment_incomplete");
     }
     flows.finish(stats, &mut stream_events);
-    emit(&mut stream_events, stats)?;
+    emit(&mut stream_events, &merger.take_secrets(), stats)?;
     Ok(ReadTotals {
         inputs: merger.infos(),
         bytes_read: merger.bytes_read(),

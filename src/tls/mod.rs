@@ -294,4 +294,12 @@ impl StreamStage for TlsStage {
     fn held_since_us(&self) -> Option<i64> {
         self.earliest_held_ts().map(|ns| ns.div_euclid(1000))
     }
+
+    fn add_capture_secrets(&mut self, secrets_type: u32, data: &[u8]) {
+        // Other types (WireGuard, ZigBee, ...) are not TLS key logs: nothing to add.
+        if secrets_type == keylog::DSB_TLS_KEY_LOG {
+            self.keylog_mut()
+                .add_decryption_secrets("capture", secrets_type, data);
+        }
+    }
 }
