@@ -60,6 +60,10 @@ pub struct Stats {
     pub tls_bytes_application: u64,
     /// Of those, bytes not decrypted, by reason.
     pub tls_bytes_undecrypted: BTreeMap<String, u64>,
+    /// Key log lines that are not `LABEL <hex> <hex>` (skipped).
+    pub keylog_malformed_lines: u64,
+    /// Where the first of them are, as `file:line` (never the line itself).
+    pub keylog_malformed_at: Vec<String>,
 }
 
 impl Stats {
@@ -120,6 +124,8 @@ impl Stats {
             tls_bytes_handshake,
             tls_bytes_application,
             tls_bytes_undecrypted,
+            keylog_malformed_lines,
+            keylog_malformed_at,
         } = other;
         for (mine, theirs) in [
             (&mut self.packets_total, packets_total),
@@ -138,6 +144,7 @@ impl Stats {
             (&mut self.tls_bytes_received, tls_bytes_received),
             (&mut self.tls_bytes_handshake, tls_bytes_handshake),
             (&mut self.tls_bytes_application, tls_bytes_application),
+            (&mut self.keylog_malformed_lines, keylog_malformed_lines),
         ] {
             *mine = mine.saturating_add(*theirs);
         }
@@ -154,5 +161,7 @@ impl Stats {
                 *count = count.saturating_add(*n);
             }
         }
+        self.keylog_malformed_at
+            .extend(keylog_malformed_at.iter().cloned());
     }
 }

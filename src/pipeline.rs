@@ -378,6 +378,13 @@ fn run_http<E: std::error::Error + 'static>(
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
+    let keys = cfg.keylog.stats();
+    stats.keylog_malformed_lines = stats.keylog_malformed_lines.saturating_add(keys.malformed);
+    stats.keylog_malformed_at.extend(
+        keys.malformed_lines
+            .iter()
+            .map(|(file, line)| format!("{file}:{line}")),
+    );
     Ok(Totals {
         stats,
         inputs,

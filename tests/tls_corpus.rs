@@ -147,3 +147,90 @@ fn a_missing_key_log_is_a_clear_error_with_exit_2() {
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
+
+fn summary(args: &[String], threads: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-trace"))
+        .args(["analyze", "--threads", threads, "--summary"])
+        .arg(&path)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn tls_bytes_add_up_and_every_connection_is_decrypted_on_one_thread_and_on_four() {
+    if !Path::new(CORPUS).exists() {
+        eprintln!("{CORPUS} absent: skipping");
+        return;
+    }
+    for (case, capture, keys) in CASES {
+        let dir = format!("{CORPUS}/{case}");
+        let mut args: Vec<String> = keys
+            .iter()
+            .flat_map(|k| ["--keylog".to_string(), format!("{dir}/{k}")])
+            .collect();
+        args.push(format!("{dir}/{capture}"));
+        for threads in ["1", "4"] {
+            let s = summary(&args, threads);
+            let tls = &s["tls_connections"];
+            assert_eq!(tls.as_object().unwrap().len(), 6, "{case}: every value");
+            let streams = s["tcp_streams"].as_u64().unwrap();
+            assert_eq!(tls["decrypted"], streams, "{case} threads {threads}: {tls}");
+            let b = &s["tls_bytes"];
+            let undecrypted: u64 = b["undecrypted"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|n| n.as_u64().unwrap())
+                .sum();
+            assert!(b["application"].as_u64().unwrap() > 0, "{case}: {b}");
+            assert_eq!(
+                b["received"].as_u64().unwrap(),
+                b["handshake"].as_u64().unwrap() + b["application"].as_u64().unwrap() + undecrypted,
+                "{case}: {b}"
+            );
+            assert_eq!(s["keylog"]["malformed_lines"], 0, "{case}");
+        }
+    }
+}
+
+#[test]
+fn malformed_key_log_lines_are_counted_with_their_line_numbers_and_no_secret() {
+    let dir = format!("{CORPUS}/tls12-chacha20poly1305");
+    if !Path::new(&dir).exists() {
+        eprintln!("{dir} absent: skipping");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let keys = tmp.path().join("broken.keys");
+    let good = std::fs::read_to_string(format!("{dir}/tls12-chacha20poly1305.keys")).unwrap();
+    std::fs::write(
+        &keys,
+        format!("CLIENT_RANDOM zz 0011223344556677\n{good}CLIENT_RANDOM 00\n"),
+    )
+    .unwrap();
+    let s = summary(
+        &[
+            "--keylog".into(),
+            keys.to_string_lossy().into_owned(),
+            format!("{dir}/tls12-chacha20poly1305.pcap"),
+        ],
+        "1",
+    );
+    let last = good.lines().count() + 2;
+    assert_eq!(s["keylog"]["malformed_lines"], 2, "{s}");
+    assert_eq!(
+        s["keylog"]["malformed_at"],
+        serde_json::json!(["broken.keys:1", format!("broken.keys:{last}")])
+    );
+    assert!(!s.to_string().contains("0011223344556677"));
+    assert!(s["tls_connections"]["decrypted"].as_u64().unwrap() > 0);
+}
