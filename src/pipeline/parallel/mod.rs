@@ -110,7 +110,7 @@ enum FromWorker {
     /// ([`StreamStage::held_since_us`]), and the body bytes the events hold.
     Round(Vec<(u64, Event)>, Option<i64>, usize),
     /// The flushed connections' events keyed by stream id, and the worker's counts.
-    Finished(Vec<(u64, Event)>, Stats),
+    Finished(Vec<(u64, Event)>, Box<Stats>),
 }
 
 /// Why the caller stopped taking rounds.

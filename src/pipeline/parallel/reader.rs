@@ -125,7 +125,7 @@ pub(super) fn read_and_parse<S: StreamStage<Output = HttpEvent>>(
     )?;
     stage.finish(&mut stats, &mut out);
     batch.extend(out.drain(..).map(|h| (0, Event::new(h, preparer.as_mut()))));
-    tx.send(FromWorker::Finished(batch, Stats::default()))?;
+    tx.send(FromWorker::Finished(batch, Box::default()))?;
     Ok((stats, totals))
 }
 

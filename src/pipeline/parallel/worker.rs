@@ -54,7 +54,7 @@ pub(super) fn http_worker<S: StreamStage<Output = HttpEvent>>(
                     .map(|h| (conn_of(&h), Event::new(h, preparer.as_mut())))
                     .collect();
                 return tx
-                    .send(FromWorker::Finished(batch, stats))
+                    .send(FromWorker::Finished(batch, Box::new(stats)))
                     .map_err(|_| Gone);
             }
         }
