@@ -234,3 +234,37 @@ fn malformed_key_log_lines_are_counted_with_their_line_numbers_and_no_secret() {
     assert!(!s.to_string().contains("0011223344556677"));
     assert!(s["tls_connections"]["decrypted"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn the_terminal_summary_names_connections_not_decrypted_and_malformed_key_log_lines() {
+    let dir = format!("{CORPUS}/tls12-chacha20poly1305");
+    if !Path::new(&dir).exists() {
+        eprintln!("{dir} absent: skipping");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let keys = tmp.path().join("other.keys");
+    std::fs::write(&keys, "# no secret of this capture\nCLIENT_RANDOM zz 00\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-trace"))
+        .args(["analyze", "--color", "never", "--keylog"])
+        .arg(&keys)
+        .arg(format!("{dir}/tls12-chacha20poly1305.pcap"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |what: &str| {
+        text.lines()
+            .find(|l| l.contains(what))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|| panic!("no `{what}` in {text}"))
+    };
+    assert_eq!(
+        line("TLS not decrypted"),
+        "TLS not decrypted: no_key 7 connections"
+    );
+    assert_eq!(
+        line("key log lines malformed"),
+        "key log lines malformed, skipped (other.keys:2) 1 lines"
+    );
+}
