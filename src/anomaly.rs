@@ -5,7 +5,8 @@
 //! - `packets_total = packets_decoded + sum(packets_skipped)`;
 //! - `tcp_payload_bytes_seen = tcp_payload_bytes + duplicate_bytes + sum(tcp_bytes_unused)`
 //!   (gap bytes are sequence space never captured, so they are not among the bytes seen);
-//! - `http_messages = http_messages_parsed + sum(http_messages_skipped)`.
+//! - `http_messages = http_messages_parsed + sum(http_messages_skipped)`;
+//! - `tls_bytes_received = tls_bytes_handshake + tls_bytes_application + sum(tls_bytes_undecrypted)`.
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -49,6 +50,20 @@ pub struct Stats {
     pub http_bytes_skipped: u64,
     /// Anomalies by name.
     pub anomalies: BTreeMap<String, u64>,
+    /// TCP connections by the TLS stage's `decryption` value (`plaintext` included).
+    pub tls_connections: BTreeMap<String, u64>,
+    /// Stream bytes of TLS connections given to the TLS stage.
+    pub tls_bytes_received: u64,
+    /// Of those, TLS protocol records (handshake, change cipher spec, alerts).
+    pub tls_bytes_handshake: u64,
+    /// Of those, application data records decrypted.
+    pub tls_bytes_application: u64,
+    /// Of those, bytes not decrypted, by reason.
+    pub tls_bytes_undecrypted: BTreeMap<String, u64>,
+    /// Key log lines that are not `LABEL <hex> <hex>` (skipped).
+    pub keylog_malformed_lines: u64,
+    /// Where the first of them are, as `file:line` (never the line itself).
+    pub keylog_malformed_at: Vec<String>,
 }
 
 impl Stats {
@@ -104,6 +119,13 @@ impl Stats {
             non_http_streams,
             http_bytes_skipped,
             anomalies,
+            tls_connections,
+            tls_bytes_received,
+            tls_bytes_handshake,
+            tls_bytes_application,
+            tls_bytes_undecrypted,
+            keylog_malformed_lines,
+            keylog_malformed_at,
         } = other;
         for (mine, theirs) in [
             (&mut self.packets_total, packets_total),
@@ -119,6 +141,10 @@ impl Stats {
             (&mut self.http_exchanges, http_exchanges),
             (&mut self.non_http_streams, non_http_streams),
             (&mut self.http_bytes_skipped, http_bytes_skipped),
+            (&mut self.tls_bytes_received, tls_bytes_received),
+            (&mut self.tls_bytes_handshake, tls_bytes_handshake),
+            (&mut self.tls_bytes_application, tls_bytes_application),
+            (&mut self.keylog_malformed_lines, keylog_malformed_lines),
         ] {
             *mine = mine.saturating_add(*theirs);
         }
@@ -127,11 +153,15 @@ impl Stats {
             (&mut self.tcp_bytes_unused, tcp_bytes_unused),
             (&mut self.http_messages_skipped, http_messages_skipped),
             (&mut self.anomalies, anomalies),
+            (&mut self.tls_connections, tls_connections),
+            (&mut self.tls_bytes_undecrypted, tls_bytes_undecrypted),
         ] {
             for (name, n) in theirs {
                 let count = mine.entry(name.clone()).or_default();
                 *count = count.saturating_add(*n);
             }
         }
+        self.keylog_malformed_at
+            .extend(keylog_malformed_at.iter().cloned());
     }
 }

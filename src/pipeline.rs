@@ -24,28 +24,36 @@
 use crate::anomaly::Stats;
 use crate::capture::{self, CaptureError, InputInfo, Merger, Source};
 use crate::decode::{Decoded, Decoder};
-use crate::flow::{FlowLimits, FlowTable, StreamEvent, StreamStage};
+use crate::flow::{Chain, FlowLimits, FlowTable, StreamEvent, StreamStage};
 use crate::har;
 use crate::http::HttpLimits;
 use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
 use crate::mcp::{
     Analyzer, Exchange, InferenceConfig, McpLimits, Prepared, PreparedEvents, Preparer,
 };
+use crate::tls::{KeyLog, TlsStage};
 use arcstr::ArcStr;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Instant;
 
 mod parallel;
 #[cfg(test)]
 mod tests;
 
-/// The stream stages after flow, as one [`StreamStage`]: HTTP alone today; a stage between
-/// flow and HTTP (TLS) joins it with [`crate::flow::Chain`], in [`stream_chain`] only.
-type StreamChain = HttpStage;
+/// The stream stages after flow, as one [`StreamStage`]: TLS, then HTTP.
+type StreamChain = Chain<TlsStage, HttpStage>;
 
 /// Builds the chain of stream stages; every thread that runs them gets its own from here.
-fn stream_chain(names: &[ArcStr], limits: HttpLimits) -> StreamChain {
-    HttpStage::with_limits(names.to_vec(), limits)
+/// Streams are dealt to threads by stream id, so a connection's TLS state stays on one
+/// thread; the key log is shared read-only. The TLS 1.2 sessions a resumed handshake takes
+/// its master secret from are each thread's own: a resumption dealt to another thread than
+/// its full handshake finds no key unless its own random is logged.
+fn stream_chain(names: &[ArcStr], limits: HttpLimits, keylog: &Arc<KeyLog>) -> StreamChain {
+    Chain::new(
+        TlsStage::shared(Arc::clone(keylog), false),
+        HttpStage::with_limits(names.to_vec(), limits),
+    )
 }
 
 /// Connection ids for HAR entries start above any TCP stream index.
@@ -93,6 +101,8 @@ pub struct Config {
     pub progress: bool,
     /// Worker threads for the packet and HTTP stages; 0 or 1 runs everything on the caller's thread.
     pub threads: usize,
+    /// TLS secrets from `--keylog` files.
+    pub keylog: Arc<KeyLog>,
 }
 
 /// What one run produced, for the report stage.
@@ -190,8 +200,20 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
 
 /// `mcp-trace http`: every HTTP exchange, MCP or not.
 pub fn http_rows(paths: &[String]) -> Result<(Vec<HttpRow>, Stats), RunError<Infallible>> {
+    http_rows_with(paths, &Config::default())
+}
+
+/// `mcp-trace http` with the settings of `cfg` (its key log; one thread).
+pub fn http_rows_with(
+    paths: &[String],
+    cfg: &Config,
+) -> Result<(Vec<HttpRow>, Stats), RunError<Infallible>> {
     let mut log = HttpLog::new();
-    let totals = run_http(paths, &Config::default(), None, &mut |item, _, _| {
+    let cfg = Config {
+        threads: 1,
+        ..cfg.clone()
+    };
+    let totals = run_http(paths, &cfg, None, &mut |item, _, _| {
         if let Item::Event(ev) = item {
             log.push(&ev.http);
         }
@@ -279,7 +301,7 @@ fn run_http<E: std::error::Error + 'static>(
     let merger = Merger::new(readers);
     let read = if cfg.threads >= 2 {
         let chains: Vec<StreamChain> = (1..cfg.threads.min(MAX_HTTP_WORKERS + 1))
-            .map(|_| stream_chain(&names, cfg.http))
+            .map(|_| stream_chain(&names, cfg.http, &cfg.keylog))
             .collect();
         parallel::run(
             merger,
@@ -291,7 +313,7 @@ fn run_http<E: std::error::Error + 'static>(
             &mut |item, stats| sink(item, stats, in_order),
         )?
     } else {
-        let mut chain = stream_chain(&names, cfg.http);
+        let mut chain = stream_chain(&names, cfg.http, &cfg.keylog);
         let mut http_events: Vec<HttpEvent> = Vec::new();
         let mut preparer = prepare.map(Preparer::from);
         let mut frames = 0u32;
@@ -300,7 +322,10 @@ fn run_http<E: std::error::Error + 'static>(
             cfg.flow,
             progress.as_ref(),
             &mut stats,
-            &mut |events, stats| {
+            &mut |events, secrets, stats| {
+                for (ty, data) in secrets {
+                    chain.add_capture_secrets(*ty, data);
+                }
                 for ev in events.drain(..) {
                     chain.push(ev, stats, &mut http_events);
                 }
@@ -356,6 +381,13 @@ fn run_http<E: std::error::Error + 'static>(
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
+    let keys = cfg.keylog.stats();
+    stats.keylog_malformed_lines = stats.keylog_malformed_lines.saturating_add(keys.malformed);
+    stats.keylog_malformed_at.extend(
+        keys.malformed_lines
+            .iter()
+            .map(|(file, line)| format!("{file}:{line}")),
+    );
     Ok(Totals {
         stats,
         inputs,
@@ -363,8 +395,13 @@ fn run_http<E: std::error::Error + 'static>(
     })
 }
 
-/// Takes (drains) the stream events of one frame.
-type StreamSink<'a, X> = dyn FnMut(&mut Vec<StreamEvent>, &mut Stats) -> Result<(), X> + 'a;
+/// Secrets of the capture's Decryption Secrets Blocks: (secrets type, data).
+type CaptureSecrets = [(u32, Vec<u8>)];
+
+/// Takes (drains) the stream events of one frame, after the capture secrets read with it
+/// (which go to the stream stages first).
+type StreamSink<'a, X> =
+    dyn FnMut(&mut Vec<StreamEvent>, &CaptureSecrets, &mut Stats) -> Result<(), X> + 'a;
 
 /// Where the packet stages ended.
 struct ReadTotals {
@@ -405,7 +442,8 @@ fn read_streams<X>(
             Decoded::Held => stats.packets_decoded += 1,
             Decoded::Skipped(reason) => stats.skip(reason.name()),
         }
-        emit(&mut stream_events, stats)?;
+        let secrets = merger.take_secrets();
+        emit(&mut stream_events, &secrets, stats)?;
         frames_since_tick += 1;
         if frames_since_tick >= 4096 {
             frames_since_tick = 0;
@@ -418,7 +456,7 @@ fn read_streams<X>(
         stats.anomaly("decode.ip_fragment_incomplete");
     }
     flows.finish(stats, &mut stream_events);
-    emit(&mut stream_events, stats)?;
+    emit(&mut stream_events, &merger.take_secrets(), stats)?;
     Ok(ReadTotals {
         inputs: merger.infos(),
         bytes_read: merger.bytes_read(),

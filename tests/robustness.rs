@@ -240,6 +240,28 @@ fn byte_identity(s: &Value) -> Result<(), String> {
     }
 }
 
+/// Every byte of a TLS connection is handshake, decrypted application data, or undecrypted
+/// for a named reason; every TCP connection has exactly one `decryption` value.
+fn tls_identity(s: &Value) -> Result<(), String> {
+    let b = &s["tls_bytes"];
+    let (received, handshake, application) = (
+        num(b, "received"),
+        num(b, "handshake"),
+        num(b, "application"),
+    );
+    let undecrypted = map_sum(b, "undecrypted");
+    if received != handshake + application + undecrypted {
+        return Err(format!(
+            "tls_bytes received {received} != handshake {handshake} + application {application} + undecrypted {undecrypted}"
+        ));
+    }
+    let (conns, streams) = (map_sum(s, "tls_connections"), num(s, "tcp_streams"));
+    if conns != streams {
+        return Err(format!("tls_connections {conns} != tcp_streams {streams}"));
+    }
+    Ok(())
+}
+
 /// Every HTTP head begun is parsed or skipped for a named reason.
 fn http_identity(s: &Value) -> Result<(), String> {
     let (all, parsed) = (num(s, "http_messages"), num(s, "http_messages_parsed"));
@@ -290,6 +312,7 @@ fn check_run_bounded(what: &str, run: &Run, rss_limit_kb: u64) -> Result<(), Str
         packet_identity(s).or_else(fail)?;
         byte_identity(s).or_else(fail)?;
         http_identity(s).or_else(fail)?;
+        tls_identity(s).or_else(fail)?;
     }
     Ok(())
 }

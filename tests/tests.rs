@@ -14,4 +14,5 @@ mod robustness;
 mod samples_truth;
 mod secrets;
 mod seed_cases;
+mod tls_corpus;
 mod zeek_http;

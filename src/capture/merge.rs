@@ -124,6 +124,18 @@ impl Merger {
         }
     }
 
+    /// The Decryption Secrets Blocks every input read since the last call (see
+    /// [`PacketReader::take_secrets`]); empty, without allocating, when there are none.
+    pub fn take_secrets(&mut self) -> Vec<(u32, Vec<u8>)> {
+        let mut all = Vec::new();
+        for reader in &mut self.readers {
+            if reader.has_secrets() {
+                all.extend(reader.take_secrets());
+            }
+        }
+        all
+    }
+
     /// Bytes read from all inputs so far (compressed bytes for gzip), for progress.
     pub fn bytes_read(&self) -> u64 {
         self.readers

@@ -101,6 +101,8 @@ pub struct PacketReader {
     counter: Arc<AtomicU64>,
     /// The last record's bytes when they had to be copied out of the buffer.
     copied: Vec<u8>,
+    /// Decryption Secrets Blocks read and not yet taken: (secrets type, data).
+    secrets: Vec<(u32, Vec<u8>)>,
 }
 
 /// What one parsed record/block amounts to.
@@ -171,7 +173,19 @@ impl PacketReader {
             info,
             counter,
             copied: Vec::new(),
+            secrets: Vec::new(),
         }
+    }
+
+    /// The Decryption Secrets Blocks read since the last call (they precede the packets
+    /// they decrypt): (secrets type, data).
+    pub fn take_secrets(&mut self) -> Vec<(u32, Vec<u8>)> {
+        std::mem::take(&mut self.secrets)
+    }
+
+    /// Whether Decryption Secrets Blocks wait to be taken.
+    pub fn has_secrets(&self) -> bool {
+        !self.secrets.is_empty()
     }
 
     /// Facts about this input so far (link types grow as pcapng interfaces appear).
@@ -371,7 +385,11 @@ impl PacketReader {
                                     bytes: locate(data, self.pos, bytes),
                                 })
                             }
-                            // Name resolution, statistics, custom, secrets, ...: nothing for us.
+                            Block::DecryptionSecrets(dsb) => {
+                                self.secrets.push((dsb.secrets_type.0, dsb.data.to_vec()));
+                                Item::Skip
+                            }
+                            // Name resolution, statistics, custom, ...: nothing for us.
                             _ => Item::Skip,
                         };
                         Step::Parsed(used, item)

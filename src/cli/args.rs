@@ -41,6 +41,9 @@ pub struct InputArgs {
     /// others (streams sharded by id) and analyze MCP on the main one; 1 = one thread; 0 = every core.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub threads: usize,
+    /// TLS key log (NSS format, as `SSLKEYLOGFILE` writes it); repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub keylog: Vec<std::path::PathBuf>,
     #[command(flatten)]
     pub inference: InferenceArgs,
     #[command(flatten)]
@@ -174,6 +177,9 @@ pub struct AnalyzeArgs {
 pub struct HttpArgs {
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<String>,
+    /// TLS key log (NSS format, as `SSLKEYLOGFILE` writes it); repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub keylog: Vec<std::path::PathBuf>,
     /// Write the table here instead of printing it.
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<std::path::PathBuf>,

@@ -17,6 +17,7 @@ use crate::pipeline::{self, Analysis, Config};
 use crate::report::{self, Format, RowFilter, RunInfo, SessionAggregator, SessionRow, TableWriter};
 use crate::report::{HttpFormat, write_http_rows};
 use crate::rpc::RpcLimits;
+use crate::tls::KeyLog;
 use anyhow::{Result, bail};
 use args::{AnalyzeArgs, ColorChoice, Command, HttpArgs, InputArgs, ShowArgs};
 use clap::Parser;
@@ -102,7 +103,26 @@ fn pipeline_config(input: &InputArgs) -> Result<Config> {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         },
+        keylog: std::sync::Arc::new(read_keylogs(&input.keylog)?),
     })
+}
+
+/// Every `--keylog` file, read before any input. An unreadable file ends the run (exit 2);
+/// a malformed line is counted in the key log's stats. No message carries a secret.
+fn read_keylogs(paths: &[std::path::PathBuf]) -> Result<KeyLog> {
+    let mut keylog = KeyLog::new();
+    for path in paths {
+        let file = std::fs::File::open(path)
+            .map_err(|e| anyhow::anyhow!("--keylog {}: {e}", path.display()))?;
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        keylog
+            .read_from(&name, std::io::BufReader::new(file))
+            .map_err(|e| anyhow::anyhow!("--keylog {}: {e}", path.display()))?;
+    }
+    Ok(keylog)
 }
 
 fn use_color(choice: ColorChoice) -> bool {
@@ -394,7 +414,11 @@ fn http(args: HttpArgs) -> Result<ExitCode> {
         },
         (_, other) => bail!("--format: `{other}` is not one of auto, csv, jsonl"),
     };
-    let (rows, _stats) = pipeline::http_rows(&args.inputs)?;
+    let cfg = Config {
+        keylog: std::sync::Arc::new(read_keylogs(&args.keylog)?),
+        ..Config::default()
+    };
+    let (rows, _stats) = pipeline::http_rows_with(&args.inputs, &cfg)?;
     match &args.output {
         Some(path) => {
             write_atomically(path, |out| write_http_rows(&rows, out, format))?;

@@ -6,6 +6,7 @@ use crate::anomaly::Stats;
 use crate::capture::InputInfo;
 use crate::mcp::Exchange;
 use crate::mcp::retry::{FINDING_NAMES, findings_of};
+use crate::tls::Decryption;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -147,6 +148,31 @@ pub fn run_summary(info: &RunInfo) -> Value {
         count_map(&finding_counts(info.rows)),
     );
     m.insert("anomalies".into(), count_map(&s.anomalies));
+    let mut tls: BTreeMap<String, u64> = Decryption::ALL
+        .iter()
+        .map(|d| (d.as_str().to_string(), 0))
+        .collect();
+    for (name, n) in &s.tls_connections {
+        *tls.entry(name.clone()).or_default() += n;
+    }
+    m.insert("tls_connections".into(), count_map(&tls));
+    // received = handshake + application + sum(undecrypted), for TLS connections.
+    m.insert(
+        "tls_bytes".into(),
+        json!({
+            "received": s.tls_bytes_received,
+            "handshake": s.tls_bytes_handshake,
+            "application": s.tls_bytes_application,
+            "undecrypted": count_map(&s.tls_bytes_undecrypted),
+        }),
+    );
+    m.insert(
+        "keylog".into(),
+        json!({
+            "malformed_lines": s.keylog_malformed_lines,
+            "malformed_at": s.keylog_malformed_at,
+        }),
+    );
     m.insert("bytes_read".into(), json!(info.bytes_read));
     m.insert("elapsed_s".into(), json!(finite(info.elapsed_s)));
     m.insert(

@@ -29,8 +29,8 @@ use keys::early_candidates;
 /// What the stage shares between connections: the secrets and the TLS 1.2 sessions seen.
 #[derive(Debug, Default)]
 pub struct TlsContext {
-    /// Secrets from key logs and Decryption Secrets Blocks.
-    pub keylog: KeyLog,
+    /// Secrets from key logs and Decryption Secrets Blocks, shared by every thread's stage.
+    pub keylog: std::sync::Arc<KeyLog>,
     /// Master secrets of earlier full handshakes, for resumption.
     pub sessions: SessionCache,
 }
@@ -139,6 +139,8 @@ pub struct TlsConnection {
     early_candidates: Vec<Decryptor>,
     decrypted_records: u64,
     failed_records: u64,
+    /// The chosen ALPN went on as `Negotiated` (once, before the first decrypted `Data`).
+    negotiated_sent: bool,
 }
 
 impl TlsConnection {
@@ -164,6 +166,7 @@ impl TlsConnection {
             early_candidates: Vec::new(),
             decrypted_records: 0,
             failed_records: 0,
+            negotiated_sent: false,
         }
     }
 
@@ -346,6 +349,19 @@ impl TlsConnection {
                 if !dir.out.is_empty() {
                     let bytes = std::mem::take(&mut dir.out);
                     self.bytes.plaintext_out += bytes.len() as u64;
+                    if !self.negotiated_sent {
+                        self.negotiated_sent = true;
+                        if let Some(alpn) = &self.facts.alpn {
+                            out.push(StreamEvent {
+                                stream,
+                                ts_ns,
+                                frame,
+                                kind: StreamEventKind::Negotiated {
+                                    protocol: alpn.as_bytes().into(),
+                                },
+                            });
+                        }
+                    }
                     out.push(StreamEvent {
                         stream,
                         ts_ns,

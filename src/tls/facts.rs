@@ -23,6 +23,16 @@ pub enum Decryption {
 }
 
 impl Decryption {
+    /// Every value, in the contract's order.
+    pub const ALL: [Decryption; 6] = [
+        Decryption::Plaintext,
+        Decryption::Decrypted,
+        Decryption::NoKey,
+        Decryption::UnsupportedCipher,
+        Decryption::HandshakeNotCaptured,
+        Decryption::DecryptFailed,
+    ];
+
     /// The contract name.
     pub fn as_str(self) -> &'static str {
         match self {

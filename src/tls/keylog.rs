@@ -163,7 +163,7 @@ pub struct KeyLogStats {
 }
 
 /// Secrets by client random, from any number of key logs.
-#[derive(Default)]
+#[derive(Clone)]
 pub struct KeyLog {
     entries: HashMap<[u8; 32], Secrets>,
     max_entries: usize,
@@ -183,6 +183,12 @@ impl fmt::Debug for KeyLog {
 enum LineError {
     Malformed,
     UnknownLabel,
+}
+
+impl Default for KeyLog {
+    fn default() -> KeyLog {
+        KeyLog::new()
+    }
 }
 
 impl KeyLog {

@@ -66,8 +66,9 @@ pub use facts::{Decryption, TlsBytes, TlsFacts};
 pub use keylog::{KeyLog, KeyLogStats};
 
 use crate::anomaly::Stats;
-use crate::flow::{StreamEvent, StreamEventKind};
+use crate::flow::{StreamEvent, StreamEventKind, StreamStage};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Records of one direction failing authentication in a row before it is given up.
 pub const MAX_FAILURES_IN_ROW: u32 = 4;
@@ -103,61 +104,113 @@ pub struct ConnectionReport {
     pub bytes: TlsBytes,
 }
 
-/// The TLS stage for any number of connections: one [`TlsConnection`] per stream.
+/// The TLS stage for any number of connections: one [`TlsConnection`] per stream that
+/// sent data, until it is known to be plaintext.
 #[derive(Debug, Default)]
 pub struct TlsStage {
     ctx: TlsContext,
-    conns: HashMap<u64, TlsConnection>,
+    /// Streams with TLS state: TLS, or data seen and not yet decided.
+    conns: HashMap<u64, Box<TlsConnection>>,
+    /// Open streams without TLS state: `true` when decided plaintext, `false` before any data.
+    passing: HashMap<u64, bool>,
     reports: Vec<ConnectionReport>,
+    /// Keep the reports for [`TlsStage::take_reports`] (else they are only counted).
+    keep_reports: bool,
 }
 
 impl TlsStage {
-    /// A stage with the secrets of `keylog`.
+    /// A stage with the secrets of `keylog`; its reports are kept for [`TlsStage::take_reports`].
     pub fn new(keylog: KeyLog) -> TlsStage {
+        TlsStage::shared(Arc::new(keylog), true)
+    }
+
+    /// A stage reading the key log every thread shares; `keep_reports` keeps each
+    /// connection's report for [`TlsStage::take_reports`] besides counting it in the stats.
+    pub fn shared(keylog: Arc<KeyLog>, keep_reports: bool) -> TlsStage {
         TlsStage {
             ctx: TlsContext {
                 keylog,
                 sessions: Default::default(),
             },
+            keep_reports,
             ..TlsStage::default()
         }
     }
 
-    /// The secrets, to add those of Decryption Secrets Blocks as the capture is read.
+    /// The secrets, to add those of Decryption Secrets Blocks as the capture is read
+    /// (copied first if another thread's stage shares them).
     pub fn keylog_mut(&mut self) -> &mut KeyLog {
-        &mut self.ctx.keylog
+        Arc::make_mut(&mut self.ctx.keylog)
     }
 
     /// Takes one flow event; appends the events for the next stage to `out`.
     pub fn push(&mut self, event: StreamEvent, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
         let stream = event.stream;
-        let closed = matches!(event.kind, StreamEventKind::Closed { .. });
-        if let StreamEventKind::Opened { .. } = event.kind
-            && let Some(mut old) = self.conns.remove(&stream)
-        {
-            // A stream index opened again: the stale state ends first.
-            old.finish(&mut self.ctx, stats, out);
-            self.report(stream, &old);
+        match event.kind {
+            StreamEventKind::Opened { .. } => {
+                // A stream index opened again: the stale state ends first.
+                self.end_stream(stream, stats, out);
+                self.passing.insert(stream, false);
+                out.push(event);
+                return;
+            }
+            StreamEventKind::Closed { .. } => {
+                if let Some(mut conn) = self.conns.remove(&stream) {
+                    conn.push(event, &mut self.ctx, stats, out);
+                    self.report(stream, &conn, stats);
+                } else {
+                    if self.passing.remove(&stream).is_some() {
+                        self.report_plaintext(stream, stats);
+                    }
+                    out.push(event);
+                }
+                return;
+            }
+            _ => {}
         }
-        let conn = self
-            .conns
-            .entry(stream)
-            .or_insert_with(|| TlsConnection::new(stream));
+        if let Some(decided) = self.passing.get(&stream) {
+            if *decided {
+                out.push(event);
+                return;
+            }
+            self.passing.remove(&stream);
+            self.conns
+                .insert(stream, Box::new(TlsConnection::new(stream)));
+        }
+        let Some(conn) = self.conns.get_mut(&stream) else {
+            // An event of a stream never opened: nothing to decide on.
+            out.push(event);
+            return;
+        };
         conn.push(event, &mut self.ctx, stats, out);
-        if closed && let Some(conn) = self.conns.remove(&stream) {
-            self.report(stream, &conn);
+        if conn.is_tls() == Some(false) {
+            // Plaintext keeps no state here: every later event passes as it is.
+            self.conns.remove(&stream);
+            self.passing.insert(stream, true);
+        }
+    }
+
+    /// Ends what the stage holds of `stream` (as at end of input) and reports it.
+    fn end_stream(&mut self, stream: u64, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+        if let Some(mut conn) = self.conns.remove(&stream) {
+            conn.finish(&mut self.ctx, stats, out);
+            self.report(stream, &conn, stats);
+        } else if self.passing.remove(&stream).is_some() {
+            self.report_plaintext(stream, stats);
         }
     }
 
     /// End of input: every connection still open hands on what it can.
     pub fn finish(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
-        let mut streams: Vec<u64> = self.conns.keys().copied().collect();
+        let mut streams: Vec<u64> = self
+            .conns
+            .keys()
+            .chain(self.passing.keys())
+            .copied()
+            .collect();
         streams.sort_unstable();
         for stream in streams {
-            if let Some(mut conn) = self.conns.remove(&stream) {
-                conn.finish(&mut self.ctx, stats, out);
-                self.report(stream, &conn);
-            }
+            self.end_stream(stream, stats, out);
         }
     }
 
@@ -165,13 +218,13 @@ impl TlsStage {
     pub fn earliest_held_ts(&self) -> Option<i64> {
         self.conns
             .values()
-            .filter_map(TlsConnection::earliest_held_ts)
+            .filter_map(|c| c.earliest_held_ts())
             .min()
     }
 
     /// Handshake facts of an open connection (the HTTP stage's router reads the chosen ALPN).
     pub fn facts(&self, stream: u64) -> Option<&TlsFacts> {
-        self.conns.get(&stream).map(TlsConnection::facts)
+        self.conns.get(&stream).map(|c| c.facts())
     }
 
     /// The reports of connections that ended since the last call.
@@ -179,12 +232,74 @@ impl TlsStage {
         std::mem::take(&mut self.reports)
     }
 
-    fn report(&mut self, stream: u64, conn: &TlsConnection) {
-        self.reports.push(ConnectionReport {
-            stream,
-            decryption: conn.decryption(),
-            facts: conn.facts().clone(),
-            bytes: conn.bytes().clone(),
-        });
+    fn report_plaintext(&mut self, stream: u64, stats: &mut Stats) {
+        count_connection(Decryption::Plaintext, stats);
+        if self.keep_reports {
+            self.reports.push(ConnectionReport {
+                stream,
+                decryption: Decryption::Plaintext,
+                facts: TlsFacts::default(),
+                bytes: TlsBytes::default(),
+            });
+        }
+    }
+
+    fn report(&mut self, stream: u64, conn: &TlsConnection, stats: &mut Stats) {
+        let decryption = conn.decryption();
+        count_connection(decryption, stats);
+        let bytes = conn.bytes();
+        stats.tls_bytes_received = stats.tls_bytes_received.saturating_add(bytes.received);
+        stats.tls_bytes_handshake = stats.tls_bytes_handshake.saturating_add(bytes.handshake);
+        stats.tls_bytes_application = stats
+            .tls_bytes_application
+            .saturating_add(bytes.application);
+        for (why, n) in &bytes.undecrypted {
+            let slot = stats
+                .tls_bytes_undecrypted
+                .entry(why.to_string())
+                .or_default();
+            *slot = slot.saturating_add(*n);
+        }
+        if self.keep_reports {
+            self.reports.push(ConnectionReport {
+                stream,
+                decryption,
+                facts: conn.facts().clone(),
+                bytes: bytes.clone(),
+            });
+        }
+    }
+}
+
+fn count_connection(decryption: Decryption, stats: &mut Stats) {
+    let count = stats
+        .tls_connections
+        .entry(decryption.as_str().to_string())
+        .or_default();
+    *count = count.saturating_add(1);
+}
+
+/// The stage between flow and HTTP in the pipeline's chain.
+impl StreamStage for TlsStage {
+    type Output = StreamEvent;
+
+    fn push(&mut self, ev: StreamEvent, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+        TlsStage::push(self, ev, stats, out);
+    }
+
+    fn finish(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+        TlsStage::finish(self, stats, out);
+    }
+
+    fn held_since_us(&self) -> Option<i64> {
+        self.earliest_held_ts().map(|ns| ns.div_euclid(1000))
+    }
+
+    fn add_capture_secrets(&mut self, secrets_type: u32, data: &[u8]) {
+        // Other types (WireGuard, ZigBee, ...) are not TLS key logs: nothing to add.
+        if secrets_type == keylog::DSB_TLS_KEY_LOG {
+            self.keylog_mut()
+                .add_decryption_secrets("capture", secrets_type, data);
+        }
     }
 }

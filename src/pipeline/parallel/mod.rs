@@ -91,6 +91,9 @@ pub(super) type EventSink<'a, E> = dyn FnMut(Item, &mut Stats) -> Result<(), Run
 enum ToWorker {
     /// This worker's stream events of one round, each with its number.
     Round(Vec<(u64, StreamEvent)>),
+    /// A Decryption Secrets Block of the capture (type, data), for every worker's stages,
+    /// after the rounds before it and before those after it. No answer.
+    Secrets(u32, std::sync::Arc<[u8]>),
     /// End of input: flush the open connections.
     Finish,
 }
@@ -106,7 +109,7 @@ enum FromWorker {
     /// ([`StreamStage::held_since_us`]), and the body bytes the events hold.
     Round(Vec<(u64, Event)>, Option<i64>, usize),
     /// The flushed connections' events keyed by stream id, and the worker's counts.
-    Finished(Vec<(u64, Event)>, Stats),
+    Finished(Vec<(u64, Event)>, Box<Stats>),
 }
 
 /// Why the caller stopped taking rounds.

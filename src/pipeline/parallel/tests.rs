@@ -62,7 +62,7 @@ fn the_backlog_counts_rounds_sent_and_not_yet_taken() {
     assert!(!out.caller_is_behind(), "one round waiting");
     out.send(FromWorker::Round(Vec::new(), None, 0)).unwrap();
     assert!(out.caller_is_behind(), "two rounds waiting");
-    out.send(FromWorker::Finished(Vec::new(), Stats::default()))
+    out.send(FromWorker::Finished(Vec::new(), Box::default()))
         .unwrap();
     assert_eq!(ledger.backlog.load(Ordering::Relaxed), 3);
     let mut stats = Stats::default();
@@ -218,7 +218,7 @@ fn parts_are_merged_by_tag_and_fed_once_no_worker_can_precede_them() {
     tx1.send(FromWorker::Part(part(&[2]), 0, 2)).unwrap();
     tx1.send(FromWorker::Round(part(&[4, 6]), None, 0)).unwrap();
     for tx in [&tx0, &tx1] {
-        tx.send(FromWorker::Finished(Vec::new(), Stats::default()))
+        tx.send(FromWorker::Finished(Vec::new(), Box::default()))
             .unwrap();
     }
     let mut stats = Stats::default();
@@ -280,7 +280,7 @@ fn the_laggard_is_heard_first_and_bounds_what_is_fed() {
 fn workers_finishing_in_different_rounds_is_an_error() {
     let (tx0, rx0) = sync_channel(QUEUED_ROUNDS);
     let (tx1, rx1) = sync_channel(QUEUED_ROUNDS);
-    tx0.send(FromWorker::Finished(Vec::new(), Stats::default()))
+    tx0.send(FromWorker::Finished(Vec::new(), Box::default()))
         .unwrap();
     tx1.send(FromWorker::Round(Vec::new(), None, 0)).unwrap();
     let mut stats = Stats::default();

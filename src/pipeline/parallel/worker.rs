@@ -44,6 +44,7 @@ pub(super) fn http_worker<S: StreamStage<Output = HttpEvent>>(
                 tx.send(FromWorker::Round(batch, unfinished, held))
                     .map_err(|_| Gone)?;
             }
+            ToWorker::Secrets(ty, data) => stage.add_capture_secrets(ty, &data),
             ToWorker::Finish => {
                 stage.finish(&mut stats, &mut out);
                 // `finish` flushes in stream order; the stream id orders them across workers.
@@ -52,7 +53,7 @@ pub(super) fn http_worker<S: StreamStage<Output = HttpEvent>>(
                     .map(|h| (conn_of(&h), Event::new(h, preparer.as_mut())))
                     .collect();
                 return tx
-                    .send(FromWorker::Finished(batch, stats))
+                    .send(FromWorker::Finished(batch, Box::new(stats)))
                     .map_err(|_| Gone);
             }
         }

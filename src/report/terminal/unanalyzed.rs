@@ -52,6 +52,27 @@ pub(super) fn write_unanalyzed(p: Painter, out: &mut String, info: &RunInfo) {
         s.http_bytes_skipped,
         "bytes",
     );
+    for (decryption, n) in &s.tls_connections {
+        if !matches!(decryption.as_str(), "plaintext" | "decrypted") {
+            fact(
+                format!("TLS not decrypted: {decryption}"),
+                *n,
+                "connections",
+            );
+        }
+    }
+    for (reason, n) in &s.tls_bytes_undecrypted {
+        fact(format!("TLS bytes not decrypted: {reason}"), *n, "bytes");
+    }
+    let at = match s.keylog_malformed_at.as_slice() {
+        [] => String::new(),
+        lines => format!(" ({})", lines.join(", ")),
+    };
+    fact(
+        format!("key log lines malformed, skipped{at}"),
+        s.keylog_malformed_lines,
+        "lines",
+    );
     let more_anomalies = s.anomalies.len().saturating_sub(MAX_LIST_ROWS);
     for (name, n) in s.anomalies.iter().take(MAX_LIST_ROWS) {
         fact(format!("anomaly {name}"), *n, "times");
