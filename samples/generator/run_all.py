@@ -354,6 +354,11 @@ class Run:
             doc.update(extra)
         if self.tls:
             doc["keylog"] = self.keys.name
+            for e, rec in zip(entries, records):
+                if rec["status"] is not None and not rec["resp_complete"] and "body incomplete" not in e["reason"]:
+                    # seen on 202s: the TS SDK cancels a 202's body and undici closes the connection
+                    e["reason"] += ("; response body incomplete on the wire: the client closed the connection "
+                                    "before the body's end (terminating chunk) was relayed")
             doc["connections"] = tls_truth.connections(self.capture, self.port, self.conn_log, records, entries,
                                                        self.no_key_streams)
         if self.pcap is not None:
