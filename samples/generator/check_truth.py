@@ -17,7 +17,9 @@ the connections the truth calls `decrypted` (its `connections` list says which e
 which tcp.stream); where the HTTP dissector misses one (it waits for a chunked body that a client
 cut short), the request/status lines are read per connection from tshark's decrypted stream
 (`-z follow,tls,raw,N`) instead. Every `no_key` connection must give tshark no HTTP and no
-decrypted bytes at all, and must carry TLS application data (it is not just empty).
+decrypted bytes at all, and must carry TLS application data (it is not just empty). A truth with
+`secrets_embedded` (a pcapng with a Decryption Secrets Block) is checked the same way with no key
+log file: tshark uses the embedded secrets.
 
 usage: python check_truth.py [samples dir]     exit 1 on any mismatch
 """
@@ -63,9 +65,13 @@ def wire_raw(capture, port):
     return [tuple(x) for x in out]
 
 
+def keylog_opt(keys):
+    return ["-o", f"tls.keylog_file:{keys}"] if keys else []
+
+
 def tls_http(capture, keys):
     """(tcp.stream, method, uri, status) per decrypted request, in request frame order."""
-    base = ["tshark", "-r", str(capture), "-o", f"tls.keylog_file:{keys}", "-T", "fields", "-E", "separator=\t"]
+    base = ["tshark", "-r", str(capture), *keylog_opt(keys), "-T", "fields", "-E", "separator=\t"]
 
     def rows(display, fields):
         out = subprocess.run(base + ["-Y", display, *sum((["-e", f] for f in fields), [])],
@@ -78,7 +84,7 @@ def tls_http(capture, keys):
 
 def tls_follow(capture, keys, stream):
     """Request/status lines from tshark's decrypted TLS stream of one connection, in stream order."""
-    out = subprocess.run(["tshark", "-r", str(capture), "-o", f"tls.keylog_file:{keys}", "-q",
+    out = subprocess.run(["tshark", "-r", str(capture), *keylog_opt(keys), "-q",
                           "-z", f"follow,tls,raw,{stream}"], capture_output=True, text=True, timeout=60, check=True).stdout
     got, blobs = [], [ln.strip() for ln in out.splitlines() if re.fullmatch(r"\s*[0-9a-f]+", ln)]
     for blob in blobs:
@@ -148,17 +154,20 @@ def main():
         cap = SAMPLES / doc["capture"]
         want = [(e["http_method"], e["path"], e["http_status"]) for e in doc["entries"]]
         keys = cap.with_suffix(".keys")
-        if keys.exists():
-            ok, how, got, want = check_tls(doc, cap, keys)
+        tls = keys.exists() or doc.get("secrets_embedded")
+        if tls:
+            ok, how, got, want = check_tls(doc, cap, keys if keys.exists() else None)
+            if doc.get("secrets_embedded"):
+                how += ", secrets from the pcapng's Decryption Secrets Block"
         elif cap.suffix == ".har":
             got = check_har(doc, cap)
         else:
             got = wire_http(cap, doc["server_port"])
         same = (lambda g: Counter(g) == Counter(want)) if doc.get("order_may_interleave") else (lambda g: g == want)
-        if not keys.exists():
+        if not tls:
             ok = same(got)
             how = "tshark http"
-        if not ok and cap.suffix != ".har" and not keys.exists():
+        if not ok and cap.suffix != ".har" and not tls:
             # tshark's HTTP dissector waits for the end of a chunked SSE body that never ends (cut or
             # still-open streams) and then misses later requests on that connection; snap-length
             # cuts hide headers. Read request/status lines from the TCP payloads instead.

@@ -246,6 +246,7 @@ class Run:
         env = None
         if self.tls:
             env = {**os.environ, "NODE_OPTIONS": f"--tls-keylog={self.keys}", "NODE_EXTRA_CA_CERTS": str(CERTS / "ca.pem")}
+            cmd += ["--exit-delay", "500"]  # the key log is written asynchronously (see ts/client.mjs)
             what += " (NODE_OPTIONS=--tls-keylog)"
         return self._client(label, cmd, logf, wait, what, env)
 
@@ -353,6 +354,9 @@ class Run:
         if extra:
             doc.update(extra)
         if self.tls:
+            lost = lost_segments(self.capture)
+            if lost:  # one missing segment and nothing after it on that connection decrypts
+                raise CaptureLoss(f"{self.capture.name}: tcpdump missed segments (tshark flags frames {lost})")
             doc["keylog"] = self.keys.name
             for e, rec in zip(entries, records):
                 if rec["status"] is not None and not rec["resp_complete"] and "body incomplete" not in e["reason"]:
@@ -360,7 +364,7 @@ class Run:
                     e["reason"] += ("; response body incomplete on the wire: the client closed the connection "
                                     "before the body's end (terminating chunk) was relayed")
             doc["connections"] = tls_truth.connections(self.capture, self.port, self.conn_log, records, entries,
-                                                       self.no_key_streams)
+                                                       self.keys, self.no_key_streams)
         if self.pcap is not None:
             doc["paired_capture"] = self.pcap.name
         self.write_truth(SAMPLES / f"{self.name}.truth.json", doc)
@@ -1037,6 +1041,16 @@ def tls_ts_https(port):
     r.finish("TS client (undici fetch, NODE_OPTIONS=--tls-keylog) -> https://localhost (TLS 1.3, the relay selects ALPN "
              "http/1.1) -> TS server over node:https, JSON responses: initialize, notifications/initialized, "
              "standalone GET stream, tools/list, echo, fail (isError), DELETE.")
+    # what users do with a key log and Wireshark's tools: the same capture, secrets embedded in a pcapng
+    # Decryption Secrets Block (editcap --inject-secrets), no key log beside it
+    dsb = SAMPLES / "tls-dsb.pcapng"
+    subprocess.run(["editcap", "--inject-secrets", f"tls,{r.keys}", str(r.capture), str(dsb)], check=True, timeout=60)
+    doc = json.loads((SAMPLES / "tls-ts-https.truth.json").read_text())
+    doc.update(capture=dsb.name, keylog=None, secrets_embedded=True,
+               description="tls-ts-https.pcap with its key log embedded by `editcap --inject-secrets tls,tls-ts-https.keys` "
+                           "(pcapng Decryption Secrets Block): decrypts without --keylog. " + doc["description"],
+               made_by=doc["made_by"] + ", then editcap --inject-secrets (pcapng with a Decryption Secrets Block)")
+    r.write_truth(SAMPLES / "tls-dsb.truth.json", doc)
 
 
 def tls_py_tls12(name, ciphers, alpn):
@@ -1080,6 +1094,7 @@ def tls_missing_key(port):
     r.client_ts("ts-client", "list,echo:first run,delete")
     time.sleep(0.5)
     r.client_ts("ts-client-2", "list,echo:second run,delete")
+    extra = {}
 
     def annotate(entries, records, logs):
         conns = tls_truth.wire_connections(r.capture, r.port)
@@ -1090,7 +1105,8 @@ def tls_missing_key(port):
         removed = tls_truth.drop_secrets(r.keys, victim["client_random"])
         assert removed >= 1, "no key log line for the victim's client random"
         r.no_key_streams = (victim["tcp_stream"],)
-        r.removed_lines = removed
+        extra["missing_key"] = {"tcp_stream": victim["tcp_stream"], "client_addr": victim["client"],
+                                "client_random": victim["client_random"], "removed_keylog_lines": removed}
         for e, rec in zip(entries, records):
             if rec["client_port"] == victim["client_port"]:
                 e["reason"] += (f"; on tcp_stream {victim['tcp_stream']}, whose secrets were removed from the key log: "
@@ -1098,7 +1114,8 @@ def tls_missing_key(port):
     r.finish("Two TS client runs (NODE_OPTIONS=--tls-keylog, one key log) -> https://localhost (TLS 1.3, ALPN http/1.1) "
              "-> TS server over node:https. After the recording, the key log lines of the connection that carried the "
              "second run's initialize were removed (see connections: its client_random): that connection is no_key, "
-             "its exchanges are in entries (they happened) but cannot be decrypted; the others decrypt.", annotate)
+             "its exchanges are in entries (they happened) but cannot be decrypted; the others decrypt.", annotate,
+             extra=extra)
 
 
 SCENARIOS = {

@@ -46,13 +46,14 @@ def wire_connections(pcap, port):
     return [conns[k] for k in sorted(conns)]
 
 
-def connections(pcap, port, conn_log, records, entries, no_key=()):
+def connections(pcap, port, conn_log, records, entries, keys_path, no_key=()):
     """The truth's connections list. no_key: tcp_stream indexes whose secrets were removed."""
     by_port = {c["client_port"]: c for c in json.loads(conn_log.read_text())}
     entries_of = {}
     for e, rec in zip(entries, records):
         entries_of.setdefault(rec["client_port"], []).append(e["n"])
     out = []
+    logged = keys_path.read_text().lower() if keys_path.exists() else ""
     for w in wire_connections(pcap, port):
         got = by_port.get(w["client_port"])
         if got is None or got["tls"] is None:
@@ -63,6 +64,8 @@ def connections(pcap, port, conn_log, records, entries, no_key=()):
             raise RuntimeError(f"{pcap.name}: stream {w['tcp_stream']}: ServerHello suite {w['suite_on_wire']:#x}, ssl said {iana}")
         version = VERSIONS[tls["version"]]
         missing = w["tcp_stream"] in no_key
+        if not missing and w["client_random"] not in logged:
+            raise RuntimeError(f"{pcap.name}: the client's key log lacks the secrets of tcp_stream {w['tcp_stream']}")
         ns = entries_of.get(w["client_port"], [])
         row = {"tcp_stream": w["tcp_stream"], "client_addr": w["client"], "server_addr": w["server"],
                "decryption": "no_key" if missing else "decrypted", "tls_version": version, "tls_cipher": iana,
