@@ -363,8 +363,11 @@ class Run:
                     # seen on 202s: the TS SDK cancels a 202's body and undici closes the connection
                     e["reason"] += ("; response body incomplete on the wire: the client closed the connection "
                                     "before the body's end (terminating chunk) was relayed")
-            doc["connections"] = tls_truth.connections(self.capture, self.port, self.conn_log, records, entries,
-                                                       self.keys, self.no_key_streams)
+            try:
+                doc["connections"] = tls_truth.connections(self.capture, self.port, self.conn_log, records, entries,
+                                                           self.keys, self.no_key_streams)
+            except tls_truth.MissingSecrets as e:
+                raise CaptureLoss(str(e)) from e
         if self.pcap is not None:
             doc["paired_capture"] = self.pcap.name
         self.write_truth(SAMPLES / f"{self.name}.truth.json", doc)

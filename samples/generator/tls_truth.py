@@ -46,6 +46,10 @@ def wire_connections(pcap, port):
     return [conns[k] for k in sorted(conns)]
 
 
+class MissingSecrets(RuntimeError):
+    """The client's key log lacks a connection the scenario did not strip (a recording to make again)."""
+
+
 def connections(pcap, port, conn_log, records, entries, keys_path, no_key=()):
     """The truth's connections list. no_key: tcp_stream indexes whose secrets were removed."""
     by_port = {c["client_port"]: c for c in json.loads(conn_log.read_text())}
@@ -65,7 +69,7 @@ def connections(pcap, port, conn_log, records, entries, keys_path, no_key=()):
         version = VERSIONS[tls["version"]]
         missing = w["tcp_stream"] in no_key
         if not missing and w["client_random"] not in logged:
-            raise RuntimeError(f"{pcap.name}: the client's key log lacks the secrets of tcp_stream {w['tcp_stream']}")
+            raise MissingSecrets(f"{pcap.name}: the client's key log lacks the secrets of tcp_stream {w['tcp_stream']}")
         ns = entries_of.get(w["client_port"], [])
         row = {"tcp_stream": w["tcp_stream"], "client_addr": w["client"], "server_addr": w["server"],
                "decryption": "no_key" if missing else "decrypted", "tls_version": version, "tls_cipher": iana,
