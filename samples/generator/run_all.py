@@ -1105,11 +1105,13 @@ def tls_missing_key(port):
         # the second run's connection that carried its initialize loses its secrets
         init2 = [rec for e, rec in zip(entries, records) if e["client"] == "ts-client-2" and e["rpc_method"] == "initialize"][0]
         victim = [c for c in conns if c["client_port"] == init2["client_port"]][0]
-        removed = tls_truth.drop_secrets(r.keys, victim["client_random"])
+        removed_keys = SAMPLES / "tls-missing-key.removed.keys"
+        removed = tls_truth.drop_secrets(r.keys, victim["client_random"], removed_keys)
         assert removed >= 1, "no key log line for the victim's client random"
         r.no_key_streams = (victim["tcp_stream"],)
         extra["missing_key"] = {"tcp_stream": victim["tcp_stream"], "client_addr": victim["client"],
-                                "client_random": victim["client_random"], "removed_keylog_lines": removed}
+                                "client_random": victim["client_random"], "removed_keylog_lines": removed,
+                                "removed_to": removed_keys.name}
         for e, rec in zip(entries, records):
             if rec["client_port"] == victim["client_port"]:
                 e["reason"] += (f"; on tcp_stream {victim['tcp_stream']}, whose secrets were removed from the key log: "

@@ -84,9 +84,11 @@ def connections(pcap, port, conn_log, records, entries, keys_path, no_key=()):
     return out
 
 
-def drop_secrets(keys_path, client_random):
-    """Removes every key log line of one connection (matched by client random); returns how many."""
+def drop_secrets(keys_path, client_random, removed_path):
+    """Moves every key log line of one connection (matched by client random) to removed_path
+    (a second key log: with both, everything decrypts); returns how many."""
     lines = keys_path.read_text().splitlines(keepends=True)
-    kept = [ln for ln in lines if len(ln.split()) < 2 or ln.split()[1].lower() != client_random.lower()]
-    keys_path.write_text("".join(kept))
-    return len(lines) - len(kept)
+    mine = [len(ln.split()) >= 2 and ln.split()[1].lower() == client_random.lower() for ln in lines]
+    keys_path.write_text("".join(ln for ln, m in zip(lines, mine) if not m))
+    removed_path.write_text("".join(ln for ln, m in zip(lines, mine) if m))
+    return sum(mine)
