@@ -11,6 +11,16 @@ small snap length hides headers), requests and status lines are read from the fi
 TCP payload (tshark -e tcp.payload) instead, and the line says which reading matched. HAR truth files are checked
 against the HAR's entries instead.
 
+TLS captures (a `<stem>.keys` key log beside the capture, named in the truth's `keylog`): tshark
+decrypts with `-o tls.keylog_file:` and must list every request and response of the entries on
+the connections the truth calls `decrypted` (its `connections` list says which entries travelled on
+which tcp.stream); where the HTTP dissector misses one (it waits for a chunked body that a client
+cut short), the request/status lines are read per connection from tshark's decrypted stream
+(`-z follow,tls,raw,N`) instead. Every `no_key` connection must give tshark no HTTP and no
+decrypted bytes at all, and must carry TLS application data (it is not just empty). A truth with
+`secrets_embedded` (a pcapng with a Decryption Secrets Block) is checked the same way with no key
+log file: tshark uses the embedded secrets.
+
 usage: python check_truth.py [samples dir]     exit 1 on any mismatch
 """
 
@@ -18,6 +28,7 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -55,6 +66,79 @@ def wire_raw(capture, port):
     return [tuple(x) for x in out]
 
 
+def keylog_opt(keys):
+    return ["-o", f"tls.keylog_file:{keys}"] if keys else []
+
+
+def tls_http(capture, keys):
+    """(tcp.stream, method, uri, status) per decrypted request, in request frame order."""
+    base = ["tshark", "-r", str(capture), *keylog_opt(keys), "-T", "fields", "-E", "separator=\t"]
+
+    def rows(display, fields):
+        out = subprocess.run(base + ["-Y", display, *sum((["-e", f] for f in fields), [])],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+        return [line.split("\t") for line in out.splitlines() if line.strip()]
+    reqs = rows("http.request", ["frame.number", "tcp.stream", "http.request.method", "http.request.uri"])
+    status = {int(f): int(c) for f, c in rows("http.response", ["http.request_in", "http.response.code"]) if f}
+    return [(int(st), m, u, status.get(int(f))) for f, st, m, u in reqs]
+
+
+def tls_follow(capture, keys, stream):
+    """Request/status lines from tshark's decrypted TLS stream of one connection, in stream order."""
+    out = subprocess.run(["tshark", "-r", str(capture), *keylog_opt(keys), "-q",
+                          "-z", f"follow,tls,raw,{stream}"], capture_output=True, text=True, timeout=60, check=True).stdout
+    got, blobs = [], [ln.strip() for ln in out.splitlines() if re.fullmatch(r"\s*[0-9a-f]+", ln)]
+    for blob in blobs:
+        text = bytes.fromhex(blob).decode("latin-1")
+        m = re.match(r"(GET|POST|DELETE|PUT|OPTIONS) (\S+) HTTP/1\.1\r\n", text)
+        if m:
+            got.append([m.group(1), m.group(2), None])
+        s = re.match(r"HTTP/1\.1 (\d{3}) ", text)
+        if s and got and [g for g in got if g[2] is None]:
+            [g for g in got if g[2] is None][0][2] = int(s.group(1))
+    return [tuple(g) for g in got], len(blobs)
+
+
+def check_tls(doc, cap, keys):
+    """(ok, how, got, want) for a TLS capture with its key log."""
+    by_n = {e["n"]: e for e in doc["entries"]}
+    stream_of = {n: c["tcp_stream"] for c in doc["connections"] for n in c["entries"]}
+    dec = [c for c in doc["connections"] if c["decryption"] == "decrypted"]
+    nokey = [c for c in doc["connections"] if c["decryption"] == "no_key"]
+    want = [(stream_of[e["n"]], e["http_method"], e["path"], e["http_status"]) for e in doc["entries"]
+            if stream_of[e["n"]] in {c["tcp_stream"] for c in dec}]
+    if sorted(stream_of) != sorted(by_n):
+        return False, "connections do not cover the entries", [], want
+    got = tls_http(cap, keys)
+    ok, how = got == want, "tshark http, decrypted"
+    if not ok:  # per connection from the decrypted stream
+        got = []
+        ok = True
+        for c in dec:
+            lines, _ = tls_follow(cap, keys, c["tcp_stream"])
+            got += [(c["tcp_stream"], *x) for x in lines]
+            ok &= lines == [tuple(by_n[n][k] for k in ("http_method", "path", "http_status")) for n in c["entries"]]
+        want = [(c["tcp_stream"], *(by_n[n][k] for k in ("http_method", "path", "http_status"))) for c in dec for n in c["entries"]]
+        how = "tshark follow,tls per connection"
+    for c in nokey:
+        lines, blobs = tls_follow(cap, keys, c["tcp_stream"])
+        leaked = [g for g in tls_http(cap, keys) if g[0] == c["tcp_stream"]]
+        has_data = subprocess.run(["tshark", "-r", str(cap), "-Y", f"tcp.stream=={c['tcp_stream']} && (tls.record.opaque_type==23 || tls.record.content_type==23)",
+                                   "-T", "fields", "-e", "frame.number"], capture_output=True, text=True, timeout=60).stdout.split()
+        if lines or blobs or leaked or not has_data:
+            ok = False
+        how += f"; no_key stream {c['tcp_stream']}: {blobs} decrypted blobs, {len(has_data)} frames of application data"
+    removed = doc.get("missing_key", {}).get("removed_to")
+    if removed:  # with the removed lines added back, the no_key connection gives exactly its entries
+        both = Path(tempfile.mkdtemp()) / "both.keys"
+        both.write_text(Path(keys).read_text() + (cap.parent / removed).read_text())
+        for c in nokey:
+            lines, _ = tls_follow(cap, both, c["tcp_stream"])
+            ok &= lines == [tuple(by_n[n][k] for k in ("http_method", "path", "http_status")) for n in c["entries"]]
+            how += f" ({len(lines)} requests with {removed} added)"
+    return ok, how, got, want
+
+
 def check_har(truth_doc, har_path):
     """HAR entries for the MCP endpoint paths, in the HAR's order; status 0 (none) -> None.
 
@@ -78,14 +162,21 @@ def main():
         doc = json.loads(tf.read_text())
         cap = SAMPLES / doc["capture"]
         want = [(e["http_method"], e["path"], e["http_status"]) for e in doc["entries"]]
-        if cap.suffix == ".har":
+        keys = cap.with_suffix(".keys")
+        tls = keys.exists() or doc.get("secrets_embedded")
+        if tls:
+            ok, how, got, want = check_tls(doc, cap, keys if keys.exists() else None)
+            if doc.get("secrets_embedded"):
+                how += ", secrets from the pcapng's Decryption Secrets Block"
+        elif cap.suffix == ".har":
             got = check_har(doc, cap)
         else:
             got = wire_http(cap, doc["server_port"])
         same = (lambda g: Counter(g) == Counter(want)) if doc.get("order_may_interleave") else (lambda g: g == want)
-        ok = same(got)
-        how = "tshark http"
-        if not ok and cap.suffix != ".har":
+        if not tls:
+            ok = same(got)
+            how = "tshark http"
+        if not ok and cap.suffix != ".har" and not tls:
             # tshark's HTTP dissector waits for the end of a chunked SSE body that never ends (cut or
             # still-open streams) and then misses later requests on that connection; snap-length
             # cuts hide headers. Read request/status lines from the TCP payloads instead.

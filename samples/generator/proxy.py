@@ -25,6 +25,12 @@ Faults (each fires once):
                        carries an `id:` line and non-empty `data:` (the TS server's
                        priming event has empty data and is relayed as is).
 
+TLS (the tls-* recordings): --tls-cert/--tls-key terminate TLS on the listen port (the client's
+key log then decrypts the capture of that port), --tls-alpn selects an ALPN protocol when the
+client offers it, --upstream-tls CAFILE speaks TLS to the server as well (verified against
+CAFILE, SNI localhost). --conn-log writes one JSON line per client connection with what the TLS
+library negotiated (version, cipher, SNI, ALPN, resumption): the truth's connections table.
+
 When the upstream server is not listening (a scenario restarts it), a new client connection
 waits up to 10 s for it instead of being closed.
 
@@ -40,10 +46,13 @@ import json
 import math
 import signal
 import socket
+import ssl
 import time
 from urllib.parse import parse_qsl
 
 RECORDS = []
+CONNS = []
+SNI = {}  # id(SSLObject) -> server name the client sent
 STATE = {"seq": 0, "posts": 0, "cut_done": False, "conn": 0}
 
 
@@ -156,12 +165,19 @@ async def handle_client(creader, cwriter, args):
     STATE["conn"] += 1
     conn_id = STATE["conn"]
     peer = cwriter.get_extra_info("peername")
+    tls = cwriter.get_extra_info("ssl_object")
+    conn = {"conn": conn_id, "client_port": peer[1] if peer else None, "t_accept": time.time(), "tls": None}
+    if tls is not None:
+        name, _, _ = tls.cipher()
+        conn["tls"] = {"version": tls.version(), "cipher_openssl": name, "sni": SNI.pop(id(tls), None),
+                       "alpn": tls.selected_alpn_protocol(), "resumed": tls.session_reused}
+    CONNS.append(conn)
     # If the server is down (restarted by a scenario), wait for it like a load balancer would, so
     # no request reaches the wire without being relayed and logged.
     deadline = time.time() + 10
     while True:
         try:
-            ureader, uwriter = await asyncio.open_connection(args.upstream_host, args.upstream_port)
+            ureader, uwriter = await asyncio.open_connection(args.upstream_host, args.upstream_port, **args.upstream_ssl)
             break
         except OSError:
             if time.time() > deadline:
@@ -383,12 +399,27 @@ async def main():
     ap.add_argument("--cut-sse-after-id", action="store_true")
     ap.add_argument("--cut-match", default="")
     ap.add_argument("--lifetime", type=float, default=120)
+    ap.add_argument("--tls-cert")
+    ap.add_argument("--tls-key")
+    ap.add_argument("--tls-alpn", default="", help="comma-separated ALPN protocols the server accepts")
+    ap.add_argument("--upstream-tls", metavar="CAFILE")
+    ap.add_argument("--conn-log")
     args = ap.parse_args()
+    listen_ssl = None
+    if args.tls_cert:
+        listen_ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        listen_ssl.load_cert_chain(args.tls_cert, args.tls_key)
+        if args.tls_alpn:
+            listen_ssl.set_alpn_protocols(args.tls_alpn.split(","))
+        listen_ssl.sni_callback = lambda obj, name, _ctx: SNI.__setitem__(id(obj), name)
+    args.upstream_ssl = {}
+    if args.upstream_tls:
+        args.upstream_ssl = {"ssl": ssl.create_default_context(cafile=args.upstream_tls), "server_hostname": "localhost"}
     args.fail_post = {int(x) for x in args.fail_post.split(",") if x}
     args.inject = [parse_rule(x) for x in args.inject]
     family = socket.AF_INET6 if ":" in args.listen_host else socket.AF_INET
     server = await asyncio.start_server(lambda r, w: handle_client(r, w, args),
-                                        args.listen_host, args.listen_port, family=family)
+                                        args.listen_host, args.listen_port, family=family, ssl=listen_ssl)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -400,6 +431,9 @@ async def main():
         pass
     server.close()
     dump(args.log)
+    if args.conn_log:
+        with open(args.conn_log, "w") as f:
+            json.dump(CONNS, f, indent=1)
 
 
 if __name__ == "__main__":

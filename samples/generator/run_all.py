@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import hygiene
+import tls_truth
 import truth
 
 GEN = Path(__file__).resolve().parent
@@ -29,6 +30,7 @@ SAMPLES = GEN.parent
 WORK = GEN / "work"
 PY = str(GEN / ".venv" / "bin" / "python")
 NODE = "node"
+CERTS = GEN / "certs"  # test-only CA + localhost certificate (make_certs.sh)
 
 
 def wait_port(host, port, timeout=15.0):
@@ -67,8 +69,11 @@ class Run:
 
     all_procs = []  # every process started, so main() can kill leftovers of a failed scenario
 
-    def __init__(self, name, port, ext="pcap", iface="lo", tcpdump_extra=(), listen_host="127.0.0.1"):
+    def __init__(self, name, port, ext="pcap", iface="lo", tcpdump_extra=(), listen_host="127.0.0.1", tls=None):
         self.name, self.port, self.ext, self.iface = name, port, ext, iface
+        # tls: {"alpn": "http/1.1" or ""}: proxy.py terminates TLS on the captured port (and speaks TLS
+        # to the server too), the client writes its key log to samples/<name>.keys
+        self.tls = tls
         self.tcpdump_extra = list(tcpdump_extra)
         self.listen_host = listen_host
         self.upstream = port + 1
@@ -87,6 +92,11 @@ class Run:
         self.pcap = None  # HAR scenarios: tcpdump of the client-facing leg, recorded at the same time
         # what the scenario was built to produce: retry_findings of each entry with retry_of, in order
         self.expect_findings = None
+        self.keys = SAMPLES / f"{name}.keys"
+        self.conn_log = self.dir / "conns.json"
+        self.no_key_streams = ()  # tcp_stream indexes whose key log lines the scenario removed
+        if tls and self.keys.exists():
+            self.keys.unlink()
 
     # --- processes -------------------------------------------------------------------------
     def spawn(self, cmd, logname):
@@ -98,6 +108,8 @@ class Run:
 
     def server_ts(self, mode="sse", cors=False, auth=False, logname="server.log", hygiene_tools=False):
         cmd = [NODE, "ts/server.mjs", "--port", str(self.upstream), "--mode", mode, "--lifetime", "90"]
+        if self.tls:
+            cmd += ["--tls-cert", str(CERTS / "server.pem"), "--tls-key", str(CERTS / "server.key")]
         if hygiene_tools:  # send_email {destructiveHint: true}, get_weather {readOnlyHint: true}
             cmd.append("--hygiene-tools")
         if mode != "legacy" and self.name.startswith("har-chromium"):
@@ -108,7 +120,8 @@ class Run:
             cmd += ["--auth-port", str(self.auth_port), "--resource", self.url]
         self.server_proc = self.spawn(cmd, logname)
         wait_port("127.0.0.1", self.upstream)
-        what = f"TS SDK server ({mode}{', OAuth-protected' if auth else ''}{', --hygiene-tools' if hygiene_tools else ''})"
+        what = (f"TS SDK server ({mode}{', OAuth-protected' if auth else ''}{', --hygiene-tools' if hygiene_tools else ''}"
+                f"{', node:https' if self.tls else ''})")
         if what not in self.made_by:
             self.made_by.append(what)
 
@@ -129,9 +142,12 @@ class Run:
         self.t_restarted = time.time()
 
     def server_py(self):
-        self.spawn([PY, "py/server.py", "--port", str(self.upstream), "--lifetime", "90"], "server.log")
+        cmd = [PY, "py/server.py", "--port", str(self.upstream), "--lifetime", "90"]
+        if self.tls:
+            cmd += ["--ssl-certfile", str(CERTS / "server.pem"), "--ssl-keyfile", str(CERTS / "server.key")]
+        self.spawn(cmd, "server.log")
         wait_port("127.0.0.1", self.upstream)
-        self.made_by.append("Python SDK server (MCPServer, streamable HTTP)")
+        self.made_by.append("Python SDK server (MCPServer, streamable HTTP" + (", uvicorn --ssl-certfile)" if self.tls else ")"))
 
     def server_raw(self):
         self.spawn([PY, "raw_server.py", "--port", str(self.upstream), "--lifetime", "90"], "server.log")
@@ -139,15 +155,24 @@ class Run:
         self.made_by.append("raw_server.py (plain http.server)")
 
     def proxy(self, *extra):
+        tls = []
+        if self.tls:
+            tls = ["--tls-cert", str(CERTS / "server.pem"), "--tls-key", str(CERTS / "server.key"),
+                   "--tls-alpn", self.tls["alpn"], "--upstream-tls", str(CERTS / "ca.pem"), "--conn-log", str(self.conn_log)]
+            alpn = f"ALPN {self.tls['alpn']}" if self.tls["alpn"] else "no ALPN"
+            self.made_by.append(f"proxy.py terminating TLS on the captured port (Python ssl, OpenSSL; {alpn}) "
+                                "and speaking TLS to the server")
         self.proxy_proc = self.spawn([PY, "proxy.py", "--listen-host", self.listen_host, "--listen-port", str(self.port),
                                       "--upstream-port", str(self.upstream), "--log", str(self.proxy_log),
-                                      "--lifetime", "90", *extra], "proxy.out")
+                                      "--lifetime", "90", *tls, *extra], "proxy.out")
         wait_port(self.listen_host, self.port)
         if extra:
             self.made_by.append("fault proxy " + " ".join(extra))
 
     @property
     def url(self):
+        if self.tls:  # a name, so that the client sends SNI (/etc/hosts: localhost is 127.0.0.1 only)
+            return f"https://localhost:{self.entry_port}/mcp"
         host = f"[{self.listen_host}]" if ":" in self.listen_host else self.listen_host
         return f"http://{host}:{self.entry_port}/mcp"
 
@@ -218,13 +243,27 @@ class Run:
         if auth:
             cmd += ["--auth-issuer", self.auth_issuer]
         what = "TS SDK client" + (" with the SDK's ClientCredentialsProvider" if auth else "")
-        return self._client(label, cmd, logf, wait, what)
+        env = None
+        if self.tls:
+            env = {**os.environ, "NODE_OPTIONS": f"--tls-keylog={self.keys}", "NODE_EXTRA_CA_CERTS": str(CERTS / "ca.pem")}
+            cmd += ["--exit-delay", "500"]  # the key log is written asynchronously (see ts/client.mjs)
+            what += " (NODE_OPTIONS=--tls-keylog)"
+        return self._client(label, cmd, logf, wait, what, env)
 
-    def client_py(self, label, steps, mode="auto", wait=True):
+    def client_py(self, label, steps, mode="auto", wait=True, tls_max=None, tls_ciphers=None):
         logf = self.dir / f"{label}.jsonl"
         cmd = [PY, "py/client.py", "--url", self.url, "--steps", steps, "--mode", mode, "--log", str(logf),
                "--lifetime", "40"]
-        return self._client(label, cmd, logf, wait, f"Python SDK client (mode={mode})")
+        what = f"Python SDK client (mode={mode})"
+        if self.tls:
+            cmd += ["--tls-ca", str(CERTS / "ca.pem"), "--keylog", str(self.keys)]
+            if tls_max:
+                cmd += ["--tls-max", tls_max]
+            if tls_ciphers:
+                cmd += ["--tls-ciphers", tls_ciphers]
+            what = (f"Python SDK client (mode={mode}, httpx2 client with an ssl.SSLContext: max TLS {tls_max or '1.3'}, "
+                    f"ciphers {tls_ciphers or 'default'}, keylog_filename)")
+        return self._client(label, cmd, logf, wait, what)
 
     def client_browser(self, label):
         logf = self.dir / f"{label}.jsonl"
@@ -238,12 +277,12 @@ class Run:
         cmd = [PY, "raw_client.py", "--host", self.listen_host, "--port", str(self.entry_port), "--calls", calls, "--log", str(logf)]
         return self._client(label, cmd, logf, True, "raw_client.py (http.client)")
 
-    def _client(self, label, cmd, logf, wait, what):
+    def _client(self, label, cmd, logf, wait, what, env=None):
         if what not in self.made_by:
             self.made_by.append(what)
         t0 = time.time()
         p = subprocess.Popen(cmd, cwd=GEN, stdout=open(self.dir / f"{label}.out", "w"), stderr=subprocess.STDOUT,
-                             start_new_session=True)
+                             start_new_session=True, env=env)
         self.procs.append(p)
         Run.all_procs.append(p)
         win = [label, t0, None, logf, p]
@@ -256,10 +295,10 @@ class Run:
         win[4].wait(60)
         win[2] = time.time()
 
-    def manual(self, label, cmd):
+    def manual(self, label, cmd, env=None):
         """A command run by hand (curl)."""
         t0 = time.time()
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20, env=env)
         self.windows.append([label, t0, time.time(), None, None])
         (self.dir / f"{label}.out").write_text(out.stdout + out.stderr)
         return out
@@ -314,6 +353,21 @@ class Run:
                "entries": entries}
         if extra:
             doc.update(extra)
+        if self.tls:
+            lost = lost_segments(self.capture)
+            if lost:  # one missing segment and nothing after it on that connection decrypts
+                raise CaptureLoss(f"{self.capture.name}: tcpdump missed segments (tshark flags frames {lost})")
+            doc["keylog"] = self.keys.name
+            for e, rec in zip(entries, records):
+                if rec["status"] is not None and not rec["resp_complete"] and "body incomplete" not in e["reason"]:
+                    # seen on 202s: the TS SDK cancels a 202's body and undici closes the connection
+                    e["reason"] += ("; response body incomplete on the wire: the client closed the connection "
+                                    "before the body's end (terminating chunk) was relayed")
+            try:
+                doc["connections"] = tls_truth.connections(self.capture, self.port, self.conn_log, records, entries,
+                                                           self.keys, self.no_key_streams)
+            except tls_truth.MissingSecrets as e:
+                raise CaptureLoss(str(e)) from e
         if self.pcap is not None:
             doc["paired_capture"] = self.pcap.name
         self.write_truth(SAMPLES / f"{self.name}.truth.json", doc)
@@ -976,6 +1030,99 @@ def secrets_in_request(port):
              annotate, extra={"secrets": secrets})
 
 
+# --- TLS (issue 22) ------------------------------------------------------------------------
+# proxy.py terminates TLS on the captured port with the test-only certificate for localhost and
+# speaks TLS to the real server (node:https / uvicorn --ssl-*), so the relay log is the plaintext
+# truth and the capture is the client's real TLS. The key log is the client's own.
+
+def tls_ts_https(port):
+    r = Run("tls-ts-https", port, tls={"alpn": "http/1.1"})
+    r.server_ts("json")
+    r.proxy()
+    r.capture_start()
+    r.client_ts("ts-client", "list,echo:over tls,fail,delete")
+    r.finish("TS client (undici fetch, NODE_OPTIONS=--tls-keylog) -> https://localhost (TLS 1.3, the relay selects ALPN "
+             "http/1.1) -> TS server over node:https, JSON responses: initialize, notifications/initialized, "
+             "standalone GET stream, tools/list, echo, fail (isError), DELETE.")
+    # what users do with a key log and Wireshark's tools: the same capture, secrets embedded in a pcapng
+    # Decryption Secrets Block (editcap --inject-secrets), no key log beside it
+    dsb = SAMPLES / "tls-dsb.pcapng"
+    subprocess.run(["editcap", "--inject-secrets", f"tls,{r.keys}", str(r.capture), str(dsb)], check=True, timeout=60)
+    doc = json.loads((SAMPLES / "tls-ts-https.truth.json").read_text())
+    doc.update(capture=dsb.name, keylog=None, secrets_embedded=True,
+               description="tls-ts-https.pcap with its key log embedded by `editcap --inject-secrets tls,tls-ts-https.keys` "
+                           "(pcapng Decryption Secrets Block): decrypts without --keylog. " + doc["description"],
+               made_by=doc["made_by"] + ", then editcap --inject-secrets (pcapng with a Decryption Secrets Block)")
+    r.write_truth(SAMPLES / "tls-dsb.truth.json", doc)
+
+
+def tls_py_tls12(name, ciphers, alpn):
+    def scenario(port):
+        r = Run(name, port, tls={"alpn": alpn})
+        r.server_py()
+        r.proxy()
+        r.capture_start()
+        r.client_py("py-client", "list,echo:over tls 1.2,fail", tls_max="1.2", tls_ciphers=ciphers)
+        r.finish(f"Python client whose httpx2 client has an ssl.SSLContext capped at TLS 1.2 and limited to {ciphers} "
+                 f"(keylog_filename) -> https://localhost ({'ALPN ' + alpn if alpn else 'no ALPN selected'}) -> Python "
+                 "server (uvicorn --ssl-certfile), 2026-07-28 defaults: server/discover, tools/list, echo, fail.")
+    return scenario
+
+
+def tls_curl(port):
+    r = Run("tls-curl", port, tls={"alpn": "http/1.1"})
+    r.server_ts("json")
+    r.proxy()
+    r.capture_start()
+    env = {**os.environ, "SSLKEYLOGFILE": str(r.keys)}
+    base = ["curl", "--http1.1", "-sS", "-m", "10", "--cacert", str(CERTS / "ca.pem"), "-D", "-",
+            "-H", "content-type: application/json", "-H", "accept: application/json, text/event-stream"]
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "curl", "version": "7.88.1"}}}
+    out = r.manual("curl-init", base + [r.url, "--data-raw", json.dumps(init)], env)
+    sid = [ln.split(":", 1)[1].strip() for ln in out.stdout.splitlines() if ln.lower().startswith("mcp-session-id:")][0]
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "curl over tls"}}}
+    r.manual("curl-call", base + ["-H", f"mcp-session-id: {sid}", "-H", "mcp-protocol-version: 2025-11-25",
+                                  r.url, "--data-raw", json.dumps(call)], env)
+    r.made_by.append("curl --http1.1 with SSLKEYLOGFILE (two invocations, one connection each)")
+    r.finish("curl --http1.1 (SSLKEYLOGFILE) POSTs initialize, then tools/call echo with the session id, to "
+             "https://localhost (relay selects ALPN http/1.1) -> TS server over node:https (JSON responses).")
+
+
+def tls_missing_key(port):
+    r = Run("tls-missing-key", port, tls={"alpn": "http/1.1"})
+    r.server_ts("json")
+    r.proxy()
+    r.capture_start()
+    r.client_ts("ts-client", "list,echo:first run,delete")
+    time.sleep(0.5)
+    r.client_ts("ts-client-2", "list,echo:second run,delete")
+    extra = {}
+
+    def annotate(entries, records, logs):
+        conns = tls_truth.wire_connections(r.capture, r.port)
+        assert len(conns) >= 2, conns
+        # the second run's connection that carried its initialize loses its secrets
+        init2 = [rec for e, rec in zip(entries, records) if e["client"] == "ts-client-2" and e["rpc_method"] == "initialize"][0]
+        victim = [c for c in conns if c["client_port"] == init2["client_port"]][0]
+        removed_keys = SAMPLES / "tls-missing-key.removed.keys"
+        removed = tls_truth.drop_secrets(r.keys, victim["client_random"], removed_keys)
+        assert removed >= 1, "no key log line for the victim's client random"
+        r.no_key_streams = (victim["tcp_stream"],)
+        extra["missing_key"] = {"tcp_stream": victim["tcp_stream"], "client_addr": victim["client"],
+                                "client_random": victim["client_random"], "removed_keylog_lines": removed,
+                                "removed_to": removed_keys.name}
+        for e, rec in zip(entries, records):
+            if rec["client_port"] == victim["client_port"]:
+                e["reason"] += (f"; on tcp_stream {victim['tcp_stream']}, whose secrets were removed from the key log: "
+                                "not decryptable (no_key)")
+    r.finish("Two TS client runs (NODE_OPTIONS=--tls-keylog, one key log) -> https://localhost (TLS 1.3, ALPN http/1.1) "
+             "-> TS server over node:https. After the recording, the key log lines of the connection that carried the "
+             "second run's initialize were removed (see connections: its client_random): that connection is no_key, "
+             "its exchanges are in entries (they happened) but cannot be decrypted; the others decrypt.", annotate,
+             extra=extra)
+
+
 SCENARIOS = {
     "ts-streamable-sse": ts_streamable_sse, "ts-streamable-json": ts_streamable_json, "py-default": py_default,
     "py-legacy-handshake": py_legacy_handshake, "ts-client-py-server": ts_client_py_server,
@@ -990,6 +1137,10 @@ SCENARIOS = {
     "hygiene-invalid-params": hygiene_invalid_params, "hygiene-invalid-response": hygiene_invalid_response,
     "hygiene-no-backoff": hygiene_no_backoff, "hygiene-backoff-ok": hygiene_backoff_ok,
     "secrets-in-request": secrets_in_request,
+    "tls-ts-https": tls_ts_https,
+    "tls-py-tls12-gcm": tls_py_tls12("tls-py-tls12-gcm", "ECDHE-RSA-AES256-GCM-SHA384", "http/1.1"),
+    "tls-py-tls12-chacha": tls_py_tls12("tls-py-tls12-chacha", "ECDHE-RSA-CHACHA20-POLY1305", ""),
+    "tls-curl": tls_curl, "tls-missing-key": tls_missing_key,
 }
 
 

@@ -2,15 +2,22 @@
 
 usage: python py/client.py --url URL --steps a,b,c [--mode auto|legacy] [--log FILE]
 Steps: list | echo:TEXT | fail | unknown | slow:N | approve:ITEM (answers the elicitation).
+TLS (tls-* recordings): [--tls-ca CAFILE] [--tls-max 1.2] [--tls-ciphers OPENSSL-LIST] [--keylog FILE]:
+the application passes the SDK an httpx2 client whose ssl.SSLContext trusts CAFILE, is capped at
+that version and those suites, and writes the NSS key log (context.keylog_filename).
 """
 
 import argparse
 import asyncio
 import json
+import ssl
 import sys
 import time
 
+import httpx2
+
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
 LOG = None
@@ -44,7 +51,18 @@ async def progress(p, total, message):
 
 
 async def run(args):
-    async with Client(args.url, mode=args.mode, client_info=Implementation(name="samples-py-client", version="1.0.0"),
+    server = args.url
+    if args.tls_ca:
+        ctx = ssl.create_default_context(cafile=args.tls_ca)
+        if args.tls_max == "1.2":
+            ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        if args.tls_ciphers:
+            ctx.set_ciphers(args.tls_ciphers)
+        if args.keylog:
+            ctx.keylog_filename = args.keylog
+        http = httpx2.AsyncClient(verify=ctx, timeout=httpx2.Timeout(30, read=300))
+        server = streamable_http_client(args.url, http_client=http)
+    async with Client(server, mode=args.mode, client_info=Implementation(name="samples-py-client", version="1.0.0"),
                       elicitation_callback=elicit) as client:
         log(step="connected", protocolVersion=client.protocol_version)
         for step in [s for s in args.steps.split(",") if s]:
@@ -83,6 +101,10 @@ def main():
     ap.add_argument("--mode", default="auto")
     ap.add_argument("--log")
     ap.add_argument("--lifetime", type=float, default=60)
+    ap.add_argument("--tls-ca")
+    ap.add_argument("--tls-max")
+    ap.add_argument("--tls-ciphers")
+    ap.add_argument("--keylog")
     args = ap.parse_args()
     LOG = args.log
     try:

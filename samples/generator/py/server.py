@@ -1,6 +1,6 @@
 """MCP server built with the Python SDK (mcp 2.x MCPServer), for the recordings in samples/.
 
-usage: python py/server.py --port N [--lifetime S]
+usage: python py/server.py --port N [--lifetime S] [--ssl-certfile F --ssl-keyfile F]
 Streamable HTTP on /mcp with the SDK defaults (speaks 2026-07-28 to modern clients and the
 initialize handshake to older ones). Tools: echo, fail (isError), slow (progress), approve
 (asks the user through an elicitation: an MRTR input_required round on 2026-07-28).
@@ -61,9 +61,12 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--lifetime", type=float, default=120)
+    ap.add_argument("--ssl-certfile")  # uvicorn's own TLS (tls-* recordings)
+    ap.add_argument("--ssl-keyfile")
     args = ap.parse_args()
     app = mcp.streamable_http_app(host=args.host)
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
+                            ssl_certfile=args.ssl_certfile, ssl_keyfile=args.ssl_keyfile)
     server = uvicorn.Server(config)
     threading.Timer(args.lifetime, lambda: setattr(server, "should_exit", True)).start()
     print(f"py server listening on {args.host}:{args.port}", flush=True)

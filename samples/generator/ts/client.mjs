@@ -174,4 +174,8 @@ async function main() {
   await client.close();
   log({ step: 'closed' });
 }
-main().then(() => process.exit(0), (e) => { log({ step: 'fatal', error: String(e.stack ?? e) }); process.exit(1); });
+// --exit-delay MS: Node writes --tls-keylog lines asynchronously; process.exit right after the last
+// request loses the last connection's secrets (seen in the tls-* recordings), so TLS runs wait a little.
+const EXIT_DELAY = Number(opt('--exit-delay', '0'));
+const exitLater = (code) => setTimeout(() => process.exit(code), EXIT_DELAY);
+main().then(() => exitLater(0), (e) => { log({ step: 'fatal', error: String(e.stack ?? e) }); exitLater(1); });

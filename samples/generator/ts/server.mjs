@@ -12,7 +12,10 @@
 // --hygiene-tools: also registers send_email (annotations { destructiveHint: true }: not read-only, not
 //   idempotent by the protocol's defaults), get_weather (annotations { readOnlyHint: true }) and set_status
 //   (annotations { idempotentHint: true }), for the retry-hygiene recordings. Without it the tool list is the one the older recordings were made with.
+// --tls-cert FILE --tls-key FILE: serve /mcp over node:https instead of node:http (tls-* recordings).
 import http from 'node:http';
+import https from 'node:https';
+import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -205,7 +208,8 @@ async function handleLegacy(req, res) {
   res.writeHead(404).end('not found');
 }
 
-const httpServer = http.createServer(async (req, res) => {
+const TLS = opt('--tls-cert') ? { cert: fs.readFileSync(opt('--tls-cert')), key: fs.readFileSync(opt('--tls-key')) } : undefined;
+const handler = async (req, res) => {
   cors(res);
   if (req.method === 'OPTIONS') { res.writeHead(204).end(); return; }
   try {
@@ -214,7 +218,8 @@ const httpServer = http.createServer(async (req, res) => {
     console.error('server error', e);
     if (!res.headersSent) res.writeHead(500).end();
   }
-});
+};
+const httpServer = TLS ? https.createServer(TLS, handler) : http.createServer(handler);
 httpServer.listen(PORT, HOST, () => console.log(`ts server (${MODE}) listening on ${HOST}:${PORT}`));
 setTimeout(() => process.exit(0), LIFETIME * 1000).unref();
 for (const s of ['SIGTERM', 'SIGINT']) process.on(s, () => process.exit(0));
