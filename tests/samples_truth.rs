@@ -58,7 +58,33 @@ fn compare(truth_path: &Path) -> (usize, Vec<String>) {
     let truth: Value = serde_json::from_str(&std::fs::read_to_string(truth_path).unwrap()).unwrap();
     let capture = samples_dir().join(truth["capture"].as_str().unwrap());
     let rows = analyze(&capture);
-    let entries = truth["entries"].as_array().unwrap();
+    let all_entries = truth["entries"].as_array().unwrap();
+    // TLS recordings: the requests of a connection that cannot be decrypted (its secrets are
+    // missing from the key log) must give no row; nothing is guessed.
+    let undecrypted: Vec<u64> = truth["connections"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["decryption"].as_str() != Some("decrypted"))
+        .flat_map(|c| c["entries"].as_array().cloned().unwrap_or_default())
+        .filter_map(|n| n.as_u64())
+        .collect();
+    let entries: Vec<Value> = all_entries
+        .iter()
+        .filter(|e| !undecrypted.contains(&e["n"].as_u64().unwrap_or(0)))
+        .cloned()
+        .collect();
+    let entries = &entries;
+    if !undecrypted.is_empty() && rows.len() != entries.len() {
+        return (
+            1,
+            vec![format!(
+                "{} rows for {} entries on decrypted connections",
+                rows.len(),
+                entries.len()
+            )],
+        );
+    }
     if truth["snaplen"].as_u64().is_some() {
         return compare_snapped(entries, &rows);
     }

@@ -136,16 +136,30 @@ fn secrets_of(sample: &Path) -> BTreeSet<String> {
             out.insert(s.as_str().unwrap().to_string());
         }
     }
+    // The secrets of its key log (NSS lines: label, client random, secret).
+    if let Some(keys) = crate::support::keylog_beside(sample) {
+        for line in std::fs::read_to_string(keys).unwrap().lines() {
+            if let Some(secret) = line.split_whitespace().nth(2) {
+                out.insert(secret.to_string());
+            }
+        }
+    }
     out.retain(|s| s.len() >= MIN_SECRET_LEN);
     out
 }
 
 /// Runs the binary; returns stdout and stderr together (every byte a person could see).
 fn run(args: &[&str]) -> (bool, Vec<u8>) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mcp-trace"))
-        .args(args)
-        .output()
-        .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-trace"));
+    cmd.args(args);
+    // A TLS sample is decrypted with the key log recorded beside it (`X.keys`).
+    if let Some(keys) = args
+        .get(1)
+        .and_then(|input| crate::support::keylog_beside(Path::new(input)))
+    {
+        cmd.arg("--keylog").arg(keys);
+    }
+    let out = cmd.output().unwrap();
     let mut all = out.stdout;
     all.extend_from_slice(&out.stderr);
     (out.status.success(), all)
@@ -279,6 +293,14 @@ fn no_output_carries_a_credential_of_any_sample() {
         // What the capture itself carries, a Basic password decoded from its header too.
         let mut carried = BTreeSet::new();
         raw_secrets(&raw, &mut carried);
+        if let Some(keys) = crate::support::keylog_beside(&sample) {
+            carried.extend(
+                std::fs::read_to_string(keys)
+                    .unwrap()
+                    .lines()
+                    .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string)),
+            );
+        }
         for s in &secrets {
             // Taken from the capture itself: the check below can fail.
             assert!(

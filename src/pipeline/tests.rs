@@ -8,12 +8,27 @@ use serde_json::Value;
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 
+/// The run's config: `threads`, and the key log recorded beside a TLS sample (`X.keys`).
+fn config(paths: &[String], threads: usize) -> Config {
+    let mut keylog = crate::tls::KeyLog::new();
+    for p in paths {
+        let keys = Path::new(p).with_extension("keys");
+        if let Ok(file) = std::fs::File::open(&keys) {
+            keylog
+                .read_from("keys", std::io::BufReader::new(file))
+                .unwrap();
+        }
+    }
+    Config {
+        threads,
+        keylog: std::sync::Arc::new(keylog),
+        ..Config::default()
+    }
+}
+
 /// Rows as the sink received them (not sorted), and the run's stats, as JSON.
 fn run(paths: &[String], threads: usize) -> (Vec<Value>, Value) {
-    let cfg = Config {
-        threads,
-        ..Config::default()
-    };
+    let cfg = config(paths, threads);
     let mut rows = Vec::new();
     let totals: RunTotals = analyze_streaming(paths, &cfg, &mut |ex| {
         rows.push(serde_json::to_value(&ex).unwrap());
@@ -25,10 +40,7 @@ fn run(paths: &[String], threads: usize) -> (Vec<Value>, Value) {
 
 /// The HTTP events the sink received, in order (Debug form), and the stats.
 fn http_events(paths: &[String], threads: usize) -> (Vec<String>, Value) {
-    let cfg = Config {
-        threads,
-        ..Config::default()
-    };
+    let cfg = config(paths, threads);
     let mut events = Vec::new();
     let totals = super::run_http(
         paths,

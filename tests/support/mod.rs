@@ -276,16 +276,22 @@ pub fn run_analyze(pcap: &Path) -> Vec<serde_json::Value> {
     run_analyze_into(pcap, pcap.parent().unwrap())
 }
 
-/// Run `mcp-trace analyze <input> -o <out_dir>/out.jsonl` and return the rows.
+/// The key log recorded beside a TLS sample (`X.keys` beside `X.pcap`), if there is one.
+pub fn keylog_beside(capture: &Path) -> Option<std::path::PathBuf> {
+    let keys = capture.with_extension("keys");
+    keys.is_file().then_some(keys)
+}
+
+/// Run `mcp-trace analyze <input> -o <out_dir>/out.jsonl` (with `--keylog` when a key log
+/// lies beside the input) and return the rows.
 pub fn run_analyze_into(pcap: &Path, out_dir: &Path) -> Vec<serde_json::Value> {
     let out = out_dir.join("out.jsonl");
-    let o = Command::new(env!("CARGO_BIN_EXE_mcp-trace"))
-        .arg("analyze")
-        .arg(pcap)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-trace"));
+    cmd.arg("analyze").arg(pcap).arg("-o").arg(&out);
+    if let Some(keys) = keylog_beside(pcap) {
+        cmd.arg("--keylog").arg(keys);
+    }
+    let o = cmd.output().unwrap();
     assert!(
         o.status.success(),
         "mcp-trace analyze failed ({}):\n--- stderr\n{}\n--- stdout\n{}",
