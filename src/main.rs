@@ -103,7 +103,8 @@ fn main() -> ExitCode {
     code
 }
 
-#[cfg(all(test, feature = "mimalloc"))]
+#[cfg(test)]
+#[cfg(feature = "mimalloc")]
 mod tests {
     use super::*;
 

@@ -7,7 +7,7 @@
 //! `Debug` output or message. Memory: at most [`MAX_KEYLOG_ENTRIES`] client
 //! randoms, lines longer than [`MAX_KEYLOG_LINE`] are malformed and not kept.
 
-use std::collections::HashMap;
+use crate::hashing::HashMap;
 use std::fmt;
 use std::io::BufRead;
 
@@ -200,7 +200,7 @@ impl KeyLog {
     /// An empty key log holding at most `max_entries` client randoms.
     pub fn with_limit(max_entries: usize) -> KeyLog {
         KeyLog {
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             max_entries,
             stats: KeyLogStats::default(),
         }

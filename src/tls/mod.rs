@@ -67,7 +67,7 @@ pub use keylog::{KeyLog, KeyLogStats};
 
 use crate::anomaly::Stats;
 use crate::flow::{StreamEvent, StreamEventKind, StreamStage};
-use std::collections::HashMap;
+use crate::hashing::HashMap;
 use std::sync::Arc;
 
 /// Records of one direction failing authentication in a row before it is given up.

@@ -4,7 +4,8 @@
 //! [`MAX_CACHED_SESSIONS`]; the oldest entry goes first.
 
 use super::keylog::Secret;
-use std::collections::{HashMap, VecDeque};
+use crate::hashing::HashMap;
+use std::collections::VecDeque;
 
 /// Most sessions remembered (ids and tickets together).
 pub const MAX_CACHED_SESSIONS: usize = 65_536;
