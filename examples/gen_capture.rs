@@ -1,7 +1,7 @@
 //! Deterministic generator of realistic MCP captures for the benchmark (issue 9).
 //!
 //! ```text
-//! cargo run --release --example gen_capture -- OUT.pcap SIZE_MB [--seed N] [--conns N] [--tls]
+//! cargo run --release --example gen_capture -- OUT.pcap SIZE_MB [--seed N] [--conns N] [--tls | --h2c]
 //! ```
 //!
 //! Writes a classic pcap (Ethernet, IPv4, 127.0.0.x) of many concurrent keep-alive
@@ -23,6 +23,12 @@
 //! order at the same times (a segment carries its plaintext bytes' records, with
 //! their headers and tags), plus the TLS handshake and close_notify segments. So
 //! the ground truth is the plaintext capture's except for bytes and packets.
+//!
+//! `--h2c` (see `gen_capture/h2.rs`) writes the same requests as HTTP/2 with
+//! prior knowledge: eight clients share each connection, one stream per
+//! exchange, frames interleaved, headers HPACK-encoded. Its ground truth is the
+//! plaintext capture's except for bytes, packets and connections, plus the
+//! number of streams and header blocks.
 
 // Indexing here is over the generator's own buffers, whose shapes it fixes;
 // no capture data is read.
@@ -34,6 +40,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
+#[path = "gen_capture/h2.rs"]
+mod h2;
 #[path = "gen_capture/tcp.rs"]
 mod tcp;
 #[path = "gen_capture/tls.rs"]
@@ -229,6 +237,8 @@ struct Conn {
     now_us: u64,
     queue: VecDeque<Packet>,
     tls: Option<Box<tls::ConnTls>>,
+    /// `--h2c`: which of this connection's packets start and end which message.
+    h2: Option<Box<h2::SlotState>>,
     // MCP client state.
     session: Option<String>,
     next: Next,
@@ -241,6 +251,8 @@ struct Gen {
     rng: Rng,
     /// `--tls`: randoms and secrets, and the key log.
     tls: Option<(Rng, String)>,
+    /// `--h2c`: the traffic is written as HTTP/2 by `h2::Writer`.
+    h2c: bool,
     truth: Truth,
     next_port: u32,
     next_conn: u64,
@@ -392,6 +404,7 @@ impl Gen {
             now_us,
             queue: VecDeque::new(),
             tls,
+            h2: self.h2c.then(Box::default),
             session: None,
             next: Next::Initialize,
             next_id: 0,
@@ -515,7 +528,7 @@ impl Gen {
         let mut req = String::with_capacity(body.len() + 300);
         request_head(c, body.len(), &mut req);
         req.push_str(&body);
-        c.send(rng, true, req.as_bytes());
+        c.send_msg(rng, true, req.as_bytes());
         c.now_us += rng.range(300, 80_000); // server time
 
         let sid = c.session.clone();
@@ -685,11 +698,11 @@ impl Gen {
         // SSE events are written as the tool makes progress: separate writes.
         let mut start = 0;
         for end in sse_gaps {
-            c.send(rng, false, &resp[start..end]);
+            c.send_msg(rng, false, &resp[start..end]);
             c.now_us += rng.range(1_000, 40_000);
             start = end;
         }
-        c.send(rng, false, &resp[start..]);
+        c.send_msg(rng, false, &resp[start..]);
         self.truth.count(planned);
     }
 }
@@ -708,7 +721,20 @@ fn beside(path: &str, ext: &str) -> String {
     }
 }
 
+#[cfg(test)]
 fn run(path: &str, size_mb: u64, seed: u64, conns: usize, with_tls: bool) -> std::io::Result<()> {
+    run_variant(path, size_mb, seed, conns, with_tls, false)
+}
+
+/// `h2c`: the same traffic written as HTTP/2 with prior knowledge (`gen_capture/h2.rs`).
+fn run_variant(
+    path: &str,
+    size_mb: u64,
+    seed: u64,
+    conns: usize,
+    with_tls: bool,
+    h2c: bool,
+) -> std::io::Result<()> {
     let target = size_mb * 1_000_000;
     let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
     // Classic pcap, microsecond timestamps, Ethernet.
@@ -726,11 +752,13 @@ fn run(path: &str, size_mb: u64, seed: u64, conns: usize, with_tls: bool) -> std
     let mut g = Gen {
         rng: Rng(seed),
         tls: with_tls.then(|| (Rng(seed ^ TLS_SEED_SALT), String::new())),
+        h2c,
         truth: Truth::default(),
         next_port: 0,
         next_conn: 0,
         stopping: false,
     };
+    let mut writer = h2c.then(|| h2::Writer::new(seed, conns));
     let mut slots: Vec<Conn> = Vec::with_capacity(conns);
     let mut heap = BinaryHeap::new();
     for s in 0..conns {
@@ -745,17 +773,23 @@ fn run(path: &str, size_mb: u64, seed: u64, conns: usize, with_tls: bool) -> std
     while let Some(Due { slot, .. }) = heap.pop() {
         let Some(c) = slots.get_mut(slot) else { break };
         if let Some(p) = c.queue.pop_front() {
-            let len = p.frame.len() as u32;
-            out.write_all(&((p.ts_us / 1_000_000) as u32).to_le_bytes())?;
-            out.write_all(&((p.ts_us % 1_000_000) as u32).to_le_bytes())?;
-            out.write_all(&len.to_le_bytes())?;
-            out.write_all(&len.to_le_bytes())?;
-            out.write_all(&p.frame)?;
-            written += 16 + u64::from(len);
+            match (writer.as_mut(), c.h2.as_mut()) {
+                (Some(w), Some(state)) => {
+                    let (piece, flush) = state.pop();
+                    w.packet(c.slot, p.ts_us, piece, flush);
+                    for (ts, f) in w.out.drain(..) {
+                        written += write_packet(&mut out, ts, &f)?;
+                        packets += 1;
+                    }
+                }
+                _ => {
+                    written += write_packet(&mut out, p.ts_us, &p.frame)?;
+                    packets += 1;
+                }
+            }
             if p.plain_len > 0 {
                 plain_written += 16 + u64::from(p.plain_len);
             }
-            packets += 1;
             if plain_written >= target {
                 g.stopping = true;
             }
@@ -778,6 +812,13 @@ fn run(path: &str, size_mb: u64, seed: u64, conns: usize, with_tls: bool) -> std
             });
         }
     }
+    if let Some(w) = writer.as_mut() {
+        w.finish();
+        for (ts, f) in w.out.drain(..) {
+            written += write_packet(&mut out, ts, &f)?;
+            packets += 1;
+        }
+    }
     out.flush()?;
 
     let mut json = String::from("{\n");
@@ -789,7 +830,21 @@ fn run(path: &str, size_mb: u64, seed: u64, conns: usize, with_tls: bool) -> std
     }
     let _ = writeln!(json, "  \"bytes\": {written},");
     let _ = writeln!(json, "  \"packets\": {packets},");
-    let _ = writeln!(json, "  \"tcp_connections\": {},", g.truth.connections);
+    match &writer {
+        Some(w) => {
+            let _ = writeln!(
+                json,
+                "  \"http2\": \"h2c prior knowledge, {} clients per connection\",",
+                h2::CLIENTS_PER_CONN
+            );
+            let _ = writeln!(json, "  \"tcp_connections\": {},", w.connections);
+            let _ = writeln!(json, "  \"h2_streams\": {},", w.streams);
+            let _ = writeln!(json, "  \"h2_header_blocks\": {},", w.header_blocks);
+        }
+        None => {
+            let _ = writeln!(json, "  \"tcp_connections\": {},", g.truth.connections);
+        }
+    }
     let _ = writeln!(json, "  \"sessions\": {},", g.truth.sessions);
     let _ = writeln!(json, "  \"http_exchanges\": {},", g.truth.http_exchanges);
     let _ = writeln!(
@@ -813,27 +868,44 @@ fn run(path: &str, size_mb: u64, seed: u64, conns: usize, with_tls: bool) -> std
     Ok(())
 }
 
+/// One pcap record; returns the bytes written.
+fn write_packet(out: &mut impl Write, ts_us: u64, frame: &[u8]) -> std::io::Result<u64> {
+    let len = frame.len() as u32;
+    out.write_all(&((ts_us / 1_000_000) as u32).to_le_bytes())?;
+    out.write_all(&((ts_us % 1_000_000) as u32).to_le_bytes())?;
+    out.write_all(&len.to_le_bytes())?;
+    out.write_all(&len.to_le_bytes())?;
+    out.write_all(frame)?;
+    Ok(16 + u64::from(len))
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut pos = Vec::new();
     let mut seed = 1u64;
     let mut conns = 200usize;
     let mut with_tls = false;
+    let mut h2c = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--seed" => seed = it.next().and_then(|v| v.parse().ok()).unwrap_or(seed),
             "--conns" => conns = it.next().and_then(|v| v.parse().ok()).unwrap_or(conns),
             "--tls" => with_tls = true,
+            "--h2c" => h2c = true,
             _ => pos.push(a.clone()),
         }
     }
     let (Some(path), Some(size)) = (pos.first(), pos.get(1).and_then(|s| s.parse::<u64>().ok()))
     else {
-        eprintln!("usage: gen_capture OUT.pcap SIZE_MB [--seed N] [--conns N] [--tls]");
+        eprintln!("usage: gen_capture OUT.pcap SIZE_MB [--seed N] [--conns N] [--tls | --h2c]");
         return ExitCode::from(2);
     };
-    match run(path, size, seed, conns.max(1), with_tls) {
+    if with_tls && h2c {
+        eprintln!("gen_capture: --tls and --h2c exclude each other (h2c is HTTP/2 without TLS)");
+        return ExitCode::from(2);
+    }
+    match run_variant(path, size, seed, conns.max(1), with_tls, h2c) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gen_capture: {e}");

@@ -21,7 +21,10 @@ fn supported(truth_path: &Path) -> bool {
     let truth: Value = serde_json::from_str(&std::fs::read_to_string(truth_path).unwrap()).unwrap();
     match truth["requires"].as_str() {
         Some(stage) if !SUPPORTED_REQUIREMENTS.contains(&stage) => {
-            eprintln!("notice: {} skipped (requires {stage})", truth_path.display());
+            eprintln!(
+                "notice: {} skipped (requires {stage})",
+                truth_path.display()
+            );
             false
         }
         _ => true,
