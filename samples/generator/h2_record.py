@@ -92,6 +92,15 @@ class H2Run:
         self.made_by.append(f"Python SDK client (mode={mode}, httpx2.AsyncClient("
                             + ("http2=True, verify=ssl context with keylog_filename)" if self.tls else "http1=False, http2=True)"))
 
+    def client_raw(self, label, mode):
+        logf = self.dir / f"{label}.jsonl"
+        t0 = time.time()
+        subprocess.run([PY, "h2_raw_client.py", "--port", str(self.port), "--log", str(logf), "--mode", mode],
+                       cwd=GEN, stdout=open(self.dir / f"{label}.out", "w"), stderr=subprocess.STDOUT, timeout=30,
+                       check=True)
+        self.windows.append((label, t0, time.time(), logf))
+        self.made_by.append(f"h2_raw_client.py --mode {mode} (the h2 library, h2c prior knowledge, RST_STREAM CANCEL)")
+
     def manual(self, label, cmd):
         t0 = time.time()
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
@@ -178,6 +187,11 @@ def match(server, wire, name):
         left.remove(rec)
         if rec["http_version"] != "2":
             raise RuntimeError(f"{name}: the server saw HTTP/{rec['http_version']} for {w}")
+        reset_early = any(r["by"] == "client" and not r["after_response_end"] for r in w["rst"])
+        if reset_early and w["status"] != rec["status"]:
+            # the app answered after the client had reset the stream: hypercorn dropped it
+            rec = {**rec, "status": w["status"], "resp_headers": [] if w["status"] is None else rec["resp_headers"],
+                   "written_after_reset": True}
         if w["status"] != rec["status"]:
             raise RuntimeError(f"{name}: stream {w['h2_stream']}: status {w['status']} on the wire, {rec['status']} logged")
         resp = w["resp_body"].decode("utf-8", "replace")
@@ -320,7 +334,43 @@ def h2c_curl(port):
              "at once on one connection, the first abandoned by curl's timeout; DELETE.", annotate)
 
 
-SCENARIOS = {"h2-tls-py": h2_tls_py, "h2c-py": h2c_py, "h2c-curl": h2c_curl}
+def h2c_cancel(port):
+    r = H2Run("h2c-cancel", port)
+    r.server()
+    r.capture_start()
+    r.client_raw("raw-stateless", "stateless")
+    r.client_raw("raw-session", "session")
+
+    def annotate(entries, records, clients):
+        resets = {(label, l["h2_stream"]) for label, log in clients.items() for l in log if l.get("step") == "reset"}
+        assert len(resets) == 2, resets
+        for e, rec in zip(entries, records):
+            w = rec["wire"]
+            if (e["client"], w["h2_stream"]) not in resets:
+                assert not [x for x in w["rst"] if not x["after_response_end"]], e
+                continue
+            assert [x["code"] for x in w["rst"]] == ["CANCEL"] and w["rst"][0]["by"] == "client", w["rst"]
+            if e["session"].endswith("/no-session-id"):  # 2026-07-28: closing the stream is the cancel
+                e["outcome"] = "CANCELLED"
+                e["final_response"] = False
+                e["reason"] = ("client RST_STREAM CANCEL before any response (2026-07-28: the client closed the "
+                               "response stream first, report-schema 3 and 4)")
+            else:
+                assert e["outcome"] == "STREAM_INCOMPLETE", e
+                e["reason"] += ("; 2025-11-25 session: RST_STREAM CANCEL is the client closing the stream "
+                                "(anomaly mcp.client_closed_stream), not a cancellation")
+            if rec.get("written_after_reset"):
+                e["reason"] += "; the server's answer came after the reset and never reached the wire"
+    r.finish("A client on the h2 library (h2c prior knowledge) against hypercorn serving the Python SDK's server, two "
+             "connections. First, 2026-07-28 requests shaped like the Python SDK's: server/discover, tools/list, then nap "
+             "(3 s) and echo at once; the echo completes and the nap stream is reset with RST_STREAM CANCEL 0.5 s after "
+             "it was sent (before any response: CANCELLED); another echo. Second, a 2025-11-25 session: initialize, "
+             "notifications/initialized, nap whose SSE response has begun when the client resets it with CANCEL "
+             "(STREAM_INCOMPLETE, the client closed the stream), echo, DELETE. Each connection ends with GOAWAY.",
+             annotate)
+
+
+SCENARIOS = {"h2-tls-py": h2_tls_py, "h2c-py": h2c_py, "h2c-curl": h2c_curl, "h2c-cancel": h2c_cancel}
 
 
 def main():
