@@ -13,30 +13,11 @@ fn samples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("samples")
 }
 
-/// Stages a truth file may name in `"requires"` that this build has; samples needing another
-/// (`"http2"`: recorded before the HTTP/2 stage) are skipped, with a notice.
-const SUPPORTED_REQUIREMENTS: &[&str] = &[];
-
-fn supported(truth_path: &Path) -> bool {
-    let truth: Value = serde_json::from_str(&std::fs::read_to_string(truth_path).unwrap()).unwrap();
-    match truth["requires"].as_str() {
-        Some(stage) if !SUPPORTED_REQUIREMENTS.contains(&stage) => {
-            eprintln!(
-                "notice: {} skipped (requires {stage})",
-                truth_path.display()
-            );
-            false
-        }
-        _ => true,
-    }
-}
-
 fn truth_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(samples_dir())
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.to_string_lossy().ends_with(".truth.json"))
-        .filter(|p| supported(p))
         .collect();
     files.sort();
     files
