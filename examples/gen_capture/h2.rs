@@ -494,7 +494,8 @@ impl Writer {
         }
         let mut rest = p.data.as_slice();
         while !rest.is_empty() {
-            let n = (self.rng.range(1024, MAX_FRAME as u64 - 300) as usize).min(rest.len());
+            // leaves room for the padding a DATA frame may get (at most 8 bytes)
+            let n = (self.rng.range(1024, MAX_FRAME as u64 - 8) as usize).min(rest.len());
             let (a, b) = rest.split_at(n);
             frames.push_back(Pending::Data {
                 stream,
