@@ -185,6 +185,7 @@ impl Preparer {
                 self.responses.remove(&key_of(xref));
                 None
             }
+            HttpEvent::ConnectionClosed(_) => None,
         }
     }
 

@@ -20,6 +20,8 @@ pub const MAX_SESSION_INFOS: usize = 262_144;
 /// One row under construction, with the facts classification needs.
 #[derive(Debug)]
 pub(super) struct Row {
+    /// The HTTP connection (`ConnInfo::conn`) it came from.
+    pub(super) conn: u64,
     /// Boxed: at release it moves on to the writer as a pointer.
     pub(super) ex: Box<Exchange>,
     pub(super) kind: Kind,
@@ -158,7 +160,9 @@ impl Analyzer {
             },
             ..Exchange::default()
         };
+        self.connection_rows.made(conn.conn);
         let i = self.rows.push(Box::new(Row {
+            conn: conn.conn,
             ex: Box::new(ex),
             kind,
             rpc_id: None,
