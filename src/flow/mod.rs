@@ -147,6 +147,17 @@ pub enum StreamEventKind {
     },
 }
 
+impl StreamEventKind {
+    /// A `Closed` with an empty record: what a stage's tests, or a stream not counted by the
+    /// flow stage, end with.
+    pub fn closed(reason: CloseReason) -> StreamEventKind {
+        StreamEventKind::Closed {
+            reason,
+            record: Box::default(),
+        }
+    }
+}
+
 /// How much of a stream a [`StreamEventKind::Gap`] lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GapLen {

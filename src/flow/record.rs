@@ -129,9 +129,18 @@ mod tests {
 
     #[test]
     fn ended_by_names_a_reset_apart_from_a_fin() {
-        assert_eq!(EndedBy::from_close(CloseReason::Finished, true), EndedBy::Rst);
-        assert_eq!(EndedBy::from_close(CloseReason::Finished, false), EndedBy::Fin);
-        assert_eq!(EndedBy::from_close(CloseReason::Evicted, false), EndedBy::Idle);
+        assert_eq!(
+            EndedBy::from_close(CloseReason::Finished, true),
+            EndedBy::Rst
+        );
+        assert_eq!(
+            EndedBy::from_close(CloseReason::Finished, false),
+            EndedBy::Fin
+        );
+        assert_eq!(
+            EndedBy::from_close(CloseReason::Evicted, false),
+            EndedBy::Idle
+        );
         assert_eq!(
             EndedBy::from_close(CloseReason::CaptureEnd, true).as_str(),
             "capture_end"

@@ -70,7 +70,13 @@ impl HttpStage {
 }
 
 /// Ends a router's connection, counting the exchanges its end completes.
-fn close(c: &mut Router, reason: CloseReason, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+fn close(
+    c: &mut Router,
+    reason: CloseReason,
+    ts_us: i64,
+    stats: &mut Stats,
+    out: &mut Vec<HttpEvent>,
+) {
     let from = out.len();
     c.on_close(reason, ts_us, stats, out);
     c.tally(out.get(from..).unwrap_or_default());

@@ -67,8 +67,8 @@ pub use keylog::{KeyLog, KeyLogStats};
 
 use crate::anomaly::Stats;
 use crate::flow::{ConnectionRecord, StreamEvent, StreamEventKind, StreamStage};
-use arcstr::ArcStr;
 use crate::hashing::HashMap;
+use arcstr::ArcStr;
 use std::sync::Arc;
 
 /// Records of one direction failing authentication in a row before it is given up.

@@ -153,13 +153,7 @@ fn run_with(stage: &mut TlsStage, stream: u64, deliveries: &[(Side, Option<Vec<u
         stage.push(ev(stream, i as i64 + 1, kind), &mut stats, &mut out);
     }
     stage.push(
-        ev(
-            stream,
-            1000,
-            StreamEventKind::Closed {
-                reason: CloseReason::Finished,
-            },
-        ),
+        ev(stream, 1000, StreamEventKind::closed(CloseReason::Finished)),
         &mut stats,
         &mut out,
     );
@@ -841,13 +835,7 @@ fn many_connections_without_key_stay_bounded() {
             stage.push(ev(stream, 1, kind), &mut stats, &mut out);
         }
         stage.push(
-            ev(
-                stream,
-                2,
-                StreamEventKind::Closed {
-                    reason: CloseReason::Finished,
-                },
-            ),
+            ev(stream, 2, StreamEventKind::closed(CloseReason::Finished)),
             &mut stats,
             &mut out,
         );

@@ -5,7 +5,7 @@ use super::Analyzer;
 use crate::anomaly::Stats;
 use crate::hashing::{HashMap, HashSet};
 use crate::http::redact::redact_target;
-use crate::http::{BodyEnd, HttpRequest};
+use crate::http::{BodyEnd, HttpRequest, http_version_name};
 use crate::mcp::classify::{self, Final, Kind, RowFacts};
 use crate::mcp::session::{SessionFacts, SessionInfo, fnv1a};
 use crate::mcp::{Exchange, InferenceInputs};
@@ -136,6 +136,10 @@ impl Analyzer {
             client_addr: conn.client_addr.clone(),
             server_addr: conn.server_addr.clone(),
             tcp_stream: conn.tcp_stream,
+            http_version: http_version_name(&req.head.version),
+            h2_stream: req.h2_stream,
+            tls_version: conn.tls_version.clone(),
+            tls_sni: conn.tls_sni.clone(),
             transport,
             session_key: session_key.clone(),
             session_id: legacy_sid.or(sid),
