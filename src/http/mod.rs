@@ -20,6 +20,8 @@
 //! log.rs         `mcp-trace http`'s rows
 //! ```
 
+#[cfg(test)]
+mod connection_tests;
 mod decompress;
 mod event;
 mod exchanges;
