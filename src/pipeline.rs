@@ -159,7 +159,7 @@ pub fn analyze_streaming_with_connections<E: std::error::Error + 'static>(
     paths: &[String],
     cfg: &Config,
     on_row: &mut dyn FnMut(Box<Exchange>) -> Result<(), E>,
-    on_connection: &mut dyn FnMut(Box<ConnectionRecord>) -> Result<(), E>,
+    on_connection: &mut dyn FnMut(ConnectionRecord) -> Result<(), E>,
 ) -> Result<RunTotals, RunError<E>> {
     let started = Instant::now();
     let mut analyzer = Analyzer::with_limits(cfg.inference, cfg.mcp);
@@ -235,7 +235,7 @@ pub fn http_rows_with(
 pub fn http_rows_with_connections<E: std::error::Error + 'static>(
     paths: &[String],
     cfg: &Config,
-    on_connection: &mut dyn FnMut(Box<ConnectionRecord>) -> Result<(), E>,
+    on_connection: &mut dyn FnMut(ConnectionRecord) -> Result<(), E>,
 ) -> Result<(Vec<HttpRow>, Stats), RunError<E>> {
     let mut log = HttpLog::new();
     let cfg = Config {
@@ -246,7 +246,7 @@ pub fn http_rows_with_connections<E: std::error::Error + 'static>(
         if let Item::Event(ev) = item {
             match ev.http {
                 HttpEvent::ConnectionClosed(record) => {
-                    on_connection(record).map_err(RunError::Sink)?;
+                    on_connection(*record).map_err(RunError::Sink)?;
                 }
                 http => log.push(&http),
             }
@@ -284,6 +284,9 @@ impl Event {
 }
 
 /// What the HTTP stages hand on, in one-thread order.
+// Items move once, from the HTTP stage to the sink: boxing every event would cost an
+// allocation per event for the rare marks' sake.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Item {
     Event(Event),

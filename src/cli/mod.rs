@@ -243,7 +243,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     // Without -o the terminal summary needs the selected rows themselves.
     let mut selected: Vec<Exchange> = Vec::new();
     let mut failed = false;
-    let on_connection = &mut |record: Box<ConnectionRecord>| connections.push(&record);
+    let on_connection = &mut |record: ConnectionRecord| connections.push(&record);
     let totals = pipeline::analyze_streaming_with_connections(
         &args.input.inputs,
         &cfg,

@@ -26,13 +26,8 @@ fn config(paths: &[String], threads: usize) -> Config {
     }
 }
 
-/// Rows as the sink received them (not sorted), and the run's stats, as JSON.
-fn run(paths: &[String], threads: usize) -> (Vec<Value>, Value) {
-    let (rows, stats, _) = run_with_connections(paths, threads);
-    (rows, stats)
-}
-
-/// [`run`], with the connection records in the order they were handed on (Debug form).
+/// Rows as the sink received them (not sorted), the run's stats as JSON, and the connection
+/// records in the order they were handed on (Debug form).
 fn run_with_connections(paths: &[String], threads: usize) -> (Vec<Value>, Value, Vec<String>) {
     let cfg = config(paths, threads);
     let mut rows = Vec::new();

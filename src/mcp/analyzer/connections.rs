@@ -27,7 +27,7 @@ pub(super) struct ConnectionRows {
     /// Closed connections, oldest first, each waiting until it and those before it have no
     /// live rows.
     closing: VecDeque<(u64, Box<ConnectionRecord>)>,
-    ready: Vec<Box<ConnectionRecord>>,
+    ready: Vec<ConnectionRecord>,
 }
 
 impl ConnectionRows {
@@ -68,17 +68,17 @@ impl ConnectionRows {
             };
             let released = self.tallies.remove(&conn).map_or(0, |t| t.released);
             record.mcp_exchanges = Some(released);
-            self.ready.push(record);
+            self.ready.push(*record);
         }
     }
 
     /// The records ready to go out, in closing order.
-    pub fn take_ready(&mut self) -> Vec<Box<ConnectionRecord>> {
+    pub fn take_ready(&mut self) -> Vec<ConnectionRecord> {
         std::mem::take(&mut self.ready)
     }
 
     /// End of input, every row released: the records still waiting go out too.
-    pub fn finish(&mut self) -> Vec<Box<ConnectionRecord>> {
+    pub fn finish(&mut self) -> Vec<ConnectionRecord> {
         self.release_closed(true);
         self.tallies.clear();
         self.take_ready()

@@ -247,7 +247,7 @@ impl Analyzer {
 
     /// The records of connections that closed and whose rows have all been released (in
     /// that order), each with its `mcp_exchanges`.
-    pub fn take_connections(&mut self) -> Vec<Box<ConnectionRecord>> {
+    pub fn take_connections(&mut self) -> Vec<ConnectionRecord> {
         self.connection_rows.take_ready()
     }
 
@@ -314,7 +314,7 @@ impl Analyzer {
     pub fn finish_with_connections(
         mut self,
         stats: &mut Stats,
-    ) -> (Vec<Box<Exchange>>, Vec<Box<ConnectionRecord>>) {
+    ) -> (Vec<Box<Exchange>>, Vec<ConnectionRecord>) {
         // The HTTP stage ends every exchange; anything left is cut by the end of input.
         let mut left: Vec<CtxKey> = self.ctxs.keys().copied().collect();
         left.sort_unstable();
