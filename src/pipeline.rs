@@ -24,7 +24,7 @@
 use crate::anomaly::Stats;
 use crate::capture::{self, CaptureError, InputInfo, Merger, Source};
 use crate::decode::{Decoded, Decoder};
-use crate::flow::{Chain, FlowLimits, FlowTable, StreamEvent, StreamStage};
+use crate::flow::{Chain, ConnectionRecord, FlowLimits, FlowTable, StreamEvent, StreamStage};
 use crate::har;
 use crate::http::HttpLimits;
 use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
@@ -149,6 +149,18 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
     cfg: &Config,
     on_row: &mut dyn FnMut(Box<Exchange>) -> Result<(), E>,
 ) -> Result<RunTotals, RunError<E>> {
+    analyze_streaming_with_connections(paths, cfg, on_row, &mut |_| Ok(()))
+}
+
+/// [`analyze_streaming`], also handing each TCP connection's row of the connections table to
+/// `on_connection`: when the connection has closed and every exchange row it produced has
+/// been released, so they come in that order, not in `tcp_stream` order (HAR input: none).
+pub fn analyze_streaming_with_connections<E: std::error::Error + 'static>(
+    paths: &[String],
+    cfg: &Config,
+    on_row: &mut dyn FnMut(Box<Exchange>) -> Result<(), E>,
+    on_connection: &mut dyn FnMut(ConnectionRecord) -> Result<(), E>,
+) -> Result<RunTotals, RunError<E>> {
     let started = Instant::now();
     let mut analyzer = Analyzer::with_limits(cfg.inference, cfg.mcp);
     let mut ready: Vec<Box<Exchange>> = Vec::new();
@@ -184,11 +196,18 @@ pub fn analyze_streaming<E: std::error::Error + 'static>(
                     on_row(ex).map_err(RunError::Sink)?;
                 }
             }
+            for record in analyzer.take_connections() {
+                on_connection(record).map_err(RunError::Sink)?;
+            }
             Ok(())
         },
     )?;
-    for ex in analyzer.finish(&mut totals.stats) {
+    let (rows, connections) = analyzer.finish_with_connections(&mut totals.stats);
+    for ex in rows {
         on_row(ex).map_err(RunError::Sink)?;
+    }
+    for record in connections {
+        on_connection(record).map_err(RunError::Sink)?;
     }
     Ok(RunTotals {
         stats: totals.stats,
@@ -208,6 +227,16 @@ pub fn http_rows_with(
     paths: &[String],
     cfg: &Config,
 ) -> Result<(Vec<HttpRow>, Stats), RunError<Infallible>> {
+    http_rows_with_connections(paths, cfg, &mut |_| Ok(()))
+}
+
+/// [`http_rows_with`], also handing each TCP connection's row of the connections table to
+/// `on_connection` as the connection closes (`mcp_exchanges` null: no MCP stage runs).
+pub fn http_rows_with_connections<E: std::error::Error + 'static>(
+    paths: &[String],
+    cfg: &Config,
+    on_connection: &mut dyn FnMut(ConnectionRecord) -> Result<(), E>,
+) -> Result<(Vec<HttpRow>, Stats), RunError<E>> {
     let mut log = HttpLog::new();
     let cfg = Config {
         threads: 1,
@@ -215,9 +244,14 @@ pub fn http_rows_with(
     };
     let totals = run_http(paths, &cfg, None, &mut |item, _, _| {
         if let Item::Event(ev) = item {
-            log.push(&ev.http);
+            match ev.http {
+                HttpEvent::ConnectionClosed(record) => {
+                    on_connection(*record).map_err(RunError::Sink)?;
+                }
+                http => log.push(&http),
+            }
         }
-        Ok::<(), RunError<Infallible>>(())
+        Ok(())
     })?;
     Ok((log.finish(), totals.stats))
 }
@@ -250,6 +284,9 @@ impl Event {
 }
 
 /// What the HTTP stages hand on, in one-thread order.
+// Items move once, from the HTTP stage to the sink: boxing every event would cost an
+// allocation per event for the rare marks' sake.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Item {
     Event(Event),
@@ -381,13 +418,17 @@ fn run_http<E: std::error::Error + 'static>(
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
+    // The `--keylog` files' lines first, then those of the capture's blocks, at most
+    // `MAX_REPORTED_LINES` named in all (the count is exact).
     let keys = cfg.keylog.stats();
     stats.keylog_malformed_lines = stats.keylog_malformed_lines.saturating_add(keys.malformed);
-    stats.keylog_malformed_at.extend(
-        keys.malformed_lines
-            .iter()
-            .map(|(file, line)| format!("{file}:{line}")),
-    );
+    let files = keys
+        .malformed_lines
+        .iter()
+        .map(|(file, line)| format!("{file}:{line}"));
+    let mut at: Vec<String> = files.chain(stats.keylog_malformed_at.drain(..)).collect();
+    at.truncate(crate::tls::keylog::MAX_REPORTED_LINES);
+    stats.keylog_malformed_at = at;
     Ok(Totals {
         stats,
         inputs,
@@ -423,6 +464,8 @@ fn read_streams<X>(
     let mut stream_events: Vec<StreamEvent> = Vec::new();
     let mut frames_since_tick = 0u32;
     let mut latest_ts_ns = i64::MIN;
+    // Decryption Secrets Blocks read so far.
+    let mut blocks = 0u64;
 
     while let Some(frame) = merger.next_frame_ref(stats) {
         // Inputs are merged by time, so a step back comes from within one file
@@ -443,6 +486,7 @@ fn read_streams<X>(
             Decoded::Skipped(reason) => stats.skip(reason.name()),
         }
         let secrets = merger.take_secrets();
+        count_malformed_secrets(&secrets, &mut blocks, stats);
         emit(&mut stream_events, &secrets, stats)?;
         frames_since_tick += 1;
         if frames_since_tick >= 4096 {
@@ -456,11 +500,40 @@ fn read_streams<X>(
         stats.anomaly("decode.ip_fragment_incomplete");
     }
     flows.finish(stats, &mut stream_events);
-    emit(&mut stream_events, &merger.take_secrets(), stats)?;
+    let secrets = merger.take_secrets();
+    count_malformed_secrets(&secrets, &mut blocks, stats);
+    emit(&mut stream_events, &secrets, stats)?;
     Ok(ReadTotals {
         inputs: merger.infos(),
         bytes_read: merger.bytes_read(),
     })
+}
+
+/// Counts the malformed key log lines of the capture's TLS Decryption Secrets Blocks in the
+/// run summary, as those of `--keylog` files are, each named by the block's place among the
+/// run's blocks (`pcapng DSB #1:3`: its third line). Counted here, on the one thread that
+/// reads them, because every stream stage that decrypts gets its own copy of each block.
+fn count_malformed_secrets(secrets: &CaptureSecrets, blocks: &mut u64, stats: &mut Stats) {
+    for (ty, data) in secrets {
+        *blocks = blocks.saturating_add(1);
+        if *ty != crate::tls::keylog::DSB_TLS_KEY_LOG {
+            continue;
+        }
+        // Nothing is kept: only the lines are checked.
+        let mut probe = KeyLog::with_limit(0);
+        probe.add_decryption_secrets(&format!("pcapng DSB #{blocks}"), *ty, data);
+        let found = probe.stats();
+        stats.keylog_malformed_lines = stats.keylog_malformed_lines.saturating_add(found.malformed);
+        let room =
+            crate::tls::keylog::MAX_REPORTED_LINES.saturating_sub(stats.keylog_malformed_at.len());
+        stats.keylog_malformed_at.extend(
+            found
+                .malformed_lines
+                .iter()
+                .take(room)
+                .map(|(source, line)| format!("{source}:{line}")),
+        );
+    }
 }
 
 fn progress_bar(enabled: bool, total_bytes: u64) -> Option<indicatif::ProgressBar> {

@@ -955,6 +955,7 @@ fn thread_counts_give_identical_tables() {
     for threads in ["1", "2", "3"] {
         let out_path = dir.path().join(format!("t{threads}.jsonl"));
         let sum_path = dir.path().join(format!("t{threads}.json"));
+        let conns_path = dir.path().join(format!("t{threads}.conns.csv"));
         let out = mcp_trace(&[
             "analyze",
             sample,
@@ -964,6 +965,8 @@ fn thread_counts_give_identical_tables() {
             out_path.to_str().unwrap(),
             "--summary",
             sum_path.to_str().unwrap(),
+            "--connections",
+            conns_path.to_str().unwrap(),
         ]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let mut summary: Value =
@@ -972,11 +975,130 @@ fn thread_counts_give_identical_tables() {
         for timing in ["elapsed_s", "throughput_mb_s"] {
             summary.as_object_mut().unwrap().remove(timing);
         }
-        outputs.push((std::fs::read(&out_path).unwrap(), summary));
+        outputs.push((
+            std::fs::read(&out_path).unwrap(),
+            summary,
+            std::fs::read_to_string(&conns_path).unwrap(),
+        ));
     }
     assert!(!outputs[0].0.is_empty());
+    // A header and one line per connection.
+    let streams = outputs[0].1["tcp_streams"].as_u64().unwrap() as usize;
+    assert_eq!(outputs[0].2.lines().count(), 1 + streams);
     for other in &outputs[1..] {
         assert!(other.0 == outputs[0].0, "rows differ between thread counts");
         assert_eq!(other.1, outputs[0].1);
+        assert_eq!(
+            other.2, outputs[0].2,
+            "connections differ between thread counts"
+        );
     }
+}
+
+const MISSING_KEY: &str = "samples/tls-missing-key.pcap";
+const MISSING_KEY_LOG: &str = "samples/tls-missing-key.keys";
+
+#[test]
+fn terminal_summary_lists_the_connection_it_could_not_decrypt() {
+    let out = mcp_trace(&[
+        "analyze",
+        MISSING_KEY,
+        "--keylog",
+        MISSING_KEY_LOG,
+        "--color",
+        "never",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let section = &text[text.find("Not analyzed").expect("Not analyzed section")..];
+    let line = section
+        .lines()
+        .find(|l| l.contains("127.0.0.1:45244 → 127.0.0.1:18770"))
+        .unwrap_or_else(|| panic!("no line for the undecrypted connection:\n{section}"));
+    // tcp_stream, client → server, SNI, version, reason (tls-missing-key.truth.json).
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words.first(), Some(&"5"), "{line}");
+    for want in ["localhost", "TLS 1.3", "no_key"] {
+        assert!(line.contains(want), "{want} missing: {line}");
+    }
+    // Only that one: the others were decrypted.
+    assert_eq!(section.matches(" → 127.0.0.1:").count(), 1, "{section}");
+}
+
+#[test]
+fn http_writes_the_connections_table_without_mcp_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let conns = dir.path().join("conns.jsonl");
+    let out = mcp_trace(&[
+        "http",
+        MISSING_KEY,
+        "--keylog",
+        MISSING_KEY_LOG,
+        "-o",
+        dir.path().join("http.csv").to_str().unwrap(),
+        "--connections",
+        conns.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows: Vec<Value> = std::fs::read_to_string(&conns)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 10);
+    assert!(
+        rows.iter().all(|r| r["mcp_exchanges"].is_null()),
+        "{rows:?}"
+    );
+    let no_key: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["decryption"] == "no_key")
+        .collect();
+    assert_eq!(no_key.len(), 1);
+    assert_eq!(no_key[0]["tcp_stream"], 5);
+    assert_eq!(no_key[0]["http_exchanges"], 0);
+    assert!(no_key[0]["http_version"].is_null());
+    let http: u64 = rows
+        .iter()
+        .map(|r| r["http_exchanges"].as_u64().unwrap())
+        .sum();
+    let http_rows = std::fs::read_to_string(dir.path().join("http.csv")).unwrap();
+    assert_eq!(http as usize, http_rows.lines().count() - 1);
+}
+
+#[test]
+fn connections_of_a_har_input_are_an_empty_table_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    for ext in ["csv", "jsonl", "parquet"] {
+        let conns = dir.path().join(format!("conns.{ext}"));
+        let out = mcp_trace(&[
+            "analyze",
+            "samples/har-mitmproxy-ts.har",
+            "-o",
+            dir.path().join("out.jsonl").to_str().unwrap(),
+            "--connections",
+            conns.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let bytes = std::fs::read(&conns).unwrap();
+        match ext {
+            "csv" => assert_eq!(
+                String::from_utf8(bytes).unwrap().trim_end(),
+                "tcp_stream,capture,client_addr,server_addr,first_ts,last_ts,packets,client_bytes,\
+                 server_bytes,gap_bytes,ended_by,tls_version,tls_cipher,tls_sni,alpn,tls_resumed,\
+                 decryption,http_version,http_exchanges,mcp_exchanges"
+            ),
+            "jsonl" => assert!(bytes.is_empty()),
+            _ => assert_eq!(&bytes[..4], b"PAR1"),
+        }
+    }
+}
+
+#[test]
+fn connections_with_an_unknown_extension_is_exit_2_before_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let conns = dir.path().join("conns.txt");
+    let out = mcp_trace(&["analyze", FAULT, "--connections", conns.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!conns.exists());
 }

@@ -78,6 +78,7 @@ fn exchanges(events: Vec<HttpEvent>) -> Vec<Exchange> {
             | HttpEvent::ResponseEnd { xref, .. }
             | HttpEvent::NoResponse { xref, .. } => xref.clone(),
             HttpEvent::Request(_) => unreachable!(),
+            HttpEvent::ConnectionClosed(_) => panic!("a HAR input has no TCP connection to close"),
         };
         let x = out
             .iter_mut()
@@ -114,7 +115,7 @@ fn exchanges(events: Vec<HttpEvent>) -> Vec<Exchange> {
                 x.ts.push(ts_us);
                 x.no_response = true;
             }
-            HttpEvent::Request(_) => unreachable!(),
+            HttpEvent::Request(_) | HttpEvent::ConnectionClosed(_) => unreachable!(),
         }
     }
     for x in &out {

@@ -742,6 +742,37 @@ fn hostile_syn_flood_of_distinct_flows() {
     assert_eq!(num(&s, "tcp_streams"), n as u64);
 }
 
+/// The connections table of a flood is written as the connections close: one row each, and
+/// memory bounded as without it.
+#[test]
+fn hostile_syn_flood_with_the_connections_table() {
+    let n = scaled(200_000, 1_000_000);
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("conns.csv");
+    let s = hostile_run(
+        "syn-flood-connections",
+        &["--connections", table.to_str().unwrap()],
+        |p| {
+            let mut w = PcapWriter::create(p);
+            w.step_us = 1;
+            for i in 0..n as u32 {
+                let [_, a, b, c] = i.to_be_bytes();
+                let src = ([10, a, b, c], 1024 + (i % 50_000) as u16);
+                w.record(&tcp_frame(src, SERVER, i.wrapping_mul(7919), 0, SYN, &[]));
+            }
+            w.finish();
+        },
+        &["flow.evicted"],
+        SYN_FLOOD_RSS_LIMIT_KB,
+    );
+    assert_eq!(num(&s, "tcp_streams"), n as u64);
+    let text = std::fs::read_to_string(&table).unwrap();
+    assert_eq!(text.lines().count(), n + 1);
+    // A lone SYN: one packet, no payload; evicted ones count as idle.
+    let second = text.lines().nth(1).unwrap();
+    assert!(second.contains(",1,0,0,0,idle,"), "{second}");
+}
+
 #[test]
 fn hostile_chunked_body_that_never_ends() {
     let mib = scaled(16, 80);

@@ -6,7 +6,7 @@
 //! retry-hygiene findings where the truth entry names them (`retry_findings`).
 
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 fn samples_dir() -> PathBuf {
@@ -276,4 +276,194 @@ fn every_sample_agrees_with_its_ground_truth() {
         all_problems.len(),
         all_problems.join("\n")
     );
+}
+
+/// Runs `analyze` with `--connections` and `--summary` on a packet capture (with its key log
+/// when one lies beside it): (exchange rows, connection rows, run summary).
+fn analyze_with_connections(capture: &Path) -> (Vec<Value>, Vec<Value>, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, conns, summary) = (
+        dir.path().join("out.jsonl"),
+        dir.path().join("conns.jsonl"),
+        dir.path().join("summary.json"),
+    );
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-trace"));
+    cmd.arg("analyze").arg(capture).arg("-o").arg(&out);
+    cmd.arg("--connections")
+        .arg(&conns)
+        .arg("--summary")
+        .arg(&summary);
+    if let Some(keys) = crate::support::keylog_beside(capture) {
+        cmd.arg("--keylog").arg(keys);
+    }
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines = |p: &Path| -> Vec<Value> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let summary = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    (lines(&out), lines(&conns), summary)
+}
+
+/// The connections table of every packet sample: one row per TCP connection, its sums equal
+/// to the run summary's counts, each TLS connection as its truth file lists it, every
+/// connection of a plaintext sample `plaintext`; the exchange rows carry their connection's
+/// HTTP and TLS version and server name.
+#[test]
+fn every_sample_connections_table_agrees_with_the_summary_and_the_truth() {
+    let mut problems = Vec::new();
+    let mut tls_checked = 0;
+    for file in truth_files() {
+        let truth: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let name = truth["capture"].as_str().unwrap().to_string();
+        if name.ends_with(".har") {
+            continue;
+        }
+        let (rows, conns, summary) = analyze_with_connections(&samples_dir().join(&name));
+        let mut p = |what: String| problems.push(format!("{name}: {what}"));
+        let sum = |col: &str| -> u64 { conns.iter().map(|c| c[col].as_u64().unwrap_or(0)).sum() };
+        let mut streams: Vec<u64> = conns
+            .iter()
+            .map(|c| c["tcp_stream"].as_u64().unwrap())
+            .collect();
+        streams.sort_unstable();
+        let expected: Vec<u64> = (0..summary["tcp_streams"].as_u64().unwrap()).collect();
+        if streams != expected {
+            p(format!(
+                "connection rows {streams:?}, tcp_streams {}",
+                expected.len()
+            ));
+        }
+        for (col, key) in [
+            ("gap_bytes", "gap_bytes"),
+            ("http_exchanges", "http_exchanges"),
+            ("mcp_exchanges", "mcp_exchanges_total"),
+        ] {
+            if sum(col) != summary[key].as_u64().unwrap() {
+                p(format!(
+                    "sum of {col} {} != summary {key} {}",
+                    sum(col),
+                    summary[key]
+                ));
+            }
+        }
+        let payload = sum("client_bytes") + sum("server_bytes");
+        if payload != summary["tcp_payload_bytes"].as_u64().unwrap() {
+            p(format!(
+                "payload {payload} != {}",
+                summary["tcp_payload_bytes"]
+            ));
+        }
+        if sum("packets") > summary["packets_decoded"].as_u64().unwrap() || sum("packets") == 0 {
+            p(format!("{} packets in connections", sum("packets")));
+        }
+        let mut by_decryption: BTreeMap<String, u64> = BTreeMap::new();
+        for c in &conns {
+            *by_decryption
+                .entry(c["decryption"].as_str().unwrap().into())
+                .or_default() += 1;
+            let stream = c["tcp_stream"].as_u64();
+            let on_it: Vec<&Value> = rows
+                .iter()
+                .filter(|r| r["tcp_stream"].as_u64() == stream)
+                .collect();
+            if c["mcp_exchanges"].as_u64() != Some(on_it.len() as u64) {
+                p(format!(
+                    "stream {stream:?}: mcp_exchanges {} for {} rows",
+                    c["mcp_exchanges"],
+                    on_it.len()
+                ));
+            }
+            for r in on_it {
+                for (col, conn_col) in [
+                    ("tls_version", "tls_version"),
+                    ("tls_sni", "tls_sni"),
+                    ("http_version", "http_version"),
+                ] {
+                    if r[col] != c[conn_col] {
+                        p(format!(
+                            "exchange {} {col} {} on a connection with {}",
+                            r["exchange_id"], r[col], c[conn_col]
+                        ));
+                    }
+                }
+            }
+            if !["fin", "rst", "idle", "capture_end"].contains(&c["ended_by"].as_str().unwrap()) {
+                p(format!("ended_by {}", c["ended_by"]));
+            }
+        }
+        let counted: BTreeMap<String, u64> = summary["tls_connections"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        if by_decryption != counted {
+            p(format!(
+                "decryption {by_decryption:?} != summary {counted:?}"
+            ));
+        }
+        let Some(listed) = truth["connections"].as_array() else {
+            for c in &conns {
+                if c["decryption"] != "plaintext"
+                    || !c["tls_version"].is_null()
+                    || !c["tls_resumed"].is_null()
+                {
+                    p(format!("plaintext sample, connection {c}"));
+                }
+            }
+            continue;
+        };
+        for t in listed {
+            let Some(c) = conns.iter().find(|c| c["tcp_stream"] == t["tcp_stream"]) else {
+                p(format!("no row for connection {}", t["tcp_stream"]));
+                continue;
+            };
+            let mut cols = vec![
+                "client_addr",
+                "server_addr",
+                "decryption",
+                "tls_version",
+                "tls_cipher",
+                "tls_sni",
+                "tls_resumed",
+            ];
+            if t["decryption"] == "decrypted" {
+                // ALPN of TLS 1.3 travels encrypted, and the exchanges only show once decrypted.
+                cols.extend(["alpn", "http_exchanges"]);
+            }
+            for col in cols {
+                tls_checked += 1;
+                if c[col] != t[col] {
+                    p(format!(
+                        "stream {}: {col} {} (truth {})",
+                        t["tcp_stream"], c[col], t[col]
+                    ));
+                }
+            }
+            // Null where no HTTP was seen (a connection never used, one not decrypted).
+            let http = t["decryption"] == "decrypted" && t["http_exchanges"].as_u64() > Some(0);
+            let version = if http {
+                Value::from("HTTP/1.1")
+            } else {
+                Value::Null
+            };
+            if c["http_version"] != version {
+                p(format!(
+                    "stream {}: http_version {}",
+                    t["tcp_stream"], c["http_version"]
+                ));
+            }
+        }
+    }
+    assert!(
+        tls_checked > 50,
+        "only {tls_checked} TLS connection fields checked"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -193,6 +193,8 @@ fn outputs(sample: &Path) -> Vec<(String, Vec<u8>)> {
         &p("sum.json"),
         "--html",
         &p("r.html"),
+        "--connections",
+        &p("c.jsonl"),
         "--no-progress",
     ]);
     assert!(ok, "{input}: {}", String::from_utf8_lossy(&log));
@@ -214,6 +216,8 @@ fn outputs(sample: &Path) -> Vec<(String, Vec<u8>)> {
         &p("x.parquet"),
         "--sessions",
         &p("s.parquet"),
+        "--connections",
+        &p("c.parquet"),
         "--no-progress",
     ]);
     outs.push(("analyze parquet stderr".into(), log));
@@ -225,11 +229,12 @@ fn outputs(sample: &Path) -> Vec<(String, Vec<u8>)> {
         "x.csv",
         "s.csv",
         "x.parquet",
+        "c.jsonl",
     ] {
         outs.push((name.into(), std::fs::read(p(name)).unwrap()));
     }
     #[cfg(feature = "parquet")]
-    for name in ["x.parquet", "s.parquet"] {
+    for name in ["x.parquet", "s.parquet", "c.parquet"] {
         outs.push((
             format!("{name} as CSV"),
             parquet_as_text(Path::new(&p(name))),
@@ -250,12 +255,18 @@ fn outputs(sample: &Path) -> Vec<(String, Vec<u8>)> {
     ] {
         outs.push((args.join(" "), run(args).1));
     }
-    let (_, log) = run(&["http", input, "-o", &p("h.jsonl")]);
+    let (_, log) = run(&[
+        "http",
+        input,
+        "-o",
+        &p("h.jsonl"),
+        "--connections",
+        &p("hc.csv"),
+    ]);
     outs.push(("http -o stderr".into(), log));
-    outs.push((
-        "h.jsonl".into(),
-        std::fs::read(p("h.jsonl")).unwrap_or_default(),
-    ));
+    for name in ["h.jsonl", "hc.csv"] {
+        outs.push((name.into(), std::fs::read(p(name)).unwrap_or_default()));
+    }
     let sessions = std::fs::read_to_string(p("s.jsonl")).unwrap();
     for line in sessions.lines().take(8) {
         let key: Value = serde_json::from_str(line).unwrap();

@@ -138,6 +138,9 @@ pub struct AnalyzeArgs {
     /// Write the sessions table here (format from the extension).
     #[arg(long, value_name = "PATH")]
     pub sessions: Option<std::path::PathBuf>,
+    /// Write the connections table here: one row per TCP connection (format from the extension).
+    #[arg(long, value_name = "PATH")]
+    pub connections: Option<std::path::PathBuf>,
     /// Write the run summary (JSON) here.
     #[arg(long, value_name = "PATH")]
     pub summary: Option<std::path::PathBuf>,
@@ -186,6 +189,9 @@ pub struct HttpArgs {
     /// Output format: auto (from the extension), csv, jsonl.
     #[arg(long, default_value = "auto")]
     pub format: String,
+    /// Write the connections table here: one row per TCP connection (format from the extension).
+    #[arg(long, value_name = "PATH")]
+    pub connections: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]

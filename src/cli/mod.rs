@@ -8,14 +8,14 @@ mod args;
 mod defaults_tests;
 mod values;
 
-use crate::flow::FlowLimits;
+use crate::flow::{ConnectionRecord, FlowLimits};
 use crate::http::HttpLimits;
 use crate::mcp::McpLimits;
 use crate::mcp::retry::{FINDING_NAMES, Finding, findings_of};
 use crate::mcp::{Exchange, InferenceConfig};
 use crate::pipeline::{self, Analysis, Config};
 use crate::report::{self, Format, RowFilter, RunInfo, SessionAggregator, SessionRow, TableWriter};
-use crate::report::{HttpFormat, write_http_rows};
+use crate::report::{ConnectionRow, HttpFormat, Undecrypted, write_http_rows};
 use crate::rpc::RpcLimits;
 use crate::tls::KeyLog;
 use anyhow::{Result, bail};
@@ -224,6 +224,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         Some(path) => Some(Format::from_flag_or_path(None, path)?),
         None => None,
     };
+    let mut connections = ConnectionsOut::create(args.connections.as_deref())?;
 
     // The output file is created before any input is read and written as rows are released;
     // a failed run drops the writer, which removes the partial file.
@@ -242,29 +243,37 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     // Without -o the terminal summary needs the selected rows themselves.
     let mut selected: Vec<Exchange> = Vec::new();
     let mut failed = false;
-    let totals = pipeline::analyze_streaming(&args.input.inputs, &cfg, &mut |row| {
-        tally.push(&row);
-        failed |= fail_on.matches(&row);
-        if !filter.matches(&row) {
-            return Ok(());
-        }
-        if let Some(h) = html.as_mut() {
-            h.push(&row);
-        }
-        match writer.as_mut() {
-            Some(w) => w.push(row),
-            None => {
-                selected.push(*row);
-                Ok(())
+    let on_connection = &mut |record: ConnectionRecord| connections.push(&record);
+    let totals = pipeline::analyze_streaming_with_connections(
+        &args.input.inputs,
+        &cfg,
+        &mut |row| {
+            tally.push(&row);
+            failed |= fail_on.matches(&row);
+            if !filter.matches(&row) {
+                return Ok(());
             }
-        }
-    })?;
+            if let Some(h) = html.as_mut() {
+                h.push(&row);
+            }
+            match writer.as_mut() {
+                Some(w) => w.push(row),
+                None => {
+                    selected.push(*row);
+                    Ok(())
+                }
+            }
+        },
+        on_connection,
+    )?;
+    let undecrypted = connections.finish()?;
     let info = RunInfo {
         inputs: &totals.inputs,
         stats: &totals.stats,
         rows: &[],
         elapsed_s: totals.elapsed_s,
         bytes_read: totals.bytes_read,
+        undecrypted: &undecrypted,
     };
     match writer {
         Some(w) => {
@@ -303,6 +312,46 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--connections`: the connections table written as connections close, and the TLS
+/// connections not decrypted, for the terminal summary.
+struct ConnectionsOut {
+    table: Option<TableWriter<ConnectionRow>>,
+    undecrypted: Undecrypted,
+}
+
+impl ConnectionsOut {
+    /// The table is created before any input is read, like the exchanges table.
+    fn create(path: Option<&Path>) -> Result<ConnectionsOut> {
+        let table = match path {
+            Some(path) => Some(TableWriter::create(
+                path,
+                Format::from_flag_or_path(None, path)?,
+            )?),
+            None => None,
+        };
+        Ok(ConnectionsOut {
+            table,
+            undecrypted: Undecrypted::default(),
+        })
+    }
+
+    fn push(&mut self, record: &ConnectionRecord) -> Result<(), report::ReportError> {
+        let row = ConnectionRow::from(record);
+        self.undecrypted.push(&row);
+        match self.table.as_mut() {
+            Some(t) => t.push(&row),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(self) -> Result<Undecrypted> {
+        if let Some(t) = self.table {
+            t.finish()?;
+        }
+        Ok(self.undecrypted)
+    }
 }
 
 /// What the run summary and the sessions table need of every row, gathered as rows pass so
@@ -418,7 +467,11 @@ fn http(args: HttpArgs) -> Result<ExitCode> {
         keylog: std::sync::Arc::new(read_keylogs(&args.keylog)?),
         ..Config::default()
     };
-    let (rows, _stats) = pipeline::http_rows_with(&args.inputs, &cfg)?;
+    let mut connections = ConnectionsOut::create(args.connections.as_deref())?;
+    let (rows, _stats) = pipeline::http_rows_with_connections(&args.inputs, &cfg, &mut |record| {
+        connections.push(&record)
+    })?;
+    connections.finish()?;
     match &args.output {
         Some(path) => {
             write_atomically(path, |out| write_http_rows(&rows, out, format))?;

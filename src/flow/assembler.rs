@@ -123,6 +123,9 @@ pub(crate) struct Assembler {
     evidence_at: u64,
     /// Recently delivered bytes, to check retransmissions against.
     history: History,
+    /// Bytes delivered and declared lost, for the connection's record.
+    delivered: u64,
+    gapped: u64,
 }
 
 impl Assembler {
@@ -141,7 +144,19 @@ impl Assembler {
             evidence: 0,
             evidence_at: 0,
             history: History::default(),
+            delivered: 0,
+            gapped: 0,
         }
+    }
+
+    /// Payload bytes delivered so far.
+    pub fn delivered_bytes(&self) -> u64 {
+        self.delivered
+    }
+
+    /// Sequence space declared lost so far.
+    pub fn gap_bytes(&self) -> u64 {
+        self.gapped
     }
 
     /// Initial sequence number, when this side's SYN was seen.
@@ -581,6 +596,7 @@ impl Assembler {
         let len = bytes.len();
         self.next = self.next.saturating_add(len as u64);
         sink.stats.tcp_payload_bytes = sink.stats.tcp_payload_bytes.saturating_add(len as u64);
+        self.delivered = self.delivered.saturating_add(len as u64);
         self.history.push(self.next - len as u64, &bytes);
         sink.emit(StreamEventKind::Data {
             side: self.side,
@@ -591,6 +607,7 @@ impl Assembler {
     fn emit_gap(&mut self, len: u64, sink: &mut Sink<'_>) {
         self.next = self.next.saturating_add(len);
         sink.stats.gap_bytes = sink.stats.gap_bytes.saturating_add(len);
+        self.gapped = self.gapped.saturating_add(len);
         sink.emit(StreamEventKind::Gap {
             side: self.side,
             len: GapLen::Bytes(len),

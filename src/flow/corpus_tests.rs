@@ -131,13 +131,23 @@ fn zeek_reassembly_trace_flags_inconsistent_retransmissions() {
     // The FIN (frame 110) overtook the retransmission of a lost segment
     // (frame 112); the stream ends only once it arrived.
     let last = out.last().unwrap();
-    assert_eq!(
-        last.kind,
-        StreamEventKind::Closed {
-            reason: CloseReason::Finished
-        }
-    );
+    let StreamEventKind::Closed { reason, record } = &last.kind else {
+        panic!("last event {last:?}");
+    };
+    assert_eq!(*reason, CloseReason::Finished);
     assert_eq!(last.frame, 112);
+    // The connection's record counts what the stream delivered and lost, as the run does.
+    assert_eq!(
+        (record.client_bytes, record.gap_bytes),
+        (client.len() as u64, gaps)
+    );
+    assert_eq!(
+        record.client_bytes + record.server_bytes,
+        stats.tcp_payload_bytes
+    );
+    assert_eq!(record.ended_by, EndedBy::Fin);
+    assert_eq!(record.tcp_stream, 0);
+    assert!(record.packets > 100 && record.first_ts_ns < record.last_ts_ns);
 }
 
 /// Zeek's conn.log for m57-long-49600: orig_bytes 373, resp_bytes 18307,

@@ -17,6 +17,15 @@
 //! a stage knows and the flow stage does not:
 //! - [`StreamEventKind::Negotiated`]: the application protocol agreed on the connection
 //!   (TLS ALPN), after `Opened` and before the first `Data`. The flow stage never sends it.
+//! - [`StreamEventKind::Decrypted`]: the stream's data from here on is decrypted TLS, with
+//!   the version and server name, sent once by the TLS stage after `Opened` and before the
+//!   first decrypted `Data` (before `Negotiated`). A separate event rather than a field of
+//!   `Opened`, because the TLS stage learns them from the handshake, after `Opened` went on;
+//!   the HTTP stage copies them onto the connection (`ConnInfo`) for the exchange columns.
+//!   A TLS connection that is not decrypted never sends it (and hands on no `Data`).
+//! - The `Closed` event carries the connection's [`ConnectionRecord`] (a row of the
+//!   connections table): each stage fills its own fields as the event passes (see
+//!   `record.rs`), so the table costs no state beyond the open connections.
 //! - [`GapLen`]: how much a gap lost. The flow stage always knows ([`GapLen::Bytes`], in
 //!   sequence space); after decryption a lost record hides how much plaintext it held
 //!   ([`GapLen::Unknown`]), and a consumer must not count on a length it was not given.
@@ -29,6 +38,7 @@ mod corpus_tests;
 mod history;
 #[cfg(test)]
 mod proptests;
+pub mod record;
 pub mod seq;
 mod slab;
 mod stage;
@@ -40,6 +50,7 @@ pub use assembler::{
     ACK_EVIDENCE_SEGMENTS, MAX_ACK_AHEAD_BYTES, MAX_BUFFERED_CHUNKS, MAX_WINDOW_BYTES,
 };
 pub use history::RETAINED_DELIVERED_BYTES;
+pub use record::{ConnectionRecord, EndedBy};
 pub use stage::{Chain, StreamStage};
 pub use table::{CLOSED_LINGER_NS, FlowTable, SWEEP_INTERVAL_NS, SYN_REUSE_DISTANCE};
 
@@ -114,6 +125,13 @@ pub enum StreamEventKind {
     /// or `http/1.1`, exactly as sent. Only a stage that decrypts sends it, after `Opened`
     /// and before the stream's first `Data`; the flow stage never does.
     Negotiated { protocol: Box<[u8]> },
+    /// The data that follows was decrypted from TLS: the negotiated version as the contract
+    /// writes it (`TLS 1.3`) and the ClientHello's server name. Only a stage that decrypts
+    /// sends it, once, after `Opened` and before the stream's first `Data` (and `Negotiated`).
+    Decrypted {
+        version: Option<Box<str>>,
+        sni: Option<Box<str>>,
+    },
     /// In-order payload bytes.
     Data { side: Side, bytes: Vec<u8> },
     /// Bytes of this direction were never seen: `len` says how many, when that is known.
@@ -122,8 +140,22 @@ pub enum StreamEventKind {
     Fin { side: Side },
     /// The side sent RST.
     Rst { side: Side },
-    /// Last event of every stream.
-    Closed { reason: CloseReason },
+    /// Last event of every stream, with the connection's record so far (see `record.rs`).
+    Closed {
+        reason: CloseReason,
+        record: Box<ConnectionRecord>,
+    },
+}
+
+impl StreamEventKind {
+    /// A `Closed` with an empty record: what a stage's tests, or a stream not counted by the
+    /// flow stage, end with.
+    pub fn closed(reason: CloseReason) -> StreamEventKind {
+        StreamEventKind::Closed {
+            reason,
+            record: Box::default(),
+        }
+    }
 }
 
 /// How much of a stream a [`StreamEventKind::Gap`] lost.

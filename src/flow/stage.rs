@@ -212,9 +212,7 @@ mod tests {
         // Only the first stage holds anything: its earliest time is the chain's.
         assert!(out.is_empty());
         assert_eq!(chain.held_since_us(), Some(10));
-        let closed = StreamEventKind::Closed {
-            reason: CloseReason::Finished,
-        };
+        let closed = StreamEventKind::closed(CloseReason::Finished);
         chain.push(event(1, 30, closed.clone()), &mut stats, &mut out);
         // Stream 1 went on at 30 (its close); stream 2 is still held by the first stage.
         assert_eq!(out, [(1, 3)]);

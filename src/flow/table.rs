@@ -33,7 +33,9 @@
 use super::assembler::{Assembler, Sink};
 use super::seq::SeqNum;
 use super::slab::{List, Slab};
-use super::{CloseReason, FlowLimits, Side, StreamEvent, StreamEventKind};
+use super::{
+    CloseReason, ConnectionRecord, EndedBy, FlowLimits, Side, StreamEvent, StreamEventKind,
+};
 use crate::anomaly::Stats;
 use crate::decode::Segment;
 use crate::hashing::HashMap;
@@ -100,11 +102,18 @@ struct Flow {
     key: FlowKey,
     stream: u64,
     client: SocketAddr,
+    server: SocketAddr,
     from_client: Assembler,
     from_server: Assembler,
     last_ts: i64,
     last_frame: u64,
     closed: bool,
+    /// For the connection's record: the input and time of the first packet, packets
+    /// processed, whether a RST ended it.
+    input: usize,
+    first_ts: i64,
+    packets: u64,
+    rst: bool,
 }
 
 impl Flow {
@@ -169,8 +178,28 @@ impl Flow {
         };
         self.from_client.flush(&mut sink);
         self.from_server.flush(&mut sink);
-        sink.emit(StreamEventKind::Closed { reason });
+        sink.emit(self.closed_event(reason));
         self.closed = true;
+    }
+
+    /// The `Closed` event, with the record of what the flow stage counted (after the flush:
+    /// every byte delivered or gapped).
+    fn closed_event(&self, reason: CloseReason) -> StreamEventKind {
+        let mut record = ConnectionRecord::new(self.stream, self.input, self.client, self.server);
+        record.first_ts_ns = self.first_ts;
+        record.last_ts_ns = self.last_ts;
+        record.packets = self.packets;
+        record.client_bytes = self.from_client.delivered_bytes();
+        record.server_bytes = self.from_server.delivered_bytes();
+        record.gap_bytes = self
+            .from_client
+            .gap_bytes()
+            .saturating_add(self.from_server.gap_bytes());
+        record.ended_by = EndedBy::from_close(reason, self.rst);
+        StreamEventKind::Closed {
+            reason,
+            record: Box::new(record),
+        }
     }
 }
 
@@ -332,11 +361,16 @@ impl FlowTable {
             key,
             stream,
             client,
+            server,
             from_client: Assembler::new(Side::Client),
             from_server: Assembler::new(Side::Server),
             last_ts: seg.ts_ns,
             last_frame: seg.frame,
             closed: false,
+            input: seg.input,
+            first_ts: seg.ts_ns,
+            packets: 0,
+            rst: false,
         };
         let id = self.flows.insert(Box::new(flow), List::Open);
         self.index.insert(key, id);
@@ -351,6 +385,8 @@ impl FlowTable {
         };
         flow.last_ts = seg.ts_ns;
         flow.last_frame = seg.frame;
+        flow.packets = flow.packets.saturating_add(1);
+        flow.rst |= seg.flags.rst;
         let side = flow.side_of(seg.src);
         let mut sink = flow.sink(out, stats);
         let (own, peer) = flow.dirs_mut(side);
@@ -365,9 +401,7 @@ impl FlowTable {
             own.flush(&mut sink);
             sink.emit(StreamEventKind::Rst { side });
             peer.flush(&mut sink);
-            sink.emit(StreamEventKind::Closed {
-                reason: CloseReason::Finished,
-            });
+            sink.emit(flow.closed_event(CloseReason::Finished));
             flow.closed = true;
         } else {
             // The SYN occupies one sequence number before the data (RFC 9293 §3.4).
@@ -384,9 +418,7 @@ impl FlowTable {
                 peer.peer_ack(SeqNum(seg.ack), &mut sink);
             }
             if own.is_finished() && peer.is_finished() {
-                sink.emit(StreamEventKind::Closed {
-                    reason: CloseReason::Finished,
-                });
+                sink.emit(flow.closed_event(CloseReason::Finished));
                 flow.closed = true;
             }
         }

@@ -116,7 +116,7 @@ impl Cap {
         self.out
             .iter()
             .filter_map(|e| match e.kind {
-                StreamEventKind::Closed { reason } => Some((e.stream, reason)),
+                StreamEventKind::Closed { reason, .. } => Some((e.stream, reason)),
                 _ => None,
             })
             .collect()
@@ -446,11 +446,22 @@ fn rst_flushes_then_closes() {
     assert_eq!(t.render(0, Side::Server), "resp[rst]");
     assert_eq!(t.closes(), vec![(0, CloseReason::Finished)]);
     let kinds: Vec<_> = t.out.iter().rev().take(2).map(|e| e.kind.clone()).collect();
+    let StreamEventKind::Closed { record, .. } = &kinds[0] else {
+        panic!("{kinds:?}");
+    };
+    // The RST names how it ended; both sides' delivered bytes and the gap are counted.
+    assert_eq!(record.ended_by, EndedBy::Rst);
+    assert_eq!(
+        (record.client_bytes, record.server_bytes, record.gap_bytes),
+        (6, 4, 3)
+    );
+    assert_eq!(record.packets, 7);
     assert_eq!(
         kinds,
         vec![
             StreamEventKind::Closed {
-                reason: CloseReason::Finished
+                reason: CloseReason::Finished,
+                record: record.clone(),
             },
             StreamEventKind::Data {
                 side: Side::Client,

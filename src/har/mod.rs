@@ -214,6 +214,8 @@ impl Connections {
             client_addr: ArcStr::new(),
             server_addr: server_addr.into(),
             capture: self.capture.clone(),
+            tls_version: None,
+            tls_sni: None,
         })
     }
 
@@ -398,6 +400,7 @@ fn entry_events(
         ts_first_us: at.start,
         ts_last_us: at.request_end,
         frame: 0,
+        h2_stream: None,
         wire_len: u64::try_from(q.body_size).unwrap_or(req_body.len() as u64),
         head: RequestHead {
             method: method.as_str().into(),

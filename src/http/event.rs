@@ -7,6 +7,7 @@
 //! HTTP/2 several are open on one connection at once, and the numbers still say which is
 //! which.
 
+use crate::flow::ConnectionRecord;
 use arcstr::ArcStr;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -23,6 +24,10 @@ pub struct ConnInfo {
     pub server_addr: ArcStr,
     /// File name of the input it came from.
     pub capture: ArcStr,
+    /// `TLS 1.2`, `TLS 1.3` when the connection was decrypted TLS (`None`: plaintext).
+    pub tls_version: Option<ArcStr>,
+    /// Server name from the ClientHello of a decrypted TLS connection.
+    pub tls_sni: Option<ArcStr>,
 }
 
 /// Header list in wire order; names compare case-insensitively. All names and values share
@@ -162,6 +167,19 @@ pub struct RequestHead {
     pub headers: Headers,
 }
 
+/// A head's version as the `http_version` columns write it (`HTTP/1.1`, `HTTP/2`); `None`
+/// for a version left blank (a HAR recorder's) or unknown.
+pub fn http_version_name(version: &str) -> Option<&'static str> {
+    match version {
+        "1.1" => Some("HTTP/1.1"),
+        "1.0" => Some("HTTP/1.0"),
+        "2" => Some("HTTP/2"),
+        "0.9" => Some("HTTP/0.9"),
+        "3" => Some("HTTP/3"),
+        _ => None,
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResponseHead {
     pub status: u16,
@@ -187,6 +205,8 @@ pub struct HttpRequest {
     pub ts_last_us: i64,
     /// Frame index of the first byte (0 for HAR).
     pub frame: u64,
+    /// HTTP/2 stream id of the exchange (`None` for HTTP/1.x).
+    pub h2_stream: Option<u32>,
     pub head: RequestHead,
     /// Decoded body (de-chunked, content-decoded).
     pub body: Vec<u8>,
@@ -270,6 +290,9 @@ pub enum HttpEvent {
         /// arrived. HAR: the recorder marked the entry aborted.
         client_closed: bool,
     },
+    /// A TCP connection closed, after every other event of it: its row of the connections
+    /// table as far as the stages up to HTTP know it (HAR input sends none).
+    ConnectionClosed(Box<ConnectionRecord>),
 }
 
 /// Adds `name` to an exchange's anomaly list once.

@@ -144,6 +144,10 @@ impl Exchanges {
             | HttpEvent::ResponseBody { xref, .. }
             | HttpEvent::ResponseEnd { xref, .. }
             | HttpEvent::NoResponse { xref, .. } => xref.depth,
+            HttpEvent::ConnectionClosed(_) => {
+                out.push(ev);
+                return Emitted::Kept;
+            }
         };
         if waiting != Some(depth) {
             out.push(ev);

@@ -216,13 +216,7 @@ fn events(f: &Fixture, cut: &dyn Fn(usize) -> Vec<usize>) -> Vec<StreamEvent> {
                 ts_ns,
                 frame,
             );
-            push(
-                StreamEventKind::Closed {
-                    reason: CloseReason::Finished,
-                },
-                ts_ns,
-                frame,
-            );
+            push(StreamEventKind::closed(CloseReason::Finished), ts_ns, frame);
         }
         "rst" => {
             push(
@@ -232,13 +226,7 @@ fn events(f: &Fixture, cut: &dyn Fn(usize) -> Vec<usize>) -> Vec<StreamEvent> {
                 ts_ns,
                 frame,
             );
-            push(
-                StreamEventKind::Closed {
-                    reason: CloseReason::Finished,
-                },
-                ts_ns,
-                frame,
-            );
+            push(StreamEventKind::closed(CloseReason::Finished), ts_ns, frame);
         }
         _ => {}
     }
@@ -292,6 +280,7 @@ fn check_event_order(evs: &[HttpEvent]) {
             HttpEvent::ResponseHead { xref, .. } | HttpEvent::ResponseBody { xref, .. } => {
                 assert!(!ended.contains_key(&xref.depth), "after end: {e:?}");
             }
+            HttpEvent::ConnectionClosed(_) => {}
         }
     }
     for d in seen_request.keys() {
@@ -524,9 +513,7 @@ fn steps(list: &[Step]) -> Vec<HttpEvent> {
             },
             Step::Fin(side) => StreamEventKind::Fin { side },
             Step::Rst(side) => StreamEventKind::Rst { side },
-            Step::Closed => StreamEventKind::Closed {
-                reason: CloseReason::Finished,
-            },
+            Step::Closed => StreamEventKind::closed(CloseReason::Finished),
         };
         let n = i as i64 + 1;
         evs.push(StreamEvent {
@@ -830,9 +817,7 @@ fn the_earliest_request_under_way_is_tracked_until_it_is_handed_on() {
         Some(1_003_000)
     );
     // Stream 4 closes: its request is cut and handed on as it is.
-    let closed = StreamEventKind::Closed {
-        reason: CloseReason::Finished,
-    };
+    let closed = StreamEventKind::closed(CloseReason::Finished);
     assert_eq!(push(&mut stage, at(4, 1007, closed)), None);
     assert!(handed_on(1_003_000));
 }

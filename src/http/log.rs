@@ -168,6 +168,8 @@ impl HttpLog {
                     &[format!("http.no_response_{}", end.name())],
                 );
             }
+            // The connections table takes these (see the pipeline).
+            HttpEvent::ConnectionClosed(_) => {}
         }
     }
 

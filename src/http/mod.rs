@@ -20,6 +20,8 @@
 //! log.rs         `mcp-trace http`'s rows
 //! ```
 
+#[cfg(test)]
+mod connection_tests;
 mod decompress;
 mod event;
 mod exchanges;
@@ -37,6 +39,7 @@ mod stage;
 pub use decompress::DECODED_BODY_LIMIT;
 pub use event::{
     BodyEnd, ConnInfo, ExchangeRef, Headers, HttpEvent, HttpRequest, RequestHead, ResponseHead,
+    http_version_name,
 };
 pub use exchanges::{DEFERRED_RESPONSE_LIMIT, PENDING_LIMIT};
 pub use h1::{

@@ -15,9 +15,9 @@ use super::h1::{
         probe,
     },
 };
-use super::{ConnInfo, HttpEvent};
+use super::{ConnInfo, HttpEvent, http_version_name};
 use crate::anomaly::Stats;
-use crate::flow::{CloseReason, GapLen, Side};
+use crate::flow::{CloseReason, ConnectionRecord, GapLen, Side};
 use arcstr::ArcStr;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -68,6 +68,14 @@ pub(super) struct Router {
     /// The side's stream began with a gap (its first bytes are mid-message).
     starts_with_gap: [bool; 2],
     last_ts_us: i64,
+    /// TLS version and server name of a decrypted connection, for its `ConnInfo`.
+    tls_version: Option<ArcStr>,
+    tls_sni: Option<ArcStr>,
+    /// For the connections table: the sides were swapped, the first HTTP version seen, and
+    /// the exchanges that ended.
+    swapped: bool,
+    http_version: Option<&'static str>,
+    exchanges: u64,
 }
 
 fn side_index(side: Side) -> usize {
@@ -96,7 +104,49 @@ impl Router {
             held_bytes: [0, 0],
             starts_with_gap: [false, false],
             last_ts_us: 0,
+            tls_version: None,
+            tls_sni: None,
+            swapped: false,
+            http_version: None,
+            exchanges: 0,
         }
+    }
+
+    /// The connection is decrypted TLS (before any of its data).
+    pub fn on_decrypted(&mut self, version: Option<&str>, sni: Option<&str>) {
+        self.tls_version = version.map(ArcStr::from);
+        self.tls_sni = sni.map(ArcStr::from);
+    }
+
+    /// Counts what the router just handed on: the HTTP version of the first head and every
+    /// exchange that ended (as `http_exchanges` in the run summary counts them).
+    pub fn tally(&mut self, events: &[HttpEvent]) {
+        for ev in events {
+            match ev {
+                HttpEvent::Request(r) if self.http_version.is_none() => {
+                    self.http_version = http_version_name(&r.head.version);
+                }
+                HttpEvent::ResponseHead { head, .. } if self.http_version.is_none() => {
+                    self.http_version = http_version_name(&head.version);
+                }
+                HttpEvent::ResponseEnd { .. } | HttpEvent::NoResponse { .. } => {
+                    self.exchanges = self.exchanges.saturating_add(1);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Adds the HTTP stage's columns to the connection's record: the capture's name, the
+    /// sides as HTTP saw them, the version and the exchanges.
+    pub fn fill_record(&self, record: &mut ConnectionRecord) {
+        record.capture = self.capture.clone();
+        if self.swapped {
+            std::mem::swap(&mut record.client, &mut record.server);
+            std::mem::swap(&mut record.client_bytes, &mut record.server_bytes);
+        }
+        record.http_version = self.http_version;
+        record.http_exchanges = self.exchanges;
     }
 
     /// Time of the last data, gap or FIN seen on the stream.
@@ -287,7 +337,10 @@ impl Router {
             client_addr: client.to_string().into(),
             server_addr: server.to_string().into(),
             capture: self.capture.clone(),
+            tls_version: self.tls_version.clone(),
+            tls_sni: self.tls_sni.clone(),
         });
+        self.swapped = swapped;
         let mut conn = h1::Conn::new(info, swapped, self.limits);
         for side in [Side::Client, Side::Server] {
             if self

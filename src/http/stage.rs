@@ -69,6 +69,19 @@ impl HttpStage {
     }
 }
 
+/// Ends a router's connection, counting the exchanges its end completes.
+fn close(
+    c: &mut Router,
+    reason: CloseReason,
+    ts_us: i64,
+    stats: &mut Stats,
+    out: &mut Vec<HttpEvent>,
+) {
+    let from = out.len();
+    c.on_close(reason, ts_us, stats, out);
+    c.tally(out.get(from..).unwrap_or_default());
+}
+
 impl StreamStage for HttpStage {
     type Output = HttpEvent;
 
@@ -87,7 +100,7 @@ impl StreamStage for HttpStage {
                 let capture = self.inputs.get(input).cloned().unwrap_or_default();
                 // A stream index is opened once; a repeat replaces a stale entry.
                 if let Some(mut old) = self.conns.remove(&stream) {
-                    old.on_close(CloseReason::Evicted, ts_us, stats, out);
+                    close(&mut old, CloseReason::Evicted, ts_us, stats, out);
                 }
                 self.conns.insert(
                     stream,
@@ -96,29 +109,47 @@ impl StreamStage for HttpStage {
                 None
             }
             StreamEventKind::Data { side, bytes } => self.conns.get_mut(&stream).and_then(|c| {
+                let from = out.len();
                 c.on_data(side, bytes, ts_us, ev.frame, stats, out);
+                c.tally(out.get(from..).unwrap_or_default());
                 c.request_started_us()
             }),
+            StreamEventKind::Decrypted { version, sni } => {
+                self.conns.get_mut(&stream).and_then(|c| {
+                    c.on_decrypted(version.as_deref(), sni.as_deref());
+                    c.request_started_us()
+                })
+            }
             // HTTP/2 is not read yet: a stream is read as HTTP/1.x whatever was negotiated.
             StreamEventKind::Negotiated { .. } => {
                 self.conns.get(&stream).and_then(|c| c.request_started_us())
             }
             StreamEventKind::Gap { side, len } => self.conns.get_mut(&stream).and_then(|c| {
+                let from = out.len();
                 c.on_gap(side, len, ts_us, stats, out);
+                c.tally(out.get(from..).unwrap_or_default());
                 c.request_started_us()
             }),
             StreamEventKind::Fin { side } => self.conns.get_mut(&stream).and_then(|c| {
+                let from = out.len();
                 c.on_fin(side, ts_us, stats, out);
+                c.tally(out.get(from..).unwrap_or_default());
                 c.request_started_us()
             }),
             StreamEventKind::Rst { side } => self.conns.get_mut(&stream).and_then(|c| {
+                let from = out.len();
                 c.on_rst(side, ts_us, stats, out);
+                c.tally(out.get(from..).unwrap_or_default());
                 c.request_started_us()
             }),
-            StreamEventKind::Closed { reason } => {
+            StreamEventKind::Closed { reason, mut record } => {
                 if let Some(mut c) = self.conns.remove(&stream) {
-                    c.on_close(reason, ts_us, stats, out);
+                    close(&mut c, reason, ts_us, stats, out);
+                    c.fill_record(&mut record);
+                } else {
+                    record.capture = self.inputs.get(record.input).cloned().unwrap_or_default();
                 }
+                out.push(HttpEvent::ConnectionClosed(record));
                 None
             }
         };
@@ -132,7 +163,7 @@ impl StreamStage for HttpStage {
         for s in streams {
             if let Some(mut c) = self.conns.remove(&s) {
                 let ts = c.last_ts_us();
-                c.on_close(CloseReason::CaptureEnd, ts, stats, out);
+                close(&mut c, CloseReason::CaptureEnd, ts, stats, out);
             }
         }
         self.unfinished.clear();

@@ -25,6 +25,15 @@ pub struct Exchange {
     pub server_addr: ArcStr,
     /// TCP connection index (null for HAR).
     pub tcp_stream: Option<u64>,
+    /// `HTTP/1.0`, `HTTP/1.1`, `HTTP/2` from the request head (HAR: as recorded; null when
+    /// the recorder left it blank).
+    pub http_version: Option<&'static str>,
+    /// HTTP/2 stream id of the exchange (null for HTTP/1.x).
+    pub h2_stream: Option<u32>,
+    /// `TLS 1.2`, `TLS 1.3` when the exchange travelled in decrypted TLS (null: plaintext).
+    pub tls_version: Option<ArcStr>,
+    /// Server name from the ClientHello.
+    pub tls_sni: Option<ArcStr>,
     /// `streamable_http`, `legacy_sse`, `unknown`.
     pub transport: &'static str,
     /// The analyzer's session grouping key (section 4), never empty.

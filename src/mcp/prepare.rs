@@ -185,6 +185,7 @@ impl Preparer {
                 self.responses.remove(&key_of(xref));
                 None
             }
+            HttpEvent::ConnectionClosed(_) => None,
         }
     }
 
@@ -263,6 +264,8 @@ mod tests {
                 client_addr: "10.0.0.1:40000".into(),
                 server_addr: "10.0.0.2:8080".into(),
                 capture: "t.pcap".into(),
+                tls_version: None,
+                tls_sni: None,
             }),
             depth,
         }

@@ -26,16 +26,30 @@ fn config(paths: &[String], threads: usize) -> Config {
     }
 }
 
-/// Rows as the sink received them (not sorted), and the run's stats, as JSON.
-fn run(paths: &[String], threads: usize) -> (Vec<Value>, Value) {
+/// Rows as the sink received them (not sorted), the run's stats as JSON, and the connection
+/// records in the order they were handed on (Debug form).
+fn run_with_connections(paths: &[String], threads: usize) -> (Vec<Value>, Value, Vec<String>) {
     let cfg = config(paths, threads);
     let mut rows = Vec::new();
-    let totals: RunTotals = analyze_streaming(paths, &cfg, &mut |ex| {
-        rows.push(serde_json::to_value(&ex).unwrap());
-        Ok::<(), std::io::Error>(())
-    })
+    let mut connections = Vec::new();
+    let totals: RunTotals = super::analyze_streaming_with_connections(
+        paths,
+        &cfg,
+        &mut |ex| {
+            rows.push(serde_json::to_value(&ex).unwrap());
+            Ok::<(), std::io::Error>(())
+        },
+        &mut |record| {
+            connections.push(format!("{record:?}"));
+            Ok(())
+        },
+    )
     .unwrap_or_else(|e| panic!("{paths:?} threads={threads}: {e}"));
-    (rows, serde_json::to_value(&totals.stats).unwrap())
+    (
+        rows,
+        serde_json::to_value(&totals.stats).unwrap(),
+        connections,
+    )
 }
 
 /// The HTTP events the sink received, in order (Debug form), and the stats.
@@ -61,7 +75,14 @@ fn http_events(paths: &[String], threads: usize) -> (Vec<String>, Value) {
 /// Runs `paths` with 1 thread and with `more`, requires the same HTTP events and rows in the
 /// same order and the same stats; returns the one-thread result.
 fn same_as_one_thread(paths: &[String], more: &[usize]) -> (Vec<Value>, Value) {
-    let one = run(paths, 1);
+    let (one_rows, one_stats, one_connections) = run_with_connections(paths, 1);
+    let one = (one_rows, one_stats);
+    if !paths.iter().all(|p| p.ends_with(".har")) {
+        assert!(
+            !one_connections.is_empty(),
+            "{paths:?}: no connection records"
+        );
+    }
     let one_events = http_events(paths, 1);
     for &threads in more {
         let (events, stats) = http_events(paths, threads);
@@ -80,7 +101,12 @@ fn same_as_one_thread(paths: &[String], more: &[usize]) -> (Vec<Value>, Value) {
             stats, one_events.1,
             "{paths:?}: HTTP stats with {threads} threads"
         );
-        let (rows, stats) = run(paths, threads);
+        let (rows, stats, connections) = run_with_connections(paths, threads);
+        // The connections table too: the same records in the same (closing) order.
+        assert_eq!(
+            connections, one_connections,
+            "{paths:?}: connection records with {threads} threads"
+        );
         assert_eq!(
             rows.len(),
             one.0.len(),
@@ -535,4 +561,25 @@ fn a_slow_upload_keeps_its_place_ahead_of_quicker_exchanges() {
     // The slow request ends about 550 ms after its first byte, well after the others began.
     let others_begin = T0_US + 60_000 + 12_000;
     assert!(slow_start < others_begin && others_begin + 500_000 < slow_start + 600_000);
+}
+
+#[test]
+fn malformed_lines_of_a_decryption_secrets_block_are_counted_with_the_block_named() {
+    use crate::tls::keylog::DSB_TLS_KEY_LOG;
+    let random = "ab".repeat(32);
+    let good = format!("CLIENT_RANDOM {random} {}\n", "cd".repeat(48));
+    let block = format!("# comment\n{good}CLIENT_RANDOM nothex\n\nnot a key log line\n");
+    let other = (7u32, b"not TLS at all\n".to_vec());
+    let secrets = [other, (DSB_TLS_KEY_LOG, block.into_bytes())];
+    let mut stats = crate::anomaly::Stats::default();
+    let mut blocks = 0;
+    super::count_malformed_secrets(&secrets, &mut blocks, &mut stats);
+    assert_eq!(blocks, 2);
+    assert_eq!(stats.keylog_malformed_lines, 2);
+    assert_eq!(
+        stats.keylog_malformed_at,
+        ["pcapng DSB #2:3", "pcapng DSB #2:5"]
+    );
+    // Nothing of the secrets reaches the stats.
+    assert!(!format!("{stats:?}").contains(&random));
 }

@@ -8,6 +8,7 @@
 //! (polars); JSON lines and CSV are written by this crate in every build.
 
 mod background;
+mod connections;
 mod csv;
 mod filter;
 mod html;
@@ -25,6 +26,9 @@ mod test_rows;
 
 pub use crate::timestamp::{TimestampError, format_rfc3339_us, parse_rfc3339_us};
 pub use background::{BackgroundWriter, ROW_BATCH};
+pub use connections::{
+    CONNECTION_COLUMNS, ConnectionRow, MAX_LISTED_UNDECRYPTED, NO_UNDECRYPTED, Undecrypted,
+};
 pub use filter::{RowFilter, filter_rows};
 pub use html::{DEFAULT_HTML_MAX_ROWS, HtmlReport};
 pub use http_log::{HttpFormat, write_http_rows};

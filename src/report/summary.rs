@@ -24,6 +24,8 @@ pub struct RunInfo<'a> {
     pub elapsed_s: f64,
     /// Bytes read from all inputs.
     pub bytes_read: u64,
+    /// TLS connections not decrypted, for the terminal summary.
+    pub undecrypted: &'a super::Undecrypted,
 }
 
 impl RunInfo<'_> {
@@ -229,6 +231,7 @@ pub(crate) mod tests {
         rows[2].retry_origin = "sdk";
         rows[2].retry_findings = Some("unsafe_retry;no_backoff".into());
         let info = RunInfo {
+            undecrypted: &crate::report::NO_UNDECRYPTED,
             inputs: &inputs,
             stats: &stats,
             rows: &rows,
@@ -287,6 +290,7 @@ pub(crate) mod tests {
     fn zero_elapsed_gives_zero_throughput() {
         let stats = Stats::default();
         let info = RunInfo {
+            undecrypted: &crate::report::NO_UNDECRYPTED,
             inputs: &[],
             stats: &stats,
             rows: &[],

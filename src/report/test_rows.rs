@@ -11,6 +11,7 @@ pub(crate) fn ex(id: u64, ts_request: i64) -> Exchange {
         client_addr: "10.0.0.1:50000".into(),
         server_addr: "10.0.0.2:8080".into(),
         tcp_stream: Some(0),
+        http_version: Some("HTTP/1.1"),
         transport: "streamable_http",
         session_key: "s1".into(),
         kind: "request",
@@ -40,10 +41,14 @@ pub(crate) fn rows() -> Vec<Exchange> {
         request_bytes: 120,
         response_bytes: 340,
         user_agent: Some("node".into()),
+        tls_version: Some("TLS 1.3".into()),
+        tls_sni: Some("mcp.example.com".into()),
         ..ex(1, 1_795_982_048_123_456)
     };
     let second = Exchange {
         tcp_stream: None,
+        http_version: Some("HTTP/2"),
+        h2_stream: Some(u32::MAX),
         session_id: Some(arcstr::ArcStr::new()),
         jsonrpc_id: Some("\"abc\"".into()),
         rpc_method: Some("tools/list".into()),

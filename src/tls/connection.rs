@@ -139,7 +139,8 @@ pub struct TlsConnection {
     early_candidates: Vec<Decryptor>,
     decrypted_records: u64,
     failed_records: u64,
-    /// The chosen ALPN went on as `Negotiated` (once, before the first decrypted `Data`).
+    /// `Decrypted` and the chosen ALPN as `Negotiated` went on (once, before the first
+    /// decrypted `Data`).
     negotiated_sent: bool,
 }
 
@@ -351,6 +352,15 @@ impl TlsConnection {
                     self.bytes.plaintext_out += bytes.len() as u64;
                     if !self.negotiated_sent {
                         self.negotiated_sent = true;
+                        out.push(StreamEvent {
+                            stream,
+                            ts_ns,
+                            frame,
+                            kind: StreamEventKind::Decrypted {
+                                version: self.facts.version_name().map(Into::into),
+                                sni: self.facts.sni.as_deref().map(Into::into),
+                            },
+                        });
                         if let Some(alpn) = &self.facts.alpn {
                             out.push(StreamEvent {
                                 stream,
@@ -391,13 +401,13 @@ impl TlsConnection {
                     });
                 }
             }
-            StreamEventKind::Closed { reason } => {
+            StreamEventKind::Closed { reason, record } => {
                 self.finish(ctx, stats, out);
                 out.push(StreamEvent {
                     stream,
                     ts_ns,
                     frame,
-                    kind: StreamEventKind::Closed { reason },
+                    kind: StreamEventKind::Closed { reason, record },
                 });
             }
             kind => out.push(StreamEvent {

@@ -66,8 +66,9 @@ pub use facts::{Decryption, TlsBytes, TlsFacts};
 pub use keylog::{KeyLog, KeyLogStats};
 
 use crate::anomaly::Stats;
-use crate::flow::{StreamEvent, StreamEventKind, StreamStage};
+use crate::flow::{ConnectionRecord, StreamEvent, StreamEventKind, StreamStage};
 use crate::hashing::HashMap;
+use arcstr::ArcStr;
 use std::sync::Arc;
 
 /// Records of one direction failing authentication in a row before it is given up.
@@ -156,7 +157,11 @@ impl TlsStage {
             }
             StreamEventKind::Closed { .. } => {
                 if let Some(mut conn) = self.conns.remove(&stream) {
+                    let from = out.len();
                     conn.push(event, &mut self.ctx, stats, out);
+                    if let Some(record) = out.get_mut(from..).and_then(closed_record) {
+                        fill_record(record, &conn);
+                    }
                     self.report(stream, &conn, stats);
                 } else {
                     if self.passing.remove(&stream).is_some() {
@@ -269,6 +274,31 @@ impl TlsStage {
             });
         }
     }
+}
+
+/// The record of the `Closed` event among `events`.
+fn closed_record(events: &mut [StreamEvent]) -> Option<&mut ConnectionRecord> {
+    events.iter_mut().rev().find_map(|e| match &mut e.kind {
+        StreamEventKind::Closed { record, .. } => Some(&mut **record),
+        _ => None,
+    })
+}
+
+/// The connections table's TLS columns, from a connection that ended (plaintext ones keep
+/// the flow stage's `plaintext` and no facts).
+fn fill_record(record: &mut ConnectionRecord, conn: &TlsConnection) {
+    let decryption = conn.decryption();
+    record.decryption = decryption.as_str();
+    if decryption == Decryption::Plaintext {
+        return;
+    }
+    let facts = conn.facts();
+    record.tls_version = facts.version_name().map(ArcStr::from);
+    record.tls_cipher = facts.cipher_name().map(ArcStr::from);
+    record.tls_sni = facts.sni.as_deref().map(ArcStr::from);
+    record.alpn = facts.alpn.as_deref().map(ArcStr::from);
+    // Unknown (null) when the ServerHello was not captured.
+    record.tls_resumed = facts.resumed;
 }
 
 fn count_connection(decryption: Decryption, stats: &mut Stats) {

@@ -153,13 +153,7 @@ fn run_with(stage: &mut TlsStage, stream: u64, deliveries: &[(Side, Option<Vec<u
         stage.push(ev(stream, i as i64 + 1, kind), &mut stats, &mut out);
     }
     stage.push(
-        ev(
-            stream,
-            1000,
-            StreamEventKind::Closed {
-                reason: CloseReason::Finished,
-            },
-        ),
+        ev(stream, 1000, StreamEventKind::closed(CloseReason::Finished)),
         &mut stats,
         &mut out,
     );
@@ -208,6 +202,41 @@ fn rfc8448_connection_is_decrypted() {
         run.out.last().map(|e| &e.kind),
         Some(StreamEventKind::Closed { .. })
     ));
+    // The HTTP stage learns version and server name once, before the first decrypted data.
+    let first_data = run
+        .out
+        .iter()
+        .position(|e| matches!(e.kind, StreamEventKind::Data { .. }))
+        .unwrap();
+    let decrypted: Vec<usize> = (0..run.out.len())
+        .filter(|&i| matches!(run.out[i].kind, StreamEventKind::Decrypted { .. }))
+        .collect();
+    assert_eq!(decrypted, [first_data - 1]);
+    assert_eq!(
+        run.out[first_data - 1].kind,
+        StreamEventKind::Decrypted {
+            version: Some("TLS 1.3".into()),
+            sni: Some("server".into()),
+        }
+    );
+    // The connection's record gets the handshake facts as `Closed` passes.
+    let record = closed_record(&run);
+    assert_eq!(record.decryption, "decrypted");
+    assert_eq!(record.tls_version.as_deref(), Some("TLS 1.3"));
+    assert_eq!(record.tls_cipher.as_deref(), Some("TLS_AES_128_GCM_SHA256"));
+    assert_eq!(record.tls_sni.as_deref(), Some("server"));
+    assert_eq!(
+        (record.alpn.as_deref(), record.tls_resumed),
+        (None, Some(false))
+    );
+}
+
+/// The record the `Closed` event of a run carries.
+fn closed_record(run: &Run) -> &crate::flow::ConnectionRecord {
+    match run.out.last().map(|e| &e.kind) {
+        Some(StreamEventKind::Closed { record, .. }) => record,
+        other => panic!("last event {other:?}"),
+    }
 }
 
 #[test]
@@ -310,6 +339,16 @@ fn without_key_nothing_is_handed_on() {
         Some(&(protected as u64))
     );
     assert_eq!(run.report.facts.sni.as_deref(), Some("server"));
+    // Not decrypted: no `Decrypted` event, and the record says why, with what is known.
+    assert!(
+        !run.out
+            .iter()
+            .any(|e| matches!(e.kind, StreamEventKind::Decrypted { .. }))
+    );
+    let record = closed_record(&run);
+    assert_eq!(record.decryption, "no_key");
+    assert_eq!(record.tls_version.as_deref(), Some("TLS 1.3"));
+    assert_eq!(record.tls_sni.as_deref(), Some("server"));
 }
 
 #[test]
@@ -364,6 +403,9 @@ fn plaintext_passes_through_untouched() {
             len: GapLen::Bytes(10)
         }));
     assert_eq!(run.report.bytes, TlsBytes::default());
+    let record = closed_record(&run);
+    assert_eq!(record.decryption, "plaintext");
+    assert_eq!((&record.tls_version, record.tls_resumed), (&None, None));
 }
 
 #[test]
@@ -841,13 +883,7 @@ fn many_connections_without_key_stay_bounded() {
             stage.push(ev(stream, 1, kind), &mut stats, &mut out);
         }
         stage.push(
-            ev(
-                stream,
-                2,
-                StreamEventKind::Closed {
-                    reason: CloseReason::Finished,
-                },
-            ),
+            ev(stream, 2, StreamEventKind::closed(CloseReason::Finished)),
             &mut stats,
             &mut out,
         );

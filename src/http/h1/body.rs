@@ -130,6 +130,7 @@ impl Conn {
             ts_first_us: msg.ts_first_us,
             ts_last_us: ts_us,
             frame: msg.frame,
+            h2_stream: None,
             head: msg.head,
             body: msg.body,
             wire_len: msg.wire_len,

@@ -44,6 +44,7 @@
 //! inference runs on each row as it is released, in id order
 //! ([`super::retry::RetryInference`]). Without [`Analyzer::drain_ready`],
 
+mod connections;
 mod detect;
 mod http_ctx;
 mod pairing;
@@ -70,9 +71,11 @@ use super::session::{DerivedSessions, SessionInfo};
 use super::texts::Texts;
 use super::{Exchange, InferenceConfig};
 use crate::anomaly::Stats;
+use crate::flow::ConnectionRecord;
 use crate::hashing::{HashMap, HashSet};
 use crate::http::{BodyEnd, HttpEvent};
 use arcstr::ArcStr;
+use connections::ConnectionRows;
 use detect::LegacySession;
 use http_ctx::{Ctx, CtxKey, ctx_key};
 use pairing::SessionPairing;
@@ -114,6 +117,8 @@ pub struct Analyzer {
     last_ts: i64,
     /// Largest step back in event time seen so far (µs).
     max_backstep: i64,
+    /// Rows per connection, for the connections table.
+    connection_rows: ConnectionRows,
 }
 
 impl Analyzer {
@@ -143,6 +148,7 @@ impl Analyzer {
             preflights: VecDeque::new(),
             last_ts: i64::MIN,
             max_backstep: 0,
+            connection_rows: ConnectionRows::default(),
         }
     }
 
@@ -233,7 +239,16 @@ impl Analyzer {
                 }
                 self.on_no_response(key, end);
             }
+            HttpEvent::ConnectionClosed(record) => {
+                self.connection_rows.closed(record.tcp_stream, record);
+            }
         }
+    }
+
+    /// The records of connections that closed and whose rows have all been released (in
+    /// that order), each with its `mcp_exchanges`.
+    pub fn take_connections(&mut self) -> Vec<ConnectionRecord> {
+        self.connection_rows.take_ready()
     }
 
     /// Capture time of the latest event pushed (µs).
@@ -290,7 +305,16 @@ impl Analyzer {
     /// `exchange_id` order (rows set aside included), and retry inference's counts go to
     /// `stats`. Without earlier [`Analyzer::drain_ready`] calls this is every row, with ids
     /// 1.. in order of (`ts_request`, arrival).
-    pub fn finish(mut self, stats: &mut Stats) -> Vec<Box<Exchange>> {
+    pub fn finish(self, stats: &mut Stats) -> Vec<Box<Exchange>> {
+        self.finish_with_connections(stats).0
+    }
+
+    /// [`Analyzer::finish`], with the records of the connections still waiting for their
+    /// rows (after those of [`Analyzer::take_connections`]).
+    pub fn finish_with_connections(
+        mut self,
+        stats: &mut Stats,
+    ) -> (Vec<Box<Exchange>>, Vec<ConnectionRecord>) {
         // The HTTP stage ends every exchange; anything left is cut by the end of input.
         let mut left: Vec<CtxKey> = self.ctxs.keys().copied().collect();
         left.sort_unstable();
@@ -330,7 +354,8 @@ impl Analyzer {
         for _ in 0..self.evicted_infos {
             stats.anomaly("mcp.session_info_limit");
         }
-        out
+        let connections = self.connection_rows.finish();
+        (out, connections)
     }
 }
 

@@ -288,7 +288,9 @@ impl Analyzer {
 
     pub(super) fn drop_row(&mut self, i: usize) {
         self.close_open(i);
-        self.rows.remove(i);
+        if let Some(row) = self.rows.remove(i) {
+            self.connection_rows.left(row.conn, false);
+        }
     }
 
     /// A preflight whose endpoint turned out to be MCP is kept.
@@ -333,6 +335,7 @@ impl Analyzer {
     pub(super) fn finalize(&mut self, i: usize, stats: &mut Stats) -> Option<Box<Exchange>> {
         self.close_open(i);
         let mut row = self.rows.remove(i)?;
+        self.connection_rows.left(row.conn, true);
         if row.legacy && row.kind == Kind::Request && row.final_msg.is_none() {
             // Legacy requests still waiting: their answer would have come on the GET stream.
             let end = self.legacy_end(&row).unwrap_or(BodyEnd::CaptureEnd);

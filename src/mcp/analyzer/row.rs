@@ -5,7 +5,7 @@ use super::Analyzer;
 use crate::anomaly::Stats;
 use crate::hashing::{HashMap, HashSet};
 use crate::http::redact::redact_target;
-use crate::http::{BodyEnd, HttpRequest};
+use crate::http::{BodyEnd, HttpRequest, http_version_name};
 use crate::mcp::classify::{self, Final, Kind, RowFacts};
 use crate::mcp::session::{SessionFacts, SessionInfo, fnv1a};
 use crate::mcp::{Exchange, InferenceInputs};
@@ -20,6 +20,8 @@ pub const MAX_SESSION_INFOS: usize = 262_144;
 /// One row under construction, with the facts classification needs.
 #[derive(Debug)]
 pub(super) struct Row {
+    /// The HTTP connection (`ConnInfo::conn`) it came from.
+    pub(super) conn: u64,
     /// Boxed: at release it moves on to the writer as a pointer.
     pub(super) ex: Box<Exchange>,
     pub(super) kind: Kind,
@@ -134,6 +136,10 @@ impl Analyzer {
             client_addr: conn.client_addr.clone(),
             server_addr: conn.server_addr.clone(),
             tcp_stream: conn.tcp_stream,
+            http_version: http_version_name(&req.head.version),
+            h2_stream: req.h2_stream,
+            tls_version: conn.tls_version.clone(),
+            tls_sni: conn.tls_sni.clone(),
             transport,
             session_key: session_key.clone(),
             session_id: legacy_sid.or(sid),
@@ -158,7 +164,9 @@ impl Analyzer {
             },
             ..Exchange::default()
         };
+        self.connection_rows.made(conn.conn);
         let i = self.rows.push(Box::new(Row {
+            conn: conn.conn,
             ex: Box::new(ex),
             kind,
             rpc_id: None,

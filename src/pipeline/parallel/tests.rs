@@ -182,6 +182,8 @@ fn tagged(us: i64) -> Event {
         client_addr: Default::default(),
         server_addr: Default::default(),
         capture: Default::default(),
+        tls_version: None,
+        tls_sni: None,
     });
     Event {
         http: HttpEvent::NoResponse {

@@ -78,6 +78,7 @@ fn conn_of(ev: &HttpEvent) -> u64 {
         | HttpEvent::ResponseBody { xref, .. }
         | HttpEvent::ResponseEnd { xref, .. }
         | HttpEvent::NoResponse { xref, .. } => xref,
+        HttpEvent::ConnectionClosed(record) => return record.tcp_stream,
     };
     xref.conn.conn
 }

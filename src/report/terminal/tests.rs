@@ -78,6 +78,7 @@ fn summary(color: bool) -> String {
     let rows = story();
     terminal_summary(
         &RunInfo {
+            undecrypted: &crate::report::NO_UNDECRYPTED,
             inputs: &inputs,
             stats: &stats,
             rows: &rows,
@@ -303,6 +304,7 @@ fn empty_run_says_so() {
     let stats = crate::anomaly::Stats::default();
     let s = terminal_summary(
         &RunInfo {
+            undecrypted: &crate::report::NO_UNDECRYPTED,
             inputs: &[],
             stats: &stats,
             rows: &[],
@@ -371,6 +373,7 @@ fn capture_text_cannot_drive_the_terminal() {
     let stats = crate::anomaly::Stats::default();
     let s = terminal_summary(
         &RunInfo {
+            undecrypted: &crate::report::NO_UNDECRYPTED,
             inputs: &[],
             stats: &stats,
             rows: &rows,

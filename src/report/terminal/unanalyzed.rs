@@ -61,6 +61,7 @@ pub(super) fn write_unanalyzed(p: Painter, out: &mut String, info: &RunInfo) {
             );
         }
     }
+    let listed = &info.undecrypted.listed;
     for (reason, n) in &s.tls_bytes_undecrypted {
         fact(format!("TLS bytes not decrypted: {reason}"), *n, "bytes");
     }
@@ -101,5 +102,30 @@ pub(super) fn write_unanalyzed(p: Painter, out: &mut String, info: &RunInfo) {
             out,
             "  ... and {more_anomalies} more anomaly names (see --summary)"
         );
+    }
+    if !listed.is_empty() {
+        out.push_str("  TLS connections not decrypted:\n");
+        let rows: Vec<Vec<Text>> = listed
+            .iter()
+            .map(|c| {
+                vec![
+                    plain(c.tcp_stream.to_string()),
+                    plain(format!("{} → {}", c.client_addr, c.server_addr)),
+                    plain(c.tls_sni.as_deref().unwrap_or("-").to_string()),
+                    plain(c.tls_version.as_deref().unwrap_or("-").to_string()),
+                    Text(c.decryption.to_string(), Style::Warn),
+                ]
+            })
+            .collect();
+        p.table(
+            out,
+            &["tcp_stream", "client → server", "SNI", "TLS", "reason"],
+            &[true, false, false, false, false],
+            &rows,
+        );
+        let more = info.undecrypted.more();
+        if more > 0 {
+            let _ = writeln!(out, "  ... and {more} more (see --connections)");
+        }
     }
 }

@@ -48,6 +48,7 @@ fuzz_target!(|data: &[u8]| {
     let skipped: u64 = s.http_messages_skipped.values().sum();
     assert_eq!(s.http_messages, s.http_messages_parsed + skipped);
     let summary = run_summary(&RunInfo {
+        undecrypted: &mcp_trace::report::NO_UNDECRYPTED,
         inputs: &a.inputs,
         stats: s,
         rows: &a.rows,

@@ -264,9 +264,7 @@ pub fn stream_events(data: &[u8]) -> Vec<StreamEvent> {
             stream,
             ts_ns,
             frame,
-            kind: StreamEventKind::Closed {
-                reason: CloseReason::CaptureEnd,
-            },
+            kind: StreamEventKind::closed(CloseReason::CaptureEnd),
         });
     }
     out
@@ -305,6 +303,8 @@ pub fn http_events(data: &[u8]) -> Vec<HttpEvent> {
                 client_addr: endpoint(c as u8).to_string().into(),
                 server_addr: SERVER.to_string().into(),
                 capture: "fuzz".into(),
+                tls_version: None,
+                tls_sni: None,
             })
         })
         .collect();
@@ -354,6 +354,7 @@ pub fn http_events(data: &[u8]) -> Vec<HttpEvent> {
                     ts_first_us: ts_us,
                     ts_last_us: ts_us,
                     frame: 0,
+                    h2_stream: None,
                     head: RequestHead {
                         method: method.into(),
                         uri: uri.into(),

@@ -65,6 +65,8 @@ impl Run {
                 client_addr: format!("10.0.0.1:{}", 40000 + self.next_conn).into(),
                 server_addr: "10.0.0.2:8080".into(),
                 capture: "t.pcap".into(),
+                tls_version: None,
+                tls_sni: None,
             }),
             depth: 0,
         }
@@ -82,6 +84,7 @@ impl Run {
         let ts = self.tick();
         let req = HttpRequest {
             xref: Run::xref(c),
+            h2_stream: None,
             ts_first_us: ts,
             ts_last_us: ts + 10,
             frame: 0,
