@@ -49,7 +49,7 @@ proptest::proptest! {
         proptest::prop_assert!(rows.len() <= requests * 2);
         for (n, e) in rows.iter().enumerate() {
             proptest::prop_assert_eq!(e.exchange_id, n as u64 + 1);
-            proptest::prop_assert!(!e.outcome.is_empty() && !e.layer.is_empty());
+            proptest::prop_assert_eq!(e.layer, e.outcome.layer());
             proptest::prop_assert!(!e.session_key.is_empty());
         }
     }
