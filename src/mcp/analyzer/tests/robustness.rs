@@ -54,26 +54,3 @@ proptest::proptest! {
         }
     }
 }
-
-/// Rough throughput measurement (run with `--ignored --nocapture`).
-#[test]
-#[ignore]
-fn throughput_100k_exchanges() {
-    let mut r = Run::new();
-    let mut c = r.conn();
-    let n = 100_000u64;
-    let start = std::time::Instant::now();
-    for id in 0..n {
-        r.post(&mut c, &[("mcp-session-id", "S")], &call(id, "echo"));
-        r.sse_head(&c);
-        r.event(&c, &ok_tool(id));
-        r.end(&c, BodyEnd::Complete);
-    }
-    let (rows, _) = r.finish();
-    let el = start.elapsed();
-    assert_eq!(rows.len() as u64, n);
-    eprintln!(
-        "{n} SSE exchanges in {el:?} ({:.0}/s)",
-        n as f64 / el.as_secs_f64()
-    );
-}
