@@ -8,7 +8,7 @@ use crate::http::redact::redact_target;
 use crate::http::{BodyEnd, HttpRequest};
 use crate::mcp::classify::{self, Final, RowFacts};
 use crate::mcp::session::{SessionFacts, SessionInfo, fnv1a};
-use crate::mcp::{Exchange, InferenceInputs, Kind, RetryOrigin, Transport};
+use crate::mcp::{Exchange, InferenceInputs, Kind, RetryOrigin, StreamEnd, Transport};
 use crate::rpc::RpcId;
 use arcstr::ArcStr;
 use std::borrow::Cow;
@@ -145,8 +145,10 @@ impl Analyzer {
                 Cow::Borrowed(_) => req.head.uri.clone(),
                 Cow::Owned(s) => s.into(),
             },
+            stream_end: StreamEnd::None,
             request_bytes: req.wire_len,
             attempt: 1,
+            retry_origin: RetryOrigin::None,
             inference: InferenceInputs {
                 endpoint: endpoint.clone(),
                 ts_request_end: req.ts_last_us,
