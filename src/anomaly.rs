@@ -1,5 +1,6 @@
 //! Run-wide accounting shared by every stage: packet and byte counters and
-//! named anomalies (`stage.condition`, e.g. `flow.overlap_mismatch`).
+//! named anomalies (`stage.condition`, e.g. `flow.overlap_mismatch`), every name listed
+//! once in [`ANOMALIES`].
 //!
 //! Identities the run summary promises:
 //! - `packets_total = packets_decoded + sum(packets_skipped)`;
@@ -66,6 +67,380 @@ pub struct Stats {
     pub keylog_malformed_at: Vec<String>,
 }
 
+/// One anomaly name and what it means. A name ending in `<...>` is a pattern: the code
+/// appends a value from a known set (e.g. `http.no_response_<stream_end>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnomalyName {
+    pub name: &'static str,
+    pub meaning: &'static str,
+}
+
+impl AnomalyName {
+    /// The stage that records it: the name's prefix (`flow` in `flow.evicted`).
+    pub fn stage(&self) -> &'static str {
+        self.name
+            .split_once('.')
+            .map_or(self.name, |(stage, _)| stage)
+    }
+
+    /// Whether `name` is this entry (or, for a pattern, one of its names).
+    pub fn matches(&self, name: &str) -> bool {
+        match self.name.split_once('<') {
+            Some((prefix, _)) => name.strip_prefix(prefix).is_some_and(|rest| {
+                !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+            }),
+            None => self.name == name,
+        }
+    }
+}
+
+const fn a(name: &'static str, meaning: &'static str) -> AnomalyName {
+    AnomalyName { name, meaning }
+}
+
+/// Every anomaly name the stages record, in stage order. README's anomaly table is this
+/// list (a test compares them); a name missing here fails the tests.
+pub const ANOMALIES: &[AnomalyName] = &[
+    a(
+        "capture.damaged_input",
+        "an input could not be read to its end (truncated or corrupt file)",
+    ),
+    a(
+        "capture.time_went_backwards",
+        "a packet is older than the one before it; latencies across it are unreliable",
+    ),
+    a(
+        "capture.unknown_interface",
+        "a pcapng packet names an interface that was never described",
+    ),
+    a(
+        "decode.ip_fragment_incomplete",
+        "IP fragments never completed into a datagram",
+    ),
+    a(
+        "flow.before_stream_start",
+        "data or FIN before the stream's first sequence number",
+    ),
+    a(
+        "flow.buffer_limit",
+        "out-of-order bytes beyond `--max-flow-buffer`; dropped as a gap",
+    ),
+    a("flow.data_after_close", "payload on a flow already closed"),
+    a("flow.data_after_fin", "payload past the sender's FIN"),
+    a(
+        "flow.evicted",
+        "a flow evicted to stay within `--max-open-flows`",
+    ),
+    a("flow.fin_mismatch", "a FIN below data already delivered"),
+    a(
+        "flow.overlap_mismatch",
+        "a retransmission whose bytes differ from the first copy (the first is kept)",
+    ),
+    a(
+        "flow.seq_out_of_window",
+        "a segment too far ahead of the stream to be believed",
+    ),
+    a(
+        "flow.truncated_segment",
+        "a segment cut short by the snap length",
+    ),
+    a(
+        "tls.bad_handshake",
+        "a handshake message whose fields do not fit",
+    ),
+    a(
+        "tls.bad_inner_content_type",
+        "a decrypted TLS 1.3 record with an unknown inner content type",
+    ),
+    a(
+        "tls.bad_record_header",
+        "a record header no TLS peer sends, in a stream that began as TLS",
+    ),
+    a(
+        "tls.decrypt_gave_up",
+        "a direction given up after records failed authentication",
+    ),
+    a(
+        "tls.handshake_too_long",
+        "a handshake message longer than the limit",
+    ),
+    a(
+        "tls.key_update_failed",
+        "a KeyUpdate without application keys to update",
+    ),
+    a("tls.record_too_long", "a record longer than TLS allows"),
+    a(
+        "http.bad_chunked",
+        "chunked framing that does not parse; the body ends there",
+    ),
+    a(
+        "http.bad_content_encoding",
+        "a body that does not decode with its `Content-Encoding`",
+    ),
+    a(
+        "http.bad_content_length",
+        "a `Content-Length` that is not a number, or several that disagree",
+    ),
+    a(
+        "http.bad_header_line",
+        "a header line that cannot be read (dropped)",
+    ),
+    a(
+        "http.bad_request_line",
+        "bytes where a request line should be (skipped until the next message)",
+    ),
+    a(
+        "http.bad_status_line",
+        "bytes where a status line should be (skipped until the next message)",
+    ),
+    a(
+        "http.bad_transfer_encoding",
+        "a `Transfer-Encoding` whose last coding is not `chunked`",
+    ),
+    a(
+        "http.content_length_and_chunked",
+        "both `Content-Length` and chunked framing (chunked wins)",
+    ),
+    a(
+        "http.decompression_limit",
+        "a decoded body past `--max-decoded`; the rest is dropped",
+    ),
+    a(
+        "http.deferred_limit",
+        "response events held while their request still arrives, past the limit (dropped)",
+    ),
+    a(
+        "http.gap_between_messages",
+        "a capture gap between two messages",
+    ),
+    a("http.gap_in_body", "a capture gap inside a body"),
+    a("http.gap_in_head", "a capture gap inside a message head"),
+    a("http.head_too_large", "a message head past `--max-header`"),
+    a(
+        "http.no_response_<stream_end>",
+        "`mcp-trace http`: a request without a response, and how its stream ended",
+    ),
+    a(
+        "http.obs_fold",
+        "an obsolete folded header line (joined to the previous one)",
+    ),
+    a(
+        "http.pending_limit",
+        "requests awaiting a response past the limit; the oldest is dropped",
+    ),
+    a(
+        "http.request_body_limit",
+        "a request body past `--max-body`; the rest is not kept",
+    ),
+    a(
+        "http.response_without_request",
+        "a response with no request left to answer",
+    ),
+    a(
+        "http.truncated_body",
+        "a body cut short by the end of its stream",
+    ),
+    a(
+        "http.truncated_head",
+        "a message head cut short by the end of its stream",
+    ),
+    a(
+        "http.unusual_version",
+        "an HTTP version other than 1.0 and 1.1",
+    ),
+    a(
+        "har.bad_base64",
+        "a body marked base64 that does not decode",
+    ),
+    a(
+        "har.bad_content_encoding",
+        "a recorded body that does not decode with its `Content-Encoding`",
+    ),
+    a(
+        "har.bad_header",
+        "headers that are not name/value pairs (dropped)",
+    ),
+    a("har.bad_status", "a response status that is not a number"),
+    a(
+        "har.bad_timestamp",
+        "an entry's `startedDateTime` that does not parse",
+    ),
+    a("har.bad_url", "an entry's URL that does not parse"),
+    a(
+        "har.body_in_separate_file",
+        "the body was saved to a separate file, not in the HAR",
+    ),
+    a("har.body_limit", "a decoded body past the limit"),
+    a("har.body_not_recorded", "a body the recorder did not keep"),
+    a(
+        "har.entry_skipped",
+        "an entry without the fields a request needs",
+    ),
+    a("har.missing_version", "no `log.version`; read as HAR 1.2"),
+    a(
+        "har.no_response",
+        "status 0: the request failed or was aborted",
+    ),
+    a(
+        "har.sse_body_not_recorded",
+        "an event stream whose body the recorder did not keep",
+    ),
+    a(
+        "har.sse_body_truncated",
+        "an event stream recorded without its end",
+    ),
+    a(
+        "har.tolerant_parse",
+        "an entry read leniently (fields of the wrong type)",
+    ),
+    a(
+        "har.unknown_text_encoding",
+        "a body `encoding` other than base64",
+    ),
+    a(
+        "har.unsupported_content_encoding",
+        "a body in an encoding not decoded (zstd)",
+    ),
+    a(
+        "har.unsupported_version",
+        "a `log.version` other than 1.1, 1.2, 1.3; read as 1.2",
+    ),
+    a(
+        "har.websocket_messages_ignored",
+        "WebSocket messages in the entry (not analyzed)",
+    ),
+    a(
+        "rpc.invalid_envelope",
+        "a JSON-RPC message from the server that is not a valid envelope",
+    ),
+    a(
+        "rpc.invalid_request_envelope",
+        "a client message that is not a valid JSON-RPC envelope",
+    ),
+    a(
+        "rpc.json_too_deep",
+        "a body nested deeper than the JSON parser's limit",
+    ),
+    a("rpc.sse_data_not_json", "an SSE `data` that is not JSON"),
+    a(
+        "rpc.sse_event_too_large",
+        "an SSE event past `--max-sse-event`",
+    ),
+    a(
+        "rpc.sse_unknown_field",
+        "an SSE line with a field name the spec does not define",
+    ),
+    a(
+        "rpc.sse_unterminated_event",
+        "an event stream ending inside an event",
+    ),
+    a(
+        "mcp.body_on_accepted",
+        "a body on a 202 that should have none",
+    ),
+    a("mcp.body_too_large", "a body past `--max-body`; not parsed"),
+    a(
+        "mcp.cancel_without_open_request",
+        "`notifications/cancelled` naming no open request",
+    ),
+    a(
+        "mcp.client_closed_before_response",
+        "the client closed the connection before any response (before 2026-07-28: no cancellation)",
+    ),
+    a(
+        "mcp.client_closed_stream",
+        "the client closed the response stream before the final response (before 2026-07-28: no cancellation)",
+    ),
+    a(
+        "mcp.duplicate_request_id",
+        "a request id reused while the first request is open",
+    ),
+    a(
+        "mcp.duplicate_response",
+        "a second response to the same request",
+    ),
+    a("mcp.endpoint_limit", "MCP endpoints known past the limit"),
+    a(
+        "mcp.exchange_reused",
+        "the HTTP stage reused an exchange whose end was lost",
+    ),
+    a(
+        "mcp.legacy_endpoint_without_session",
+        "a legacy SSE `endpoint` event without a session id",
+    ),
+    a(
+        "mcp.legacy_session_limit",
+        "legacy SSE sessions past the limit",
+    ),
+    a(
+        "mcp.pending_limit",
+        "requests awaiting a response past `--max-pending`; the oldest is closed",
+    ),
+    a(
+        "mcp.preflight_limit",
+        "CORS preflights awaiting their request past the limit",
+    ),
+    a(
+        "mcp.request_not_jsonrpc",
+        "a request to an MCP endpoint whose body is not JSON-RPC",
+    ),
+    a(
+        "mcp.response_before_request",
+        "a response seen before its request (capture order)",
+    ),
+    a(
+        "mcp.response_without_request",
+        "a client response to no known server request",
+    ),
+    a(
+        "mcp.resume_target_missing",
+        "a resumed stream whose original exchange is gone",
+    ),
+    a(
+        "mcp.resume_unknown_event_id",
+        "a `Last-Event-ID` no stream sent",
+    ),
+    a(
+        "mcp.retry_index_full",
+        "requests held for retry inference past `--max-retry-rows`",
+    ),
+    a(
+        "mcp.server_request_limit",
+        "server requests awaiting the client's answer past the limit",
+    ),
+    a(
+        "mcp.session_info_limit",
+        "session facts kept past the limit (the oldest forgotten)",
+    ),
+    a(
+        "mcp.tool_catalog_full",
+        "tool catalog entries past `--max-catalog-tools`",
+    ),
+    a(
+        "mcp.unknown_result_type",
+        "a `resultType` this version does not know",
+    ),
+];
+
+/// Whether `name` is in [`ANOMALIES`].
+pub fn is_registered(name: &str) -> bool {
+    ANOMALIES.iter().any(|a| a.matches(name))
+}
+
+/// README's anomaly table: one row per [`ANOMALIES`] entry.
+pub fn markdown_table() -> String {
+    let mut out = String::from("| anomaly | stage | meaning |\n|---|---|---|\n");
+    for a in ANOMALIES {
+        out.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            a.name,
+            a.stage(),
+            a.meaning
+        ));
+    }
+    out
+}
+
 impl Stats {
     /// Count one packet skipped for `reason`.
     pub fn skip(&mut self, reason: &str) {
@@ -74,6 +449,7 @@ impl Stats {
 
     /// Count one occurrence of the anomaly `name`.
     pub fn anomaly(&mut self, name: &str) {
+        debug_assert!(is_registered(name), "anomaly `{name}` is not in ANOMALIES");
         *self.anomalies.entry(name.to_string()).or_default() += 1;
     }
 
@@ -163,5 +539,133 @@ impl Stats {
         }
         self.keylog_malformed_at
             .extend(keylog_malformed_at.iter().cloned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// Name prefixes of the stages that record anomalies.
+    const STAGES: &[&str] = &[
+        "capture", "decode", "flow", "tls", "http", "h2", "har", "rpc", "mcp",
+    ];
+
+    /// Every `"stage.name"` literal and `"stage.prefix{` format string in `src/` (this file
+    /// aside), with where it is: (name or prefix, is a format prefix, file).
+    fn names_in_source() -> Vec<(String, bool, String)> {
+        fn walk(dir: &Path, out: &mut Vec<(String, bool, String)>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs")
+                    && !path.ends_with("anomaly.rs")
+                {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    let file = path.display().to_string();
+                    for (at, _) in text.match_indices('"') {
+                        let rest = &text[at + 1..];
+                        let Some((stage, tail)) = rest.split_once('.') else {
+                            continue;
+                        };
+                        if !STAGES.contains(&stage) {
+                            continue;
+                        }
+                        let len = tail
+                            .bytes()
+                            .take_while(|b| {
+                                b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_'
+                            })
+                            .count();
+                        let name = format!("{stage}.{}", &tail[..len]);
+                        match tail.as_bytes().get(len) {
+                            Some(b'"') if len > 0 => out.push((name, false, file.clone())),
+                            Some(b'{') => out.push((name, true, file.clone())),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut out);
+        out
+    }
+
+    #[test]
+    fn every_name_in_the_source_is_registered() {
+        let found = names_in_source();
+        assert!(
+            found.len() > 50,
+            "the scan finds the names ({})",
+            found.len()
+        );
+        for (name, is_prefix, file) in found {
+            let known = if is_prefix {
+                ANOMALIES
+                    .iter()
+                    .any(|a| a.name.split_once('<').is_some_and(|(p, _)| p == name))
+            } else {
+                is_registered(&name)
+            };
+            assert!(
+                known,
+                "{file}: anomaly `{name}` is not in anomaly::ANOMALIES (add a line there and \
+                 to README's anomaly table)"
+            );
+        }
+    }
+
+    #[test]
+    fn every_registered_name_is_used() {
+        let found = names_in_source();
+        for a in ANOMALIES {
+            let (want, prefix) = match a.name.split_once('<') {
+                Some((p, _)) => (p, true),
+                None => (a.name, false),
+            };
+            let used = found
+                .iter()
+                .any(|(name, is_prefix, _)| name == want && *is_prefix == prefix);
+            assert!(used, "`{}` is registered but no stage records it", a.name);
+        }
+    }
+
+    #[test]
+    fn names_are_unique_and_name_their_stage() {
+        for (i, a) in ANOMALIES.iter().enumerate() {
+            assert!(STAGES.contains(&a.stage()), "{}", a.name);
+            assert!(!a.meaning.is_empty(), "{}", a.name);
+            assert!(
+                ANOMALIES[..i].iter().all(|b| b.name != a.name),
+                "{} twice",
+                a.name
+            );
+        }
+        assert_eq!(ANOMALIES[0].stage(), "capture");
+    }
+
+    #[test]
+    fn patterns_match_their_names_only() {
+        assert!(is_registered("flow.evicted"));
+        assert!(is_registered("http.no_response_capture_end"));
+        assert!(!is_registered("http.no_response_"));
+        assert!(!is_registered("http.no_response_X"));
+        assert!(!is_registered("flow.evicte"));
+        assert!(!is_registered("nope"));
+    }
+
+    #[test]
+    fn readme_table_is_the_registry() {
+        let readme =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+                .unwrap();
+        let table = markdown_table();
+        assert!(
+            readme.contains(&table),
+            "README.md's anomaly table differs from anomaly::ANOMALIES; it should read:\n{table}"
+        );
     }
 }

@@ -168,7 +168,7 @@ pub fn analyze_streaming_with_connections<E: std::error::Error + 'static>(
     // Two threads: the reader also runs the HTTP stage, so the analyzer's thread takes the
     // response bodies, and the POST bodies whenever it keeps up with the reader
     // (bench/README.md has the split).
-    let scope = if cfg.threads == 2 {
+    let reader_prepares = if cfg.threads == 2 {
         analyzer.prepare_responses_here();
         PreparedEvents::Posts
     } else {
@@ -177,7 +177,7 @@ pub fn analyze_streaming_with_connections<E: std::error::Error + 'static>(
     let mut totals = run_http(
         paths,
         cfg,
-        Some((cfg.mcp, scope)),
+        Some((cfg.mcp, reader_prepares)),
         &mut |item, stats, streaming| {
             let drain = match item {
                 Item::Event(ev) => {

@@ -5,6 +5,7 @@
 //! below), MANIFEST.md, and `capinfos`/`tshark` 4.0 runs recorded in the tables.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+use crate::support::pcap_file::PcapFormat;
 use mcp_trace::anomaly::Stats;
 use mcp_trace::capture::{
     CaptureError, Frame, InputInfo, MAX_RECORD_BYTES, Merger, PacketReader, Source, open,
@@ -779,34 +780,15 @@ fn link_types_of_the_zeek_cases() {
 
 /// Classic pcap: (ts_sec, ts_frac, data, orig_len).
 fn pcap(big_endian: bool, nanos: bool, link_type: u32, recs: &[(u32, u32, &[u8], u32)]) -> Vec<u8> {
-    let w32 = |v: u32| {
-        if big_endian {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        }
+    let format = PcapFormat {
+        big_endian,
+        nanos,
+        link_type,
+        ..PcapFormat::default()
     };
-    let w16 = |v: u16| {
-        if big_endian {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        }
-    };
-    let mut f = Vec::new();
-    f.extend(w32(if nanos { 0xa1b2_3c4d } else { 0xa1b2_c3d4 }));
-    f.extend(w16(2));
-    f.extend(w16(4));
-    f.extend(w32(0));
-    f.extend(w32(0));
-    f.extend(w32(65535));
-    f.extend(w32(link_type));
+    let mut f = format.header();
     for (s, frac, data, orig) in recs {
-        f.extend(w32(*s));
-        f.extend(w32(*frac));
-        f.extend(w32(data.len() as u32));
-        f.extend(w32(*orig));
-        f.extend(*data);
+        format.record(&mut f, *s, *frac, data, *orig);
     }
     f
 }

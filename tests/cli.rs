@@ -35,14 +35,7 @@ fn temp_file(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> String {
 
 /// A valid little-endian classic pcap header (Ethernet, snaplen 65535).
 fn pcap_header() -> Vec<u8> {
-    let mut h = Vec::new();
-    h.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    h.extend_from_slice(&2u16.to_le_bytes());
-    h.extend_from_slice(&4u16.to_le_bytes());
-    h.extend_from_slice(&[0; 8]);
-    h.extend_from_slice(&65535u32.to_le_bytes());
-    h.extend_from_slice(&1u32.to_le_bytes());
-    h
+    crate::support::pcap_file::PcapFormat::default().header()
 }
 
 #[test]
@@ -581,20 +574,21 @@ fn two_inputs_merge_in_time_order() {
 /// A classic pcap cut in two at a record boundary: (header + first `n` records,
 /// header + the rest).
 fn split_pcap(bytes: &[u8], n: usize) -> (Vec<u8>, Vec<u8>) {
+    use crate::support::pcap_file::{FILE_HEADER_LEN, PcapFormat, RECORD_HEADER_LEN};
     assert_eq!(
         &bytes[..4],
-        &0xa1b2_c3d4u32.to_le_bytes(),
+        &PcapFormat::default().header()[..4],
         "little-endian µs pcap"
     );
-    let header = &bytes[..24];
-    let mut pos = 24;
+    let header = &bytes[..FILE_HEADER_LEN];
+    let mut pos = FILE_HEADER_LEN;
     for _ in 0..n {
         let len = u32::from_le_bytes(bytes[pos + 8..pos + 12].try_into().unwrap()) as usize;
-        pos += 16 + len;
+        pos += RECORD_HEADER_LEN + len;
     }
     assert!(pos < bytes.len(), "cut past the end");
     let mut a = header.to_vec();
-    a.extend_from_slice(&bytes[24..pos]);
+    a.extend_from_slice(&bytes[FILE_HEADER_LEN..pos]);
     let mut b = header.to_vec();
     b.extend_from_slice(&bytes[pos..]);
     (a, b)

@@ -588,7 +588,13 @@ fn har_events_through_the_mcp_stage() {
     // `stream_end` is `none` for plain JSON answers (report-schema.md).
     let got: Vec<(Option<&str>, &str, &str)> = rows
         .iter()
-        .map(|r| (r.rpc_method.as_deref(), r.outcome, r.stream_end))
+        .map(|r| {
+            (
+                r.rpc_method.as_deref(),
+                r.outcome.name(),
+                r.stream_end.name(),
+            )
+        })
         .collect();
     assert_eq!(
         got,
@@ -659,9 +665,9 @@ fn samples_har_match_ground_truth() {
                 r.rpc_method.as_deref().map(str::to_string),
                 r.jsonrpc_id.clone(),
                 r.http_status.map(u64::from),
-                r.outcome.to_string(),
+                r.outcome.name().to_string(),
                 r.final_response,
-                r.retry_origin.to_string(),
+                r.retry_origin.name().to_string(),
             );
             let exp = (
                 t["http_method"].as_str().unwrap().to_string(),

@@ -14,6 +14,7 @@
 // Test code: a panic is a test failure with a message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+use crate::support::pcap_file::{LINKTYPE_ETHERNET, PcapFormat};
 use serde_json::Value;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -516,19 +517,26 @@ fn tcp_frame(
 /// Every record moves the clock by `step_us` (negative: time runs backwards).
 struct PcapWriter {
     w: BufWriter<std::fs::File>,
+    record: Vec<u8>,
     now_us: i64,
     step_us: i64,
 }
 
+/// Streamed records, written one at a time so that a hostile capture never sits in memory.
+const FORMAT: PcapFormat = PcapFormat {
+    big_endian: false,
+    nanos: false,
+    link_type: LINKTYPE_ETHERNET,
+    snaplen: 262_144,
+};
+
 impl PcapWriter {
     fn create(path: &Path) -> PcapWriter {
         let mut w = BufWriter::new(std::fs::File::create(path).unwrap());
-        w.write_all(&0xa1b2_c3d4u32.to_le_bytes()).unwrap();
-        w.write_all(&[2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
-        w.write_all(&262_144u32.to_le_bytes()).unwrap();
-        w.write_all(&1u32.to_le_bytes()).unwrap();
+        w.write_all(&FORMAT.header()).unwrap();
         PcapWriter {
             w,
+            record: Vec::new(),
             now_us: T0_US,
             step_us: 10,
         }
@@ -536,13 +544,9 @@ impl PcapWriter {
 
     fn record(&mut self, frame: &[u8]) {
         self.now_us += self.step_us;
-        let len = u32::try_from(frame.len()).unwrap();
-        let secs = u32::try_from(self.now_us.div_euclid(1_000_000)).unwrap();
-        let us = u32::try_from(self.now_us.rem_euclid(1_000_000)).unwrap();
-        for v in [secs, us, len, len] {
-            self.w.write_all(&v.to_le_bytes()).unwrap();
-        }
-        self.w.write_all(frame).unwrap();
+        self.record.clear();
+        FORMAT.packet(&mut self.record, self.now_us, frame);
+        self.w.write_all(&self.record).unwrap();
     }
 
     fn finish(mut self) {

@@ -144,3 +144,7 @@ pub enum CaptureError {
 
 /// Shared name of an input, cheap to clone into every record.
 pub type InputName = Arc<str>;
+
+/// The pcap writer of the unit tests (integration tests include the same file).
+#[cfg(test)]
+pub(crate) mod testing;

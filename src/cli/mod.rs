@@ -12,7 +12,7 @@ use crate::flow::{ConnectionRecord, FlowLimits};
 use crate::http::HttpLimits;
 use crate::mcp::McpLimits;
 use crate::mcp::retry::{FINDING_NAMES, Finding, findings_of};
-use crate::mcp::{Exchange, InferenceConfig};
+use crate::mcp::{Exchange, InferenceConfig, Outcome};
 use crate::pipeline::{self, Analysis, Config};
 use crate::report::{self, Format, RowFilter, RunInfo, SessionAggregator, SessionRow, TableWriter};
 use crate::report::{ConnectionRow, HttpFormat, Undecrypted, write_http_rows};
@@ -28,25 +28,15 @@ use std::process::ExitCode;
 
 pub use args::Cli;
 
-/// Every outcome name of report-schema.md section 3.
-pub const OUTCOMES: &[&str] = &[
-    "CANCELLED",
-    "NO_RESPONSE",
-    "HTTP_ERROR",
-    "ACCEPTED",
-    "UNEXPECTED_RESPONSE",
-    "MALFORMED_JSON",
-    "INVALID_ENVELOPE",
-    "STREAM_INCOMPLETE",
-    "JSONRPC_ERROR",
-    "INPUT_REQUIRED",
-    "TASK_CREATED",
-    "INVALID_TOOL_RESULT",
-    "TOOL_ERROR",
-    "TOOL_SUCCESS",
-    "RPC_SUCCESS",
-    "STREAM_OPEN",
-];
+/// The outcome named `name` in any case (`tool_error` is `TOOL_ERROR`).
+fn outcome_named(name: &str) -> Option<Outcome> {
+    Outcome::from_name(&name.trim().to_ascii_uppercase())
+}
+
+/// Every outcome name, for error messages.
+fn outcome_names() -> String {
+    Outcome::ALL.map(Outcome::name).join(", ")
+}
 
 /// Parse the process arguments and run. Errors are for `main` to print (exit 2).
 pub fn run() -> Result<ExitCode> {
@@ -135,19 +125,15 @@ fn use_color(choice: ColorChoice) -> bool {
     }
 }
 
-fn check_outcomes(flag: &str, names: &[String]) -> Result<Vec<String>> {
+fn check_outcomes(flag: &str, names: &[String]) -> Result<Vec<Outcome>> {
     names
         .iter()
-        .map(|n| {
-            let upper = n.trim().to_ascii_uppercase();
-            if OUTCOMES.contains(&upper.as_str()) {
-                Ok(upper)
-            } else {
-                bail!(
-                    "--{flag}: unknown outcome `{n}` (one of {})",
-                    OUTCOMES.join(", ")
-                )
-            }
+        .map(|n| match outcome_named(n) {
+            Some(o) => Ok(o),
+            None => bail!(
+                "--{flag}: unknown outcome `{n}` (one of {})",
+                outcome_names()
+            ),
         })
         .collect()
 }
@@ -156,7 +142,7 @@ fn check_outcomes(flag: &str, names: &[String]) -> Result<Vec<String>> {
 /// section 4b).
 #[derive(Debug, Default, PartialEq)]
 struct FailOn {
-    outcomes: Vec<String>,
+    outcomes: Vec<Outcome>,
     findings: Vec<Finding>,
 }
 
@@ -165,15 +151,14 @@ impl FailOn {
         let mut out = FailOn::default();
         for n in names {
             let name = n.trim();
-            let upper = name.to_ascii_uppercase();
-            if OUTCOMES.contains(&upper.as_str()) {
-                out.outcomes.push(upper);
+            if let Some(o) = outcome_named(name) {
+                out.outcomes.push(o);
             } else if let Some(f) = Finding::from_name(&name.to_ascii_lowercase()) {
                 out.findings.push(f);
             } else {
                 bail!(
                     "--fail-on: unknown outcome or finding `{n}` (outcomes: {}; findings: {})",
-                    OUTCOMES.join(", "),
+                    outcome_names(),
                     FINDING_NAMES.join(", ")
                 )
             }
@@ -182,7 +167,7 @@ impl FailOn {
     }
 
     fn matches(&self, row: &Exchange) -> bool {
-        self.outcomes.iter().any(|o| o == row.outcome)
+        self.outcomes.contains(&row.outcome)
             || (!self.findings.is_empty()
                 && findings_of(row.retry_findings.as_deref()).any(|f| self.findings.contains(&f)))
     }
@@ -395,11 +380,11 @@ impl Counts {
     fn push(&mut self, row: &Exchange) {
         self.total = self.total.saturating_add(1);
         for (map, key) in [
-            (&mut self.outcomes, &row.outcome),
-            (&mut self.layers, &row.layer),
-            (&mut self.retries, &row.retry_origin),
+            (&mut self.outcomes, row.outcome.name()),
+            (&mut self.layers, row.layer.name()),
+            (&mut self.retries, row.retry_origin.name()),
         ] {
-            match map.get_mut(*key) {
+            match map.get_mut(key) {
                 Some(n) => *n = n.saturating_add(1),
                 None => {
                     map.insert(key.to_string(), 1);

@@ -591,66 +591,6 @@ fn syn_payload_starts_after_isn() {
     assert_eq!(t.render(0, Side::Client), "early!");
 }
 
-/// Manual measurement: `cargo test --no-default-features --lib flow::tests::throughput -- --ignored --nocapture`
-#[test]
-#[ignore]
-fn throughput() {
-    let payload = vec![b'x'; 1448];
-    for reorder in [false, true] {
-        let mut t = Cap::new();
-        t.handshake();
-        let n: u32 = 100_000;
-        let start = std::time::Instant::now();
-        let mut events = 0;
-        for i in 0..n {
-            // With `reorder`, swap every pair of segments.
-            let k = if reorder { i ^ 1 } else { i };
-            t.c("A", 101 + k * 1448, 501, &payload);
-            events += t.out.len();
-            t.out.clear();
-        }
-        t.finish();
-        let secs = start.elapsed().as_secs_f64();
-        let mb = f64::from(n) * 1448.0 / 1e6;
-        println!(
-            "reorder={reorder}: {mb:.0} MB in {secs:.2}s = {:.0} MB/s ({events} events)",
-            mb / secs
-        );
-        assert_eq!(t.stats.tcp_payload_bytes, u64::from(n) * 1448);
-    }
-}
-
-/// Manual measurement with many concurrent flows (table overhead, eviction).
-#[test]
-#[ignore]
-fn throughput_many_flows() {
-    let limits = FlowLimits {
-        max_open_flows: 10_000,
-        ..FlowLimits::default()
-    };
-    let mut t = Cap::with_limits(limits);
-    let payload = vec![b'y'; 200];
-    let start = std::time::Instant::now();
-    let flows: u32 = 20_000;
-    for round in 0..25u32 {
-        for f in 0..flows {
-            t.port = f as u16;
-            t.c("A", 1 + round * 200, 1, &payload);
-            t.ts_ns += 1_000;
-        }
-        t.out.clear();
-    }
-    t.finish();
-    let secs = start.elapsed().as_secs_f64();
-    let pkts = f64::from(flows) * 25.0;
-    println!(
-        "{pkts} packets over {flows} flows (10k open max): {:.2}s = {:.0} kpkt/s, evicted {}",
-        secs,
-        pkts / secs / 1e3,
-        t.anomaly("flow.evicted")
-    );
-}
-
 #[test]
 fn implausible_ack_or_fin_invents_no_gap() {
     let mut t = Cap::new();

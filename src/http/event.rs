@@ -297,6 +297,10 @@ pub enum HttpEvent {
 
 /// Adds `name` to an exchange's anomaly list once.
 pub fn push_anomaly(anomalies: &mut Vec<String>, name: &str) {
+    debug_assert!(
+        crate::anomaly::is_registered(name),
+        "anomaly `{name}` is not in ANOMALIES"
+    );
     if !anomalies.iter().any(|a| a == name) {
         anomalies.push(name.to_string());
     }

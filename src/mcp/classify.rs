@@ -5,6 +5,7 @@
 //! Pure functions of [`RowFacts`], so each rule is tested on its own.
 
 use crate::http::BodyEnd;
+use crate::mcp::names::{Kind, Layer, Outcome, StreamEnd};
 use crate::mcp::retry::ToolsPage;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -77,31 +78,6 @@ impl ResultFacts {
     }
 }
 
-/// Row kinds that need a final response / that are only accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Request,
-    Notification,
-    Response,
-    Stream,
-    SessionEnd,
-    Http,
-}
-
-impl Kind {
-    /// The `kind` column.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Kind::Request => "request",
-            Kind::Notification => "notification",
-            Kind::Response => "response",
-            Kind::Stream => "stream",
-            Kind::SessionEnd => "session_end",
-            Kind::Http => "http",
-        }
-    }
-}
-
 /// Everything the classifier needs about one row, borrowed from it (classifying copies
 /// nothing, not even the final result).
 #[derive(Debug, Clone)]
@@ -139,8 +115,8 @@ pub(crate) struct RowFacts<'a> {
 /// Classifier output: the columns it decides.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Verdict {
-    pub outcome: &'static str,
-    pub layer: &'static str,
+    pub outcome: Outcome,
+    pub layer: Layer,
     pub error_code: Option<i64>,
     pub error_message: Option<String>,
     pub result_type: Option<String>,
@@ -149,19 +125,10 @@ pub(crate) struct Verdict {
     pub anomalies: Vec<&'static str>,
 }
 
-fn layer_of(outcome: &str) -> &'static str {
-    match outcome {
-        "NO_RESPONSE" | "HTTP_ERROR" | "STREAM_OPEN" => "transport",
-        "INPUT_REQUIRED" | "TASK_CREATED" => "interaction",
-        "INVALID_TOOL_RESULT" | "TOOL_ERROR" | "TOOL_SUCCESS" | "RPC_SUCCESS" => "application",
-        _ => "protocol",
-    }
-}
-
-fn verdict(outcome: &'static str) -> Verdict {
+fn verdict(outcome: Outcome) -> Verdict {
     Verdict {
         outcome,
-        layer: layer_of(outcome),
+        layer: outcome.layer(),
         ..Verdict::default()
     }
 }
@@ -206,7 +173,7 @@ pub(crate) fn classify(f: &RowFacts<'_>) -> Verdict {
         && f.final_msg.is_none()
         && f.status.is_none_or(|s| (200..300).contains(&s));
     let mut v = classify_in_order(f, client_gave_up);
-    if client_gave_up && v.outcome != "CANCELLED" {
+    if client_gave_up && v.outcome != Outcome::Cancelled {
         // Before 2026-07-28 a close is no cancellation; the row keeps its
         // outcome (STREAM_INCOMPLETE, NO_RESPONSE, ...) and says who closed.
         v.anomalies.push(if f.status.is_some() {
@@ -226,27 +193,27 @@ fn classify_in_order(f: &RowFacts<'_>, client_gave_up: bool) -> Verdict {
         && let Some(c) = f.cancel_ts
         && (f.final_msg.is_none() || c < final_ts)
     {
-        return with_msg(verdict("CANCELLED"), "cancelled by the client");
+        return with_msg(verdict(Outcome::Cancelled), "cancelled by the client");
     }
     if client_gave_up && f.close_cancels {
         return with_msg(
-            verdict("CANCELLED"),
+            verdict(Outcome::Cancelled),
             "the client closed the response stream (cancellation since 2026-07-28)",
         );
     }
     // 2. NO_RESPONSE.
     if let Some(end) = f.no_response {
         return with_msg(
-            verdict("NO_RESPONSE"),
-            format!("no HTTP response ({})", end.name()),
+            verdict(Outcome::NoResponse),
+            format!("no HTTP response ({})", StreamEnd::from(end)),
         );
     }
     let Some(status) = f.status else {
-        return with_msg(verdict("NO_RESPONSE"), "no HTTP response");
+        return with_msg(verdict(Outcome::NoResponse), "no HTTP response");
     };
     // 3. HTTP_ERROR: the status wins over any body.
     if !(200..300).contains(&status) {
-        let mut v = verdict("HTTP_ERROR");
+        let mut v = verdict(Outcome::HttpError);
         match &f.body_error {
             Some((code, msg)) => {
                 v.error_code = Some(*code);
@@ -258,16 +225,20 @@ fn classify_in_order(f: &RowFacts<'_>, client_gave_up: bool) -> Verdict {
     }
     match f.kind {
         // 4. ACCEPTED.
-        Kind::Notification | Kind::Response | Kind::SessionEnd => return verdict("ACCEPTED"),
+        Kind::Notification | Kind::Response | Kind::SessionEnd => {
+            return verdict(Outcome::Accepted);
+        }
         // Any other request to an MCP endpoint (the reading of samples/generator/truth.py):
         // a POST whose body is not JSON / not JSON-RPC fails at the protocol layer even
         // when the server said 2xx; other methods (OPTIONS preflight, plain GET) are ACCEPTED.
         Kind::Http => {
             let mut v = match f.request_body_json {
-                None => verdict("ACCEPTED"),
-                Some(false) => with_msg(verdict("MALFORMED_JSON"), "request body is not JSON"),
+                None => verdict(Outcome::Accepted),
+                Some(false) => {
+                    with_msg(verdict(Outcome::MalformedJson), "request body is not JSON")
+                }
                 Some(true) => with_msg(
-                    verdict("INVALID_ENVELOPE"),
+                    verdict(Outcome::InvalidEnvelope),
                     "request body is not a JSON-RPC message",
                 ),
             };
@@ -282,12 +253,15 @@ fn classify_in_order(f: &RowFacts<'_>, client_gave_up: bool) -> Verdict {
     // 5. UNEXPECTED_RESPONSE (legacy POSTs: the 202 is expected, the answer is on the GET stream).
     if !f.legacy {
         if status == 202 {
-            return with_msg(verdict("UNEXPECTED_RESPONSE"), "HTTP 202 to a request");
+            return with_msg(
+                verdict(Outcome::UnexpectedResponse),
+                "HTTP 202 to a request",
+            );
         }
         let media = f.media;
         if !is_json_media(media) && media != Some("text/event-stream") {
             return with_msg(
-                verdict("UNEXPECTED_RESPONSE"),
+                verdict(Outcome::UnexpectedResponse),
                 format!(
                     "media type {} is neither JSON nor SSE",
                     media.unwrap_or("(none)")
@@ -298,20 +272,22 @@ fn classify_in_order(f: &RowFacts<'_>, client_gave_up: bool) -> Verdict {
     let Some(final_msg) = &f.final_msg else {
         // 6. MALFORMED_JSON, 8. STREAM_INCOMPLETE.
         if let Some(m) = &f.malformed {
-            return with_msg(verdict("MALFORMED_JSON"), *m);
+            return with_msg(verdict(Outcome::MalformedJson), *m);
         }
-        let end = f.stream_broken.map_or("capture_end", BodyEnd::name);
+        let end = f
+            .stream_broken
+            .map_or(StreamEnd::CaptureEnd, StreamEnd::from);
         return with_msg(
-            verdict("STREAM_INCOMPLETE"),
+            verdict(Outcome::StreamIncomplete),
             format!("stream ended ({end}) before the final response"),
         );
     };
     match &**final_msg {
         // 7. INVALID_ENVELOPE.
-        Final::Invalid(reason) => with_msg(verdict("INVALID_ENVELOPE"), reason.clone()),
+        Final::Invalid(reason) => with_msg(verdict(Outcome::InvalidEnvelope), reason.clone()),
         // 9. JSONRPC_ERROR.
         Final::Error { code, message } => {
-            let mut v = verdict("JSONRPC_ERROR");
+            let mut v = verdict(Outcome::JsonrpcError);
             v.error_code = Some(*code);
             v.error_message = Some(message.clone());
             v
@@ -323,7 +299,7 @@ fn classify_in_order(f: &RowFacts<'_>, client_gave_up: bool) -> Verdict {
 fn classify_stream(f: &RowFacts<'_>) -> Verdict {
     if f.media != Some("text/event-stream") {
         return with_msg(
-            verdict("UNEXPECTED_RESPONSE"),
+            verdict(Outcome::UnexpectedResponse),
             format!(
                 "stream request answered with {}",
                 f.media.unwrap_or("(no media type)")
@@ -331,14 +307,14 @@ fn classify_stream(f: &RowFacts<'_>) -> Verdict {
         );
     }
     match f.stream_row_end {
-        None | Some(BodyEnd::CaptureEnd) => verdict("STREAM_OPEN"),
+        None | Some(BodyEnd::CaptureEnd) => verdict(Outcome::StreamOpen),
         // Events were lost in a gap of the capture.
-        Some(BodyEnd::Gap) => with_msg(verdict("STREAM_INCOMPLETE"), "stream ended (gap)"),
+        Some(BodyEnd::Gap) => with_msg(verdict(Outcome::StreamIncomplete), "stream ended (gap)"),
         // Closed before the end of the capture (by either side, e.g. after replaying a
         // resumed response or at client exit): no JSON-RPC answer is expected on a GET
         // stream, so a 2xx that opened it is ACCEPTED (samples/README.md reads it so too).
         Some(BodyEnd::Complete | BodyEnd::Fin | BodyEnd::Rst | BodyEnd::StreamReset) => {
-            verdict("ACCEPTED")
+            verdict(Outcome::Accepted)
         }
     }
 }
@@ -362,13 +338,13 @@ fn classify_result(f: &RowFacts<'_>, result: &ResultFacts) -> Verdict {
     };
     // 10-11. Interaction outcomes (mcp-wire.md 4.2: absent resultType means complete).
     match rt.and_then(Value::as_str) {
-        Some("input_required") => return done(verdict("INPUT_REQUIRED")),
-        Some("task") => return done(verdict("TASK_CREATED")),
+        Some("input_required") => return done(verdict(Outcome::InputRequired)),
+        Some("task") => return done(verdict(Outcome::TaskCreated)),
         _ => {}
     }
     // 2025-11-25 task-augmented call: CreateTaskResult {task} instead of a CallToolResult.
     if f.params_task && rt.is_none() && result.task_is_object {
-        return done(verdict("TASK_CREATED"));
+        return done(verdict(Outcome::TaskCreated));
     }
     let unknown_rt = match rt {
         None => false,
@@ -376,7 +352,7 @@ fn classify_result(f: &RowFacts<'_>, result: &ResultFacts) -> Verdict {
         Some(_) => true,
     };
     if !is_tool {
-        let mut v = done(verdict("RPC_SUCCESS"));
+        let mut v = done(verdict(Outcome::RpcSuccess));
         if unknown_rt {
             v.anomalies.push("mcp.unknown_result_type");
         }
@@ -384,12 +360,12 @@ fn classify_result(f: &RowFacts<'_>, result: &ResultFacts) -> Verdict {
     }
     // 12. INVALID_TOOL_RESULT (CallToolResult shape, mcp-wire.md 4.1).
     if let Some(why) = tool_result_problem(result, unknown_rt) {
-        return done(with_msg(verdict("INVALID_TOOL_RESULT"), why));
+        return done(with_msg(verdict(Outcome::InvalidToolResult), why));
     }
     if is_error == Some(true) {
-        return done(verdict("TOOL_ERROR"));
+        return done(verdict(Outcome::ToolError));
     }
-    done(verdict("TOOL_SUCCESS"))
+    done(verdict(Outcome::ToolSuccess))
 }
 
 fn tool_result_problem(result: &ResultFacts, unknown_rt: bool) -> Option<String> {
@@ -449,7 +425,7 @@ mod tests {
         Some(Cow::Owned(f))
     }
 
-    fn outcome(f: &RowFacts<'_>) -> &'static str {
+    fn outcome(f: &RowFacts<'_>) -> Outcome {
         classify(f).outcome
     }
 
@@ -460,7 +436,7 @@ mod tests {
         f.final_msg = fin(Final::result(&json!({"content":[],"isError":true})));
         let v = classify(&f);
         assert_eq!(
-            (v.outcome, v.layer, v.is_error),
+            (v.outcome.name(), v.layer.name(), v.is_error),
             ("TOOL_ERROR", "application", Some(true))
         );
         f.final_msg = fin(Final::result(&json!({"content":"not-an-array"})));
@@ -474,7 +450,7 @@ mod tests {
         ));
         let v = classify(&f);
         assert_eq!(
-            (v.outcome, v.result_type.as_deref()),
+            (v.outcome.name(), v.result_type.as_deref()),
             ("TOOL_SUCCESS", Some("complete"))
         );
         f.final_msg = fin(Final::result(
@@ -523,7 +499,10 @@ mod tests {
             message: "Invalid params".into(),
         });
         let v = classify(&f);
-        assert_eq!((v.outcome, v.error_code), ("JSONRPC_ERROR", Some(-32602)));
+        assert_eq!(
+            (v.outcome.name(), v.error_code),
+            ("JSONRPC_ERROR", Some(-32602))
+        );
         f.no_response = Some(BodyEnd::Rst);
         assert_eq!(outcome(&f), "NO_RESPONSE");
     }
@@ -554,17 +533,20 @@ mod tests {
         f.client_closed = true;
         f.close_cancels = true;
         let v = classify(&f);
-        assert_eq!((v.outcome, v.layer), ("CANCELLED", "protocol"));
+        assert_eq!(
+            (v.outcome.name(), v.layer.name()),
+            ("CANCELLED", "protocol")
+        );
         assert!(v.anomalies.is_empty());
         // Before 2026-07-28: the outcome stays, the close is named.
         f.close_cancels = false;
         let v = classify(&f);
-        assert_eq!(v.outcome, "STREAM_INCOMPLETE");
+        assert_eq!(v.outcome.name(), "STREAM_INCOMPLETE");
         assert_eq!(v.anomalies, ["mcp.client_closed_stream"]);
         f.status = None;
         f.no_response = Some(BodyEnd::Rst);
         let v = classify(&f);
-        assert_eq!(v.outcome, "NO_RESPONSE");
+        assert_eq!(v.outcome.name(), "NO_RESPONSE");
         assert_eq!(v.anomalies, ["mcp.client_closed_before_response"]);
         f.close_cancels = true;
         assert_eq!(outcome(&f), "CANCELLED", "evaluated before NO_RESPONSE");
@@ -575,7 +557,7 @@ mod tests {
         f.status = Some(200);
         f.final_msg = fin(Final::result(&json!({"content":[]})));
         let v = classify(&f);
-        assert_eq!(v.outcome, "TOOL_SUCCESS");
+        assert_eq!(v.outcome.name(), "TOOL_SUCCESS");
         assert!(v.anomalies.is_empty());
         // Only requests are cancelled.
         f.final_msg = None;

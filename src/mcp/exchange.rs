@@ -2,6 +2,7 @@
 //! Field names are the column names; do not rename them.
 
 use crate::http::retry_after::RetryAfter;
+use crate::mcp::names::{Kind, Layer, Outcome, RetryOrigin, StreamEnd, Transport};
 use crate::mcp::retry::ToolsPage;
 use crate::rpc::JsonFingerprint;
 pub use arcstr::ArcStr;
@@ -35,7 +36,7 @@ pub struct Exchange {
     /// Server name from the ClientHello.
     pub tls_sni: Option<ArcStr>,
     /// `streamable_http`, `legacy_sse`, `unknown`.
-    pub transport: &'static str,
+    pub transport: Transport,
     /// The analyzer's session grouping key (section 4), never empty.
     pub session_key: ArcStr,
     /// `Mcp-Session-Id` or the legacy `sessionId`/`session_id` query value.
@@ -45,7 +46,7 @@ pub struct Exchange {
     pub client_version: Option<String>,
     pub user_agent: Option<ArcStr>,
     /// `request`, `notification`, `response`, `stream`, `session_end`, `http`.
-    pub kind: &'static str,
+    pub kind: Kind,
     pub http_method: ArcStr,
     /// Request target including the query.
     pub path: ArcStr,
@@ -58,9 +59,9 @@ pub struct Exchange {
     /// `params.name` of `tools/call`.
     pub tool_name: Option<ArcStr>,
     /// Section 3 outcome name.
-    pub outcome: &'static str,
+    pub outcome: Outcome,
     /// `transport`, `protocol`, `interaction`, `application`.
-    pub layer: &'static str,
+    pub layer: Layer,
     pub error_code: Option<i64>,
     pub error_message: Option<String>,
     /// `resultType` as sent.
@@ -72,7 +73,7 @@ pub struct Exchange {
     /// The final JSON-RPC response was seen.
     pub final_response: bool,
     /// `complete`, `fin`, `rst`, `gap`, `capture_end`, `none`.
-    pub stream_end: &'static str,
+    pub stream_end: StreamEnd,
     /// Body bytes on the wire (before decoding).
     pub request_bytes: u64,
     pub response_bytes: u64,
@@ -81,7 +82,7 @@ pub struct Exchange {
     /// `exchange_id` of the previous attempt.
     pub retry_of: Option<u64>,
     /// `none`, `sdk`, `application`, `manual`.
-    pub retry_origin: &'static str,
+    pub retry_origin: RetryOrigin,
     /// One line: the rule that fired and its facts.
     pub retry_evidence: Option<String>,
     /// `;`-separated retry-hygiene findings on this attempt (section 4b), in the order of

@@ -11,6 +11,7 @@ mod analyzer;
 mod classify;
 mod exchange;
 mod limits;
+mod names;
 mod prepare;
 pub mod retry;
 mod session;
@@ -24,6 +25,7 @@ pub use analyzer::{
 };
 pub use exchange::{Exchange, InferenceInputs};
 pub use limits::McpLimits;
+pub use names::{Kind, Layer, Outcome, RetryOrigin, StreamEnd, Transport};
 pub use prepare::{
     BodyPiece, Prepared, PreparedEnd, PreparedEvents, PreparedPost, PreparedSse, Preparer,
 };

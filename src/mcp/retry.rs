@@ -52,7 +52,7 @@ pub use tool_catalog::{
 
 use crate::anomaly::Stats;
 use crate::hashing::HashMap;
-use crate::mcp::{Exchange, InferenceConfig};
+use crate::mcp::{Exchange, InferenceConfig, Kind, Outcome, RetryOrigin};
 use index::{Prior, RecentRequests, session_hash_of};
 use std::collections::VecDeque;
 
@@ -67,12 +67,12 @@ pub const MAX_INDEXED_REQUESTS: usize = 1_000_000;
 pub const EVIDENCE_VALUE_MAX_CHARS: usize = 80;
 
 /// Outcomes after which a repeat with a new id is "just another call" (rule 3).
-const SUCCESS_OUTCOMES: &[&str] = &[
-    "TOOL_SUCCESS",
-    "RPC_SUCCESS",
-    "ACCEPTED",
-    "INPUT_REQUIRED",
-    "TASK_CREATED",
+const SUCCESS_OUTCOMES: &[Outcome] = &[
+    Outcome::ToolSuccess,
+    Outcome::RpcSuccess,
+    Outcome::Accepted,
+    Outcome::InputRequired,
+    Outcome::TaskCreated,
 ];
 
 /// Requests every client sends on its own; never linked (report-schema.md section 4).
@@ -90,7 +90,7 @@ const LIFECYCLE_METHODS: &[&str] = &[
 const SESSION_START_METHODS: &[&str] = &["initialize", "server/discover"];
 
 /// The outcome is a success in the sense of rule 3 (not a failure to retry after).
-pub fn is_success_outcome(outcome: &str) -> bool {
+pub fn is_success_outcome(outcome: Outcome) -> bool {
     SUCCESS_OUTCOMES.contains(&outcome)
 }
 
@@ -128,26 +128,6 @@ impl RetryAnomalies {
     }
 }
 
-/// `retry_origin` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Origin {
-    None,
-    Sdk,
-    Application,
-    Manual,
-}
-
-impl Origin {
-    fn as_str(self) -> &'static str {
-        match self {
-            Origin::None => "none",
-            Origin::Sdk => "sdk",
-            Origin::Application => "application",
-            Origin::Manual => "manual",
-        }
-    }
-}
-
 /// The decision for one row.
 #[derive(Debug, PartialEq)]
 enum Link {
@@ -159,7 +139,7 @@ enum Link {
     Retry {
         of: u64,
         of_attempt: u32,
-        origin: Origin,
+        origin: RetryOrigin,
         evidence: String,
     },
 }
@@ -325,7 +305,7 @@ impl RetryInference {
         // A 404 ends a session only where there is a session to expire (mcp-wire.md 8); in
         // 2026-07-28 a 404 means "method not found" and says nothing about the session.
         let is_404 = row.http_status == Some(404) && row.session_id.is_some();
-        let is_start = row.kind == "request"
+        let is_start = row.kind == Kind::Request
             && row
                 .rpc_method
                 .as_deref()
@@ -423,7 +403,7 @@ fn infer_with_limit(rows: &mut [Exchange], cfg: &InferenceConfig, limit: usize) 
 
 /// Only client requests outside lifecycle/discovery take part in rules 1-4.
 fn is_candidate(row: &Exchange) -> bool {
-    row.kind == "request"
+    row.kind == Kind::Request
         && row
             .rpc_method
             .as_deref()
@@ -432,7 +412,9 @@ fn is_candidate(row: &Exchange) -> bool {
 
 /// Rule 5 applies to `stream` rows with a `Last-Event-ID` whose resumed exchange is known.
 fn is_resumption(row: &Exchange) -> bool {
-    row.kind == "stream" && row.inference.last_event_id.is_some() && row.inference.resumes.is_some()
+    row.kind == Kind::Stream
+        && row.inference.last_event_id.is_some()
+        && row.inference.resumes.is_some()
 }
 
 /// Rule 5: `row` resumes the stream of exchange `id`, which was attempt `attempt`.
@@ -441,7 +423,7 @@ fn resumption(row: &Exchange, id: u64, attempt: u32) -> Link {
     Link::Retry {
         of: id,
         of_attempt: attempt,
-        origin: Origin::Sdk,
+        origin: RetryOrigin::Sdk,
         evidence: format!(
             "rule 5 resumes stream of #{id} with Last-Event-ID {}",
             clip(last)
@@ -453,7 +435,7 @@ fn resumption(row: &Exchange, id: u64, attempt: u32) -> Link {
 fn apply(row: &mut Exchange, link: Link) {
     row.attempt = 1;
     row.retry_of = None;
-    set_origin(row, Origin::None);
+    set_origin(row, RetryOrigin::None);
     row.retry_evidence = None;
     row.retry_findings = None;
     row.continuation_of = None;
@@ -477,8 +459,8 @@ fn apply(row: &mut Exchange, link: Link) {
     }
 }
 
-fn set_origin(row: &mut Exchange, origin: Origin) {
-    row.retry_origin = origin.as_str();
+fn set_origin(row: &mut Exchange, origin: RetryOrigin) {
+    row.retry_origin = origin;
 }
 
 /// Rules 1-4 for a candidate and its latest earlier equivalent request `e`.
@@ -503,7 +485,7 @@ fn decide(
 
     // Rule 1: an MRTR follow-up answers the input_required result with a new id; it is not a
     // retry (mcp-wire.md 4.3).
-    if c.has_mrtr_fields && e.outcome == "INPUT_REQUIRED" {
+    if c.has_mrtr_fields && e.outcome == Outcome::InputRequired {
         return Link::Continuation {
             of: e.exchange_id,
             evidence: format!(
@@ -527,7 +509,7 @@ fn decide(
                 "authorization changed"
             };
             return retry(
-                Origin::Sdk,
+                RetryOrigin::Sdk,
                 format!(
                     "rule 2 same id+body {} (auth refresh), {auth}",
                     timing(c, e)
@@ -537,7 +519,7 @@ fn decide(
         let same_ua = c.user_agent == e.user_agent;
         if same_session && same_ua && since_end_us <= sdk_gap_us {
             return retry(
-                Origin::Sdk,
+                RetryOrigin::Sdk,
                 format!(
                     "rule 2 same id+body {}, same user-agent, same session",
                     timing(c, e)
@@ -570,7 +552,7 @@ fn decide(
             differs.push(format!("over sdk-max-gap {}ms", cfg.sdk_max_gap_ms));
         }
         return retry(
-            Origin::Manual,
+            RetryOrigin::Manual,
             format!(
                 "rule 2 same id+body {}, {}",
                 timing(c, e),
@@ -593,7 +575,7 @@ fn decide(
             return Link::None;
         }
         return retry(
-            Origin::Application,
+            RetryOrigin::Application,
             format!("rule 3 {what} {}, same session", timing(c, e)),
         );
     }
@@ -608,7 +590,7 @@ fn decide(
         });
         if let Some((_, init_id)) = reinit {
             return retry(
-                Origin::Application,
+                RetryOrigin::Application,
                 format!(
                     "rule 4 {what} in new session {}ms after #{} was sent, earlier session ended by HTTP 404 (#{id404}) and client re-initialized (#{init_id})",
                     ms(since_start_us),
@@ -619,7 +601,7 @@ fn decide(
     }
     if since_start_us >= manual_gap_us {
         return retry(
-            Origin::Manual,
+            RetryOrigin::Manual,
             format!(
                 "rule 4 {what} in new session {}ms after #{} was sent, earlier session not ended by 404",
                 ms(since_start_us),
@@ -656,7 +638,7 @@ fn result(e: &Prior) -> String {
     match (e.http_status, e.error_code) {
         (Some(s), _) if !(200..300).contains(&s) => format!("{} ({s})", e.outcome),
         (_, Some(code)) => format!("{} ({code})", e.outcome),
-        _ => e.outcome.to_string(),
+        _ => e.outcome.name().to_string(),
     }
 }
 

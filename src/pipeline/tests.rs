@@ -370,23 +370,7 @@ fn built_capture(conns: u16) -> (Vec<u8>, usize, u64) {
 
 /// A classic pcap (Ethernet, µs) of `(time in µs, frame)` in the order given.
 pub(super) fn pcap_of(frames: &[(i64, Vec<u8>)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for v in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    for (ts, data) in frames {
-        let len = u32::try_from(data.len()).unwrap();
-        for v in [
-            u32::try_from(ts / 1_000_000).unwrap(),
-            u32::try_from(ts % 1_000_000).unwrap(),
-            len,
-            len,
-        ] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(data);
-    }
-    out
+    crate::capture::testing::pcap(frames.iter().map(|(ts, data)| (*ts, data.as_slice())))
 }
 
 #[test]

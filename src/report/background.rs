@@ -132,7 +132,6 @@ mod tests {
     fn row(id: u64) -> Exchange {
         Exchange {
             exchange_id: id,
-            outcome: "OK",
             ..Exchange::default()
         }
     }

@@ -2,14 +2,13 @@
 //! `--until`, `--only-failures`). They select the written rows only; pairing and retry
 //! inference always see every exchange, so filtering never changes a row's values.
 
-use super::row::is_failure;
-use crate::mcp::Exchange;
+use crate::mcp::{Exchange, Outcome};
 
 /// Which rows to keep. An empty list places no constraint; all constraints must hold.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RowFilter {
-    /// Keep these outcomes (compared case-insensitively, e.g. `tool_error`).
-    pub outcomes: Vec<String>,
+    /// Keep these outcomes.
+    pub outcomes: Vec<Outcome>,
     /// Keep rows whose `tool_name` is one of these.
     pub tools: Vec<String>,
     /// Keep rows whose `rpc_method` is one of these.
@@ -36,18 +35,14 @@ impl RowFilter {
         let in_list = |list: &[String], v: Option<&str>| {
             list.is_empty() || v.is_some_and(|v| list.iter().any(|x| x == v))
         };
-        (self.outcomes.is_empty()
-            || self
-                .outcomes
-                .iter()
-                .any(|o| o.eq_ignore_ascii_case(row.outcome)))
+        (self.outcomes.is_empty() || self.outcomes.contains(&row.outcome))
             && in_list(&self.tools, row.tool_name.as_deref())
             && in_list(&self.methods, row.rpc_method.as_deref())
             && (in_list(&self.sessions, Some(&row.session_key))
                 || in_list(&self.sessions, row.session_id.as_deref()))
             && self.since_us.is_none_or(|t| row.ts_request >= t)
             && self.until_us.is_none_or(|t| row.ts_request < t)
-            && (!self.only_failures || is_failure(row.outcome))
+            && (!self.only_failures || row.outcome.is_failure())
     }
 }
 
@@ -61,6 +56,7 @@ mod tests {
     use super::super::test_rows::ex;
     use super::*;
     use crate::mcp::Exchange;
+    use crate::mcp::Kind;
 
     fn sample() -> Vec<Exchange> {
         let mut a = ex(1, 1_000);
@@ -69,15 +65,15 @@ mod tests {
         let mut b = ex(2, 2_000);
         b.rpc_method = Some("tools/call".into());
         b.tool_name = Some("fetch".into());
-        b.outcome = "HTTP_ERROR";
+        b.outcome = Outcome::HttpError;
         b.session_key = "s2".into();
         b.session_id = Some("abc".into());
         let mut c = ex(3, 3_000);
         c.rpc_method = Some("tools/list".into());
-        c.outcome = "RPC_SUCCESS";
+        c.outcome = Outcome::RpcSuccess;
         let mut d = ex(4, 4_000);
-        d.kind = "stream";
-        d.outcome = "STREAM_OPEN";
+        d.kind = Kind::Stream;
+        d.outcome = Outcome::StreamOpen;
         vec![a, b, c, d]
     }
 
@@ -100,7 +96,7 @@ mod tests {
             g(&mut f);
             ids(&rows, &f)
         };
-        assert_eq!(f(|f| f.outcomes = vec!["http_error".into()]), vec![2]);
+        assert_eq!(f(|f| f.outcomes = vec![Outcome::HttpError]), vec![2]);
         assert_eq!(f(|f| f.tools = vec!["search".into(), "x".into()]), vec![1]);
         assert_eq!(f(|f| f.methods = vec!["tools/list".into()]), vec![3]);
         assert_eq!(f(|f| f.sessions = vec!["abc".into()]), vec![2]);

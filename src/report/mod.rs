@@ -390,46 +390,6 @@ mod tests {
         assert!(text.contains("\"outcome\":\"JSONRPC_ERROR\""));
     }
 
-    /// `cargo test --lib report::tests::measure_write_speed -- --ignored --nocapture`
-    #[test]
-    #[ignore = "measurement, not a check"]
-    fn measure_write_speed() {
-        let dir = tempfile::tempdir().unwrap();
-        let base = rows();
-        let many: Vec<Exchange> = (0..200_000)
-            .map(|i| {
-                let mut e = base[i % 3].clone();
-                e.exchange_id = i as u64 + 1;
-                e
-            })
-            .collect();
-        let formats: &[(Format, &str)] = &[
-            (Format::Jsonl, "m.jsonl"),
-            (Format::Csv, "m.csv"),
-            #[cfg(feature = "parquet")]
-            (Format::Parquet, "m.parquet"),
-        ];
-        for &(format, name) in formats {
-            let path = dir.path().join(name);
-            let t = std::time::Instant::now();
-            write_exchanges(&many, &path, format).unwrap();
-            let secs = t.elapsed().as_secs_f64();
-            let size = std::fs::metadata(&path).unwrap().len();
-            println!(
-                "{format:?}: {} rows in {secs:.2} s ({:.0} rows/s), {size} bytes",
-                many.len(),
-                many.len() as f64 / secs
-            );
-        }
-        let t = std::time::Instant::now();
-        let s = sessions(&many);
-        println!(
-            "sessions: {} in {:.3} s",
-            s.len(),
-            t.elapsed().as_secs_f64()
-        );
-    }
-
     /// A table whose second row breaks its own schema.
     struct Bad(bool);
 

@@ -85,43 +85,6 @@ const fn col(name: &'static str, ty: ColType, nullable: bool) -> ColumnSpec {
     ColumnSpec { name, ty, nullable }
 }
 
-/// Section 3 outcomes in evaluation order, with their fixed layer.
-pub const OUTCOMES: [(&str, &str); 16] = [
-    ("CANCELLED", "protocol"),
-    ("NO_RESPONSE", "transport"),
-    ("HTTP_ERROR", "transport"),
-    ("ACCEPTED", "protocol"),
-    ("UNEXPECTED_RESPONSE", "protocol"),
-    ("MALFORMED_JSON", "protocol"),
-    ("INVALID_ENVELOPE", "protocol"),
-    ("STREAM_INCOMPLETE", "protocol"),
-    ("JSONRPC_ERROR", "protocol"),
-    ("INPUT_REQUIRED", "interaction"),
-    ("TASK_CREATED", "interaction"),
-    ("INVALID_TOOL_RESULT", "application"),
-    ("TOOL_ERROR", "application"),
-    ("TOOL_SUCCESS", "application"),
-    ("RPC_SUCCESS", "application"),
-    ("STREAM_OPEN", "transport"),
-];
-
-/// The four layers, from the wire up.
-pub const LAYERS: [&str; 4] = ["transport", "protocol", "interaction", "application"];
-
-/// Outcomes that are not failures (`--only-failures` keeps everything else).
-pub const NON_FAILURE_OUTCOMES: [&str; 4] =
-    ["TOOL_SUCCESS", "RPC_SUCCESS", "ACCEPTED", "STREAM_OPEN"];
-
-/// Whether `outcome` counts as a failure for filters and summaries.
-pub fn is_failure(outcome: &str) -> bool {
-    !NON_FAILURE_OUTCOMES.contains(&outcome)
-}
-
-/// Position of `outcome` in [`OUTCOMES`], if it is a contract outcome.
-pub fn outcome_index(outcome: &str) -> Option<usize> {
-    OUTCOMES.iter().position(|(name, _)| *name == outcome)
-}
-
 use ColType::{Bool, F64, I64, Str, Timestamp, U16, U32, U64};
 
 /// The exchanges table (report-schema.md section 2), in contract order.
@@ -202,14 +165,14 @@ impl Table for Exchange {
             self.h2_stream.map_or(Cell::Null, Cell::U32),
             opt_str(&self.tls_version),
             opt_str(&self.tls_sni),
-            Cell::Str(self.transport),
+            Cell::Str(self.transport.name()),
             Cell::Str(self.session_key.as_str()),
             opt_str(&self.session_id),
             opt_str(&self.protocol_version),
             opt_str(&self.client_name),
             opt_str(&self.client_version),
             opt_str(&self.user_agent),
-            Cell::Str(self.kind),
+            Cell::Str(self.kind.name()),
             Cell::Str(self.http_method.as_str()),
             Cell::Str(self.path.as_str()),
             self.http_status.map_or(Cell::Null, Cell::U16),
@@ -217,20 +180,20 @@ impl Table for Exchange {
             opt_str(&self.jsonrpc_id),
             opt_str(&self.rpc_method),
             opt_str(&self.tool_name),
-            Cell::Str(self.outcome),
-            Cell::Str(self.layer),
+            Cell::Str(self.outcome.name()),
+            Cell::Str(self.layer.name()),
             self.error_code.map_or(Cell::Null, Cell::I64),
             opt_str(&self.error_message),
             opt_str(&self.result_type),
             self.is_error.map_or(Cell::Null, Cell::Bool),
             Cell::U32(self.sse_events),
             Cell::Bool(self.final_response),
-            Cell::Str(self.stream_end),
+            Cell::Str(self.stream_end.name()),
             Cell::U64(self.request_bytes),
             Cell::U64(self.response_bytes),
             Cell::U32(self.attempt),
             opt_u64(self.retry_of),
-            Cell::Str(self.retry_origin),
+            Cell::Str(self.retry_origin.name()),
             opt_str(&self.retry_evidence),
             opt_str(&self.retry_findings),
             opt_u64(self.continuation_of),
@@ -310,16 +273,32 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn outcomes_and_failures() {
-        assert_eq!(outcome_index("CANCELLED"), Some(0));
-        assert_eq!(outcome_index("STREAM_OPEN"), Some(15));
-        assert_eq!(outcome_index("nope"), None);
-        assert!(is_failure("HTTP_ERROR"));
-        assert!(is_failure("INPUT_REQUIRED"));
-        assert!(!is_failure("TOOL_SUCCESS"));
-        assert!(!is_failure("STREAM_OPEN"));
-        for (_, layer) in OUTCOMES {
-            assert!(LAYERS.contains(&layer));
+    fn enum_columns_are_their_contract_names() {
+        use crate::mcp::{Kind, Outcome, RetryOrigin, StreamEnd};
+        let e = Exchange {
+            kind: Kind::SessionEnd,
+            outcome: Outcome::JsonrpcError,
+            layer: Outcome::JsonrpcError.layer(),
+            stream_end: StreamEnd::CaptureEnd,
+            retry_origin: RetryOrigin::Manual,
+            ..Exchange::default()
+        };
+        let cells = e.cells();
+        let at = |name: &str| {
+            EXCHANGE_COLUMNS
+                .iter()
+                .position(|c| c.name == name)
+                .unwrap()
+        };
+        for (column, want) in [
+            ("transport", "unknown"),
+            ("kind", "session_end"),
+            ("outcome", "JSONRPC_ERROR"),
+            ("layer", "protocol"),
+            ("stream_end", "capture_end"),
+            ("retry_origin", "manual"),
+        ] {
+            assert_eq!(cells[at(column)], Cell::Str(want), "{column}");
         }
     }
 }

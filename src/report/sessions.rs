@@ -1,10 +1,10 @@
 //! The sessions table (report-schema.md section 5): one row per `session_key`, aggregated
 //! incrementally from exchanges in any order, so memory grows with sessions, not rows.
 
-use super::row::{Cell, ColType, ColumnSpec, OUTCOMES, Table, outcome_index};
+use super::row::{Cell, ColType, ColumnSpec, Table};
 use crate::hashing::HashMap;
 use crate::mcp::retry::{Finding, findings_of};
-use crate::mcp::{Exchange, InferenceConfig};
+use crate::mcp::{Exchange, InferenceConfig, Kind, Outcome, RetryOrigin, StreamEnd, Transport};
 
 /// One session.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -14,7 +14,7 @@ pub struct SessionRow {
     /// `Mcp-Session-Id` or legacy session id (first one seen).
     pub session_id: Option<String>,
     /// Transport of the session's first exchange.
-    pub transport: String,
+    pub transport: Transport,
     /// First protocol version seen.
     pub protocol_version: Option<String>,
     pub client_name: Option<String>,
@@ -30,8 +30,8 @@ pub struct SessionRow {
     pub last_ts: i64,
     /// Rows of kind `request` (JSON-RPC requests from the client).
     pub requests: u64,
-    /// Rows per outcome, indexed like [`OUTCOMES`].
-    pub outcome_counts: [u64; OUTCOMES.len()],
+    /// Rows per outcome, indexed like [`Outcome::ALL`].
+    pub outcome_counts: [u64; Outcome::ALL.len()],
     /// Rows whose `retry_origin` is `sdk`.
     pub retries_sdk: u64,
     pub retries_application: u64,
@@ -42,15 +42,17 @@ pub struct SessionRow {
     pub ended_by: String,
     /// All rows of the session (extra column, after the contract's).
     pub exchanges: u64,
-    /// Rows whose outcome is not a section 3 name (extra column; 0 unless a stage misbehaves).
+    /// Rows whose outcome is not a section 3 name (extra column): always 0, as outcomes are
+    /// typed; kept so the table's columns stay stable.
     pub other_outcomes: u64,
 }
 
 impl SessionRow {
     /// Count of rows with `outcome`.
-    pub fn count(&self, outcome: &str) -> u64 {
-        outcome_index(outcome)
-            .and_then(|i| self.outcome_counts.get(i).copied())
+    pub fn count(&self, outcome: Outcome) -> u64 {
+        self.outcome_counts
+            .get(outcome.index())
+            .copied()
             .unwrap_or(0)
     }
 }
@@ -59,7 +61,7 @@ const fn col(name: &'static str, ty: ColType, nullable: bool) -> ColumnSpec {
     ColumnSpec { name, ty, nullable }
 }
 
-/// Sessions table columns, in contract order; the count columns follow [`OUTCOMES`].
+/// Sessions table columns, in contract order; the count columns follow [`Outcome::ALL`].
 pub const SESSION_COLUMNS: &[ColumnSpec] = &[
     col("session_key", ColType::Str, false),
     col("session_id", ColType::Str, true),
@@ -111,7 +113,7 @@ impl Table for SessionRow {
         let mut cells = vec![
             Cell::Str(&self.session_key),
             opt(&self.session_id),
-            Cell::Str(&self.transport),
+            Cell::Str(self.transport.name()),
             opt(&self.protocol_version),
             opt(&self.client_name),
             opt(&self.client_version),
@@ -195,7 +197,7 @@ impl SessionAggregator {
         // first byte), whatever order rows arrive in.
         if e.exchange_id <= acc.first_id || row.client_addr.is_empty() {
             acc.first_id = e.exchange_id;
-            e.transport.clone_into(&mut row.transport);
+            row.transport = e.transport;
             e.client_addr.as_str().clone_into(&mut row.client_addr);
             e.server_addr.as_str().clone_into(&mut row.server_addr);
         }
@@ -207,18 +209,17 @@ impl SessionAggregator {
         row.first_ts = row.first_ts.min(e.ts_request);
         row.last_ts = row.last_ts.max(last);
         row.exchanges = row.exchanges.saturating_add(1);
-        if e.kind == "request" {
+        if e.kind == Kind::Request {
             row.requests = row.requests.saturating_add(1);
         }
-        match outcome_index(e.outcome).and_then(|i| row.outcome_counts.get_mut(i)) {
-            Some(n) => *n = n.saturating_add(1),
-            None => row.other_outcomes = row.other_outcomes.saturating_add(1),
+        if let Some(n) = row.outcome_counts.get_mut(e.outcome.index()) {
+            *n = n.saturating_add(1);
         }
         let retries = match e.retry_origin {
-            "sdk" => Some(&mut row.retries_sdk),
-            "application" => Some(&mut row.retries_application),
-            "manual" => Some(&mut row.retries_manual),
-            _ => None,
+            RetryOrigin::Sdk => Some(&mut row.retries_sdk),
+            RetryOrigin::Application => Some(&mut row.retries_application),
+            RetryOrigin::Manual => Some(&mut row.retries_manual),
+            RetryOrigin::None => None,
         };
         if let Some(n) = retries {
             *n = n.saturating_add(1);
@@ -228,7 +229,7 @@ impl SessionAggregator {
                 *n = n.saturating_add(1);
             }
         }
-        let end = if e.kind == "session_end" {
+        let end = if e.kind == Kind::SessionEnd {
             Some(End::Delete)
         } else if e.http_status == Some(404)
             && e.session_id.is_some()
@@ -243,7 +244,9 @@ impl SessionAggregator {
         {
             acc.end = Some((e.exchange_id, end));
         }
-        if e.outcome == "STREAM_OPEN" || (e.kind == "stream" && e.stream_end == "capture_end") {
+        if e.outcome == Outcome::StreamOpen
+            || (e.kind == Kind::Stream && e.stream_end == StreamEnd::CaptureEnd)
+        {
             acc.open_stream = true;
         }
     }
@@ -333,9 +336,12 @@ mod tests {
 
     #[test]
     fn count_columns_follow_outcomes() {
-        for (i, (outcome, _)) in OUTCOMES.iter().enumerate() {
+        for (i, outcome) in Outcome::ALL.iter().enumerate() {
             let spec = SESSION_COLUMNS.get(12 + i).unwrap();
-            assert_eq!(spec.name, format!("n_{}", outcome.to_ascii_lowercase()));
+            assert_eq!(
+                spec.name,
+                format!("n_{}", outcome.name().to_ascii_lowercase())
+            );
         }
         assert_eq!(SESSION_COLUMNS.get(28).unwrap().name, "retries_sdk");
     }
@@ -344,35 +350,35 @@ mod tests {
         // s1: initialize, a failed call, its sdk retry, an application retry, then DELETE.
         let mut init = ex(1, 0);
         init.rpc_method = Some("initialize".into());
-        init.outcome = "RPC_SUCCESS";
+        init.outcome = Outcome::RpcSuccess;
         init.client_name = Some("cli".into());
         init.protocol_version = Some("2025-06-18".into());
         init.ts_response = Some(5_000);
         let mut fail = ex(2, 10_000);
         fail.session_id = Some("abc".into());
-        fail.outcome = "HTTP_ERROR";
+        fail.outcome = Outcome::HttpError;
         fail.http_status = Some(503);
         let mut sdk = ex(3, 20_000);
         sdk.session_id = Some("abc".into());
         sdk.retry_of = Some(2);
-        sdk.retry_origin = "sdk";
+        sdk.retry_origin = RetryOrigin::Sdk;
         sdk.attempt = 2;
-        sdk.outcome = "TOOL_ERROR";
+        sdk.outcome = Outcome::ToolError;
         let mut app = ex(4, 30_000);
         app.retry_of = Some(3);
-        app.retry_origin = "application";
+        app.retry_origin = RetryOrigin::Application;
         app.attempt = 3;
         let mut del = ex(5, 40_000);
-        del.kind = "session_end";
+        del.kind = Kind::SessionEnd;
         del.http_method = "DELETE".into();
-        del.outcome = "RPC_SUCCESS";
+        del.outcome = Outcome::RpcSuccess;
         del.ts_response = Some(41_000);
         // s2: one call answered 404 with the session id.
         let mut gone = ex(6, 50_000);
         gone.session_key = "s2".into();
         gone.session_id = Some("old".into());
         gone.http_status = Some(404);
-        gone.outcome = "HTTP_ERROR";
+        gone.outcome = Outcome::HttpError;
         gone.client_addr = "10.0.0.9:1".into();
         // s3: silent for 10 minutes before the capture ends.
         let mut quiet = ex(7, 60_000);
@@ -380,8 +386,8 @@ mod tests {
         // s4: active at the end.
         let mut late = ex(8, 60_000 + 10 * MIN_US);
         late.session_key = "s4".into();
-        late.kind = "notification";
-        late.outcome = "ACCEPTED";
+        late.kind = Kind::Notification;
+        late.outcome = Outcome::Accepted;
         vec![init, fail, sdk, app, del, gone, quiet, late]
     }
 
@@ -397,10 +403,10 @@ mod tests {
         assert_eq!((s1.first_ts, s1.last_ts), (0, 41_000));
         assert_eq!(s1.requests, 4);
         assert_eq!(s1.exchanges, 5);
-        assert_eq!(s1.count("RPC_SUCCESS"), 2);
-        assert_eq!(s1.count("HTTP_ERROR"), 1);
-        assert_eq!(s1.count("TOOL_ERROR"), 1);
-        assert_eq!(s1.count("TOOL_SUCCESS"), 1);
+        assert_eq!(s1.count(Outcome::RpcSuccess), 2);
+        assert_eq!(s1.count(Outcome::HttpError), 1);
+        assert_eq!(s1.count(Outcome::ToolError), 1);
+        assert_eq!(s1.count(Outcome::ToolSuccess), 1);
         assert_eq!(s1.outcome_counts.iter().sum::<u64>(), 5);
         assert_eq!(
             (s1.retries_sdk, s1.retries_application, s1.retries_manual),
@@ -432,14 +438,5 @@ mod tests {
         r.http_status = Some(404);
         r.error_code = Some(-32601);
         assert_eq!(sessions(&[r])[0].ended_by, "capture_end");
-    }
-
-    #[test]
-    fn unknown_outcome_is_counted_apart() {
-        let mut r = ex(1, 0);
-        r.outcome = "WEIRD";
-        let s = sessions(&[r]);
-        assert_eq!(s[0].other_outcomes, 1);
-        assert_eq!(s[0].outcome_counts.iter().sum::<u64>(), 0);
     }
 }

@@ -1,11 +1,10 @@
 //! The run summary (`--summary`, report-schema.md section 5): one JSON object with the
 //! run's counters, so scripts can check what was read, what was skipped and why.
 
-use super::row::{LAYERS, OUTCOMES};
 use crate::anomaly::Stats;
 use crate::capture::InputInfo;
-use crate::mcp::Exchange;
 use crate::mcp::retry::{FINDING_NAMES, findings_of};
+use crate::mcp::{Exchange, Layer, Outcome, RetryOrigin};
 use crate::tls::Decryption;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -39,13 +38,14 @@ impl RunInfo<'_> {
     }
 }
 
-/// Rows per outcome: every section 3 outcome (zero included, so the keys are stable),
-/// plus any other outcome string that occurs.
+/// Rows per outcome: every section 3 outcome (zero included, so the keys are stable).
 pub(crate) fn outcome_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
-    let mut counts: BTreeMap<String, u64> =
-        OUTCOMES.iter().map(|(o, _)| (o.to_string(), 0)).collect();
+    let mut counts: BTreeMap<String, u64> = Outcome::ALL
+        .iter()
+        .map(|o| (o.name().to_string(), 0))
+        .collect();
     for r in rows {
-        let n = counts.entry(r.outcome.to_string()).or_default();
+        let n = counts.entry(r.outcome.name().to_string()).or_default();
         *n = n.saturating_add(1);
     }
     counts
@@ -53,9 +53,12 @@ pub(crate) fn outcome_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
 
 /// Rows per layer (the four layers always present).
 pub(crate) fn layer_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
-    let mut counts: BTreeMap<String, u64> = LAYERS.iter().map(|l| (l.to_string(), 0)).collect();
+    let mut counts: BTreeMap<String, u64> = Layer::ALL
+        .iter()
+        .map(|l| (l.name().to_string(), 0))
+        .collect();
     for r in rows {
-        let n = counts.entry(r.layer.to_string()).or_default();
+        let n = counts.entry(r.layer.name().to_string()).or_default();
         *n = n.saturating_add(1);
     }
     counts
@@ -84,11 +87,13 @@ fn count_map(m: &BTreeMap<String, u64>) -> Value {
 pub fn run_summary(info: &RunInfo) -> Value {
     let s = info.stats;
     let mut retries = BTreeMap::new();
-    for origin in ["sdk", "application", "manual"] {
-        retries.insert(origin.to_string(), 0u64);
+    for origin in RetryOrigin::ALL {
+        if origin != RetryOrigin::None {
+            retries.insert(origin.name().to_string(), 0u64);
+        }
     }
     for r in info.rows {
-        if let Some(n) = retries.get_mut(r.retry_origin) {
+        if let Some(n) = retries.get_mut(r.retry_origin.name()) {
             *n = n.saturating_add(1);
         }
     }
@@ -226,9 +231,9 @@ pub(crate) mod tests {
         let stats = stats();
         let inputs = inputs();
         let mut rows = vec![ex(1, 0), ex(2, 1), ex(3, 2)];
-        rows[1].outcome = "HTTP_ERROR";
-        rows[1].layer = "transport";
-        rows[2].retry_origin = "sdk";
+        rows[1].outcome = Outcome::HttpError;
+        rows[1].layer = Layer::Transport;
+        rows[2].retry_origin = RetryOrigin::Sdk;
         rows[2].retry_findings = Some("unsafe_retry;no_backoff".into());
         let info = RunInfo {
             undecrypted: &crate::report::NO_UNDECRYPTED,

@@ -1,6 +1,7 @@
 //! Hand-made exchanges shared by the report tests.
 
 use crate::mcp::Exchange;
+use crate::mcp::{Kind, Layer, Outcome, RetryOrigin, StreamEnd, Transport};
 
 /// A plain successful `tools/call` row; tests change the fields they care about.
 pub(crate) fn ex(id: u64, ts_request: i64) -> Exchange {
@@ -12,16 +13,16 @@ pub(crate) fn ex(id: u64, ts_request: i64) -> Exchange {
         server_addr: "10.0.0.2:8080".into(),
         tcp_stream: Some(0),
         http_version: Some("HTTP/1.1"),
-        transport: "streamable_http",
+        transport: Transport::StreamableHttp,
         session_key: "s1".into(),
-        kind: "request",
+        kind: Kind::Request,
         http_method: "POST".into(),
         path: "/mcp".into(),
-        outcome: "TOOL_SUCCESS",
-        layer: "application",
-        stream_end: "none",
+        outcome: Outcome::ToolSuccess,
+        layer: Layer::Application,
+        stream_end: StreamEnd::None,
         attempt: 1,
-        retry_origin: "none",
+        retry_origin: RetryOrigin::None,
         ..Exchange::default()
     }
 }
@@ -52,20 +53,20 @@ pub(crate) fn rows() -> Vec<Exchange> {
         session_id: Some(arcstr::ArcStr::new()),
         jsonrpc_id: Some("\"abc\"".into()),
         rpc_method: Some("tools/list".into()),
-        outcome: "JSONRPC_ERROR",
-        layer: "protocol",
+        outcome: Outcome::JsonrpcError,
+        layer: Layer::Protocol,
         error_code: Some(-32602),
         error_message: Some("Invalid params: \"x\", y\r\nz".into()),
         anomalies: Some("http.gap_in_body;rpc.bad".into()),
         sse_events: 3,
-        stream_end: "capture_end",
+        stream_end: StreamEnd::CaptureEnd,
         ..ex(2, -1)
     };
     let third = Exchange {
         request_bytes: u64::MAX,
         attempt: 2,
         retry_of: Some(1),
-        retry_origin: "sdk",
+        retry_origin: RetryOrigin::Sdk,
         retry_evidence: Some("same id+body 412ms after HTTP 503, same user-agent".into()),
         retry_findings: Some("unsafe_retry;no_backoff".into()),
         http_status: Some(u16::MAX),

@@ -14,6 +14,10 @@
     clippy::indexing_slicing
 )]
 
+// The unit tests' pcap writer, so that one implementation builds every test capture.
+#[path = "../../src/capture/testing.rs"]
+pub mod pcap_file;
+
 use etherparse::PacketBuilder;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -142,22 +146,7 @@ impl Capture {
 
     /// Classic pcap bytes (magic a1b2c3d4, v2.4, LINKTYPE_ETHERNET).
     pub fn to_pcap(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-        out.extend_from_slice(&2u16.to_le_bytes());
-        out.extend_from_slice(&4u16.to_le_bytes());
-        out.extend_from_slice(&0i32.to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
-        out.extend_from_slice(&65535u32.to_le_bytes());
-        out.extend_from_slice(&1u32.to_le_bytes());
-        for (ts, data) in &self.records {
-            out.extend_from_slice(&((ts / 1_000_000) as u32).to_le_bytes());
-            out.extend_from_slice(&((ts % 1_000_000) as u32).to_le_bytes());
-            out.extend_from_slice(&(data.len() as u32).to_le_bytes());
-            out.extend_from_slice(&(data.len() as u32).to_le_bytes());
-            out.extend_from_slice(data);
-        }
-        out
+        pcap_file::pcap(self.records.iter().map(|(ts, data)| (*ts, data.as_slice())))
     }
 
     /// Write the capture as `name` in `dir`.

@@ -9,7 +9,8 @@ use crate::anomaly::Stats;
 use crate::hashing::HashMap;
 use crate::http::BodyEnd;
 use crate::mcp::Exchange;
-use crate::mcp::classify::{Final, Kind};
+use crate::mcp::Kind;
+use crate::mcp::classify::Final;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 
@@ -340,7 +341,7 @@ impl Analyzer {
             // Legacy requests still waiting: their answer would have come on the GET stream.
             let end = self.legacy_end(&row).unwrap_or(BodyEnd::CaptureEnd);
             row.stream_broken = Some(end);
-            row.ex.stream_end = end.name();
+            row.ex.stream_end = end.into();
         }
         let id = row
             .reserved

@@ -7,9 +7,10 @@ use super::http_ctx::{Carrier, Ctx, CtxKey, ExchangeRole};
 use crate::anomaly::Stats;
 use crate::http::retry_after::RetryAfter;
 use crate::http::{BodyEnd, ResponseHead};
-use crate::mcp::classify::{self, Final, Kind};
+use crate::mcp::classify::{self, Final};
 use crate::mcp::prepare::{BodyPiece, PreparedEnd, PreparedSse, is_event_stream};
 use crate::mcp::session::{legacy_session_param, path_of};
+use crate::mcp::{Kind, Transport};
 use crate::rpc::{RpcError, RpcMessage};
 use serde_json::Value;
 
@@ -113,7 +114,7 @@ impl Analyzer {
                 if let Some(r) = self.rows.get_mut(row) {
                     r.tentative = false;
                     r.legacy = sid.is_some();
-                    r.ex.transport = "legacy_sse";
+                    r.ex.transport = Transport::LegacySse;
                     r.ex.session_id = sid.as_deref().map(|s| self.texts.get(s));
                     r.ex.session_key = session_key.clone();
                     r.session_key = session_key;
@@ -263,7 +264,7 @@ impl Analyzer {
                         if let Some(r) = self.rows.get_mut(i)
                             && r.kind == Kind::Request
                         {
-                            r.ex.stream_end = end.name();
+                            r.ex.stream_end = end.into();
                             if r.final_msg.is_none() {
                                 r.stream_broken = Some(end);
                             }
@@ -273,7 +274,7 @@ impl Analyzer {
                 ExchangeRole::Stream { legacy, .. } => {
                     if let Some(r) = ctx.rows.first().and_then(|&i| self.rows.get_mut(i)) {
                         r.stream_row_end = Some(end);
-                        r.ex.stream_end = end.name();
+                        r.ex.stream_end = end.into();
                     }
                     if let Some(s) = legacy
                         && let Some(l) = self.legacy.get_mut(&(ctx.server_addr.clone(), s.clone()))

@@ -6,9 +6,9 @@ use crate::anomaly::Stats;
 use crate::hashing::{HashMap, HashSet};
 use crate::http::redact::redact_target;
 use crate::http::{BodyEnd, HttpRequest, http_version_name};
-use crate::mcp::classify::{self, Final, Kind, RowFacts};
+use crate::mcp::classify::{self, Final, RowFacts};
 use crate::mcp::session::{SessionFacts, SessionInfo, fnv1a};
-use crate::mcp::{Exchange, InferenceInputs};
+use crate::mcp::{Exchange, InferenceInputs, Kind, RetryOrigin, StreamEnd, Transport};
 use crate::rpc::RpcId;
 use arcstr::ArcStr;
 use std::borrow::Cow;
@@ -69,7 +69,7 @@ pub(super) struct Reserved {
     pub(super) exchange_id: u64,
     pub(super) attempt: u32,
     pub(super) retry_of: Option<u64>,
-    pub(super) retry_origin: &'static str,
+    pub(super) retry_origin: RetryOrigin,
     pub(super) retry_evidence: Option<String>,
     pub(super) retry_findings: Option<String>,
     pub(super) continuation_of: Option<u64>,
@@ -122,11 +122,11 @@ impl Analyzer {
         let conn = &req.xref.conn;
         let legacy = legacy_sid.is_some();
         let transport = if legacy {
-            "legacy_sse"
+            Transport::LegacySse
         } else if kind == Kind::Http && sid.is_none() {
-            "unknown"
+            Transport::Unknown
         } else {
-            "streamable_http"
+            Transport::StreamableHttp
         };
         let seq = self.rows.next as u64;
         let user_agent = h.get("user-agent").map(|ua| self.texts.get(ua));
@@ -144,17 +144,17 @@ impl Analyzer {
             session_key: session_key.clone(),
             session_id: legacy_sid.or(sid),
             user_agent: user_agent.clone(),
-            kind: kind.name(),
+            kind,
             http_method: req.head.method.clone(),
             // Section 1b: credentials in the query are shown as hashes.
             path: match redact_target(&req.head.uri) {
                 Cow::Borrowed(_) => req.head.uri.clone(),
                 Cow::Owned(s) => s.into(),
             },
-            stream_end: "none",
+            stream_end: StreamEnd::None,
             request_bytes: req.wire_len,
             attempt: 1,
-            retry_origin: "none",
+            retry_origin: RetryOrigin::None,
             inference: InferenceInputs {
                 endpoint: endpoint.clone(),
                 ts_request_end: req.ts_last_us,

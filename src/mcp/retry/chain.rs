@@ -7,7 +7,7 @@
 
 use super::is_success_outcome;
 use crate::hashing::HashMap;
-use crate::mcp::Exchange;
+use crate::mcp::{Exchange, Kind, Outcome, RetryOrigin};
 use std::collections::BTreeMap;
 
 /// One logical call that was attempted more than once.
@@ -17,10 +17,10 @@ pub struct RetryChain {
     pub first: u64,
     /// Every attempt by `exchange_id`, the first included (its origin is `none`):
     /// (exchange_id, retry_origin, outcome).
-    pub attempts: Vec<(u64, String, String)>,
+    pub attempts: Vec<(u64, RetryOrigin, Outcome)>,
     /// Outcome of the last `request` attempt; a resumed stream completes the request it
     /// resumes, so its own outcome is not the call's.
-    pub final_outcome: String,
+    pub final_outcome: Outcome,
     /// The first repeat followed a failed attempt (an outcome that is not a success, or a
     /// broken stream that was resumed); false when a call that had succeeded was sent again.
     pub after_failure: bool,
@@ -60,27 +60,21 @@ pub fn retry_chains(rows: &[Exchange]) -> Vec<RetryChain> {
             let first_repeat = repeats.first().and_then(|&p| Some((p, rows.get(p)?)))?;
             let previous = parent_of(first_repeat.0).and_then(|q| rows.get(q))?;
             let after_failure =
-                first_repeat.1.kind == "stream" || !is_success_outcome(previous.outcome);
+                first_repeat.1.kind == Kind::Stream || !is_success_outcome(previous.outcome);
             let all: Vec<&Exchange> = std::iter::once(first)
                 .chain(repeats.iter().filter_map(|&p| rows.get(p)))
                 .collect();
             let final_outcome = all
                 .iter()
                 .rev()
-                .find(|e| e.kind == "request")
+                .find(|e| e.kind == Kind::Request)
                 .or(all.last())
-                .map_or_else(String::new, |e| e.outcome.to_string());
+                .map_or(Outcome::default(), |e| e.outcome);
             Some(RetryChain {
                 first: first.exchange_id,
                 attempts: all
                     .iter()
-                    .map(|e| {
-                        (
-                            e.exchange_id,
-                            e.retry_origin.to_string(),
-                            e.outcome.to_string(),
-                        )
-                    })
+                    .map(|e| (e.exchange_id, e.retry_origin, e.outcome))
                     .collect(),
                 final_outcome,
                 after_failure,
@@ -105,10 +99,10 @@ mod tests {
     ) -> Exchange {
         Exchange {
             exchange_id: id,
-            kind,
+            kind: Kind::from_name(kind).unwrap(),
             retry_of,
-            retry_origin: origin,
-            outcome,
+            retry_origin: RetryOrigin::from_name(origin).unwrap(),
+            outcome: Outcome::from_name(outcome).unwrap(),
             ..Default::default()
         }
     }
@@ -116,7 +110,7 @@ mod tests {
     fn ids(c: &RetryChain) -> Vec<(u64, &str, &str)> {
         c.attempts
             .iter()
-            .map(|(i, o, r)| (*i, o.as_str(), r.as_str()))
+            .map(|(i, o, r)| (*i, o.name(), r.name()))
             .collect()
     }
 

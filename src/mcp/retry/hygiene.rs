@@ -14,7 +14,7 @@
 use super::index::Prior;
 use super::tool_catalog::{ToolCatalog, ToolSafety};
 use super::{clip, ms, result};
-use crate::mcp::{Exchange, InferenceConfig};
+use crate::mcp::{Exchange, InferenceConfig, Outcome};
 
 /// A retry-hygiene finding; [`Finding::name`] is its contract name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,14 +81,18 @@ pub fn findings_of(column: Option<&str>) -> impl Iterator<Item = Finding> + '_ {
 /// Earlier attempts whose side effects are uncertain (they may have run).
 fn uncertain(e: &Prior) -> bool {
     match e.outcome {
-        "NO_RESPONSE" | "STREAM_INCOMPLETE" | "CANCELLED" => true,
-        "HTTP_ERROR" => matches!(e.http_status, Some(500 | 502 | 503 | 504)),
+        Outcome::NoResponse | Outcome::StreamIncomplete | Outcome::Cancelled => true,
+        Outcome::HttpError => matches!(e.http_status, Some(500 | 502 | 503 | 504)),
         _ => false,
     }
 }
 
 /// Responses that are not valid answers: replaying the same call asks for the same breakage.
-const INVALID_RESPONSES: [&str; 3] = ["MALFORMED_JSON", "INVALID_ENVELOPE", "INVALID_TOOL_RESULT"];
+const INVALID_RESPONSES: [Outcome; 3] = [
+    Outcome::MalformedJson,
+    Outcome::InvalidEnvelope,
+    Outcome::InvalidToolResult,
+];
 
 /// JSON-RPC "Invalid params".
 const INVALID_PARAMS: i64 = -32602;

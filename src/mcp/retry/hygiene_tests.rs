@@ -18,12 +18,12 @@ fn call(ts_ms: i64, id: &str) -> Exchange {
         session_key: "S".into(),
         session_id: Some("S".into()),
         user_agent: Some("node".into()),
-        kind: "request",
+        kind: Kind::Request,
         http_status: Some(200),
         jsonrpc_id: Some(id.to_string()),
         rpc_method: Some("tools/call".into()),
         tool_name: Some("send".into()),
-        outcome: "TOOL_SUCCESS",
+        outcome: Outcome::ToolSuccess,
         retry_findings: Some("stale".into()),
         ..Default::default()
     };
@@ -38,7 +38,7 @@ fn listing(ts_ms: i64, done_ms: i64, endpoint: &str, tools: &[(&str, ToolHints)]
     let mut e = call(ts_ms, "90");
     e.rpc_method = Some("tools/list".into());
     e.tool_name = None;
-    e.outcome = "RPC_SUCCESS";
+    e.outcome = Outcome::RpcSuccess;
     e.ts_response = Some(done_ms * 1000);
     e.inference.endpoint = endpoint.into();
     e.inference.params_fingerprint = None;
@@ -56,17 +56,17 @@ trait Make: Sized {
 
 impl Make for Exchange {
     fn ended(mut self, outcome: &'static str, status: u16) -> Self {
-        self.outcome = outcome;
+        self.outcome = Outcome::from_name(outcome).unwrap();
         self.http_status = Some(status);
         self
     }
     fn error(mut self, code: i64) -> Self {
-        self.outcome = "JSONRPC_ERROR";
+        self.outcome = Outcome::JsonrpcError;
         self.error_code = Some(code);
         self
     }
     fn never_ended(mut self) -> Self {
-        self.outcome = "NO_RESPONSE";
+        self.outcome = Outcome::NoResponse;
         self.http_status = None;
         self.ts_response = None;
         self
@@ -126,7 +126,7 @@ const UNANNOTATED: ToolHints = ToolHints {
 #[test]
 fn an_unlisted_tool_retried_after_a_503_is_unsafe() {
     let rows = run(vec![call(0, "1").ended("HTTP_ERROR", 503), call(500, "2")]);
-    assert_eq!(rows[1].retry_origin, "application");
+    assert_eq!(rows[1].retry_origin.name(), "application");
     assert_eq!(findings(&rows, 2), Some("unsafe_retry"));
     assert_eq!(
         evidence(&rows, 2),
@@ -508,7 +508,7 @@ fn findings_come_in_contract_order_with_their_evidence_in_the_same_order() {
 fn continuations_and_stream_resumptions_are_never_findings() {
     // Rule 1: an MRTR follow-up of an input_required call, however often.
     let mut rows = vec![call(0, "1").ended("INPUT_REQUIRED", 200)];
-    rows[0].outcome = "INPUT_REQUIRED";
+    rows[0].outcome = Outcome::InputRequired;
     let mut follow = call(100, "2");
     follow.inference.has_mrtr_fields = true;
     rows.push(follow);
@@ -520,7 +520,7 @@ fn continuations_and_stream_resumptions_are_never_findings() {
     let mut rows = vec![call(0, "1").ended("STREAM_INCOMPLETE", 200)];
     for (n, t) in [(1u64, 10i64), (2, 20), (3, 30), (4, 40)] {
         let mut g = call(t, "0");
-        g.kind = "stream";
+        g.kind = Kind::Stream;
         g.http_method = "GET".into();
         g.jsonrpc_id = None;
         g.rpc_method = None;
@@ -531,7 +531,7 @@ fn continuations_and_stream_resumptions_are_never_findings() {
     }
     let rows = run(rows);
     assert_eq!(rows[4].attempt, 5);
-    assert_eq!(rows[4].retry_origin, "sdk");
+    assert_eq!(rows[4].retry_origin.name(), "sdk");
     assert!(rows.iter().all(|r| r.retry_findings.is_none()));
 }
 

@@ -9,7 +9,7 @@
 
 use crate::hashing::HashMap;
 use crate::http::retry_after::RetryAfter;
-use crate::mcp::Exchange;
+use crate::mcp::{Exchange, Outcome};
 use arcstr::ArcStr;
 use std::collections::VecDeque;
 use xxhash_rust::xxh3::{xxh3_64, xxh3_128};
@@ -81,8 +81,7 @@ pub(super) struct Prior {
     pub body: Option<Fingerprint>,
     pub auth_hash: Option<u64>,
     pub has_mrtr_fields: bool,
-    /// One of the contract's outcome names (static), or an unexpected text.
-    pub outcome: &'static str,
+    pub outcome: Outcome,
     pub http_status: Option<u16>,
     pub error_code: Option<i64>,
     /// The wait its 429 or 503 response asked for, kept in 13 bytes rather than 32: the

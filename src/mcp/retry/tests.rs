@@ -15,15 +15,15 @@ fn req(ts_ms: i64, session: &str, id: &str, params: &str) -> Exchange {
         session_key: session.into(),
         session_id: Some(session.into()),
         user_agent: Some("node".into()),
-        kind: "request",
+        kind: Kind::Request,
         http_status: Some(200),
         jsonrpc_id: Some(id.to_string()),
         rpc_method: Some("tools/call".into()),
-        outcome: "TOOL_SUCCESS",
+        outcome: Outcome::ToolSuccess,
         // Stale values: inference must overwrite them.
         attempt: 9,
         retry_of: Some(77),
-        retry_origin: "stale",
+        retry_origin: RetryOrigin::Manual,
         ..Default::default()
     };
     e.inference.endpoint = ENDPOINT.into();
@@ -37,7 +37,7 @@ fn req(ts_ms: i64, session: &str, id: &str, params: &str) -> Exchange {
 /// A row of another kind with no JSON-RPC id (notification, stream GET).
 fn other(ts_ms: i64, session: &str, kind: &'static str, method: Option<&str>) -> Exchange {
     let mut e = req(ts_ms, session, "0", "{}");
-    e.kind = kind;
+    e.kind = Kind::from_name(kind).unwrap();
     e.jsonrpc_id = None;
     e.rpc_method = method.map(Into::into);
     e.inference.body_fingerprint = None;
@@ -61,12 +61,12 @@ trait With: Sized {
 
 impl With for Exchange {
     fn failed(mut self, outcome: &'static str, status: u16) -> Self {
-        self.outcome = outcome;
+        self.outcome = Outcome::from_name(outcome).unwrap();
         self.http_status = Some(status);
         self
     }
     fn outcome(mut self, outcome: &'static str) -> Self {
-        self.outcome = outcome;
+        self.outcome = Outcome::from_name(outcome).unwrap();
         self
     }
     fn ua(mut self, ua: &str) -> Self {
@@ -84,7 +84,7 @@ impl With for Exchange {
     fn no_response(mut self) -> Self {
         self.ts_response = None;
         self.http_status = None;
-        self.outcome = "NO_RESPONSE";
+        self.outcome = Outcome::NoResponse;
         self
     }
     fn ends_at(mut self, ts_ms: i64) -> Self {
@@ -122,7 +122,12 @@ fn run(mut rows: Vec<Exchange>) -> Vec<Exchange> {
 /// (attempt, retry_of, retry_origin, continuation_of) of exchange `id`.
 fn link(rows: &[Exchange], id: u64) -> (u32, Option<u64>, &str, Option<u64>) {
     let r = &rows[id as usize - 1];
-    (r.attempt, r.retry_of, r.retry_origin, r.continuation_of)
+    (
+        r.attempt,
+        r.retry_of,
+        r.retry_origin.name(),
+        r.continuation_of,
+    )
 }
 
 /// The rule's clause of `retry_evidence` (retry-hygiene clauses follow it after `; `; they
@@ -494,12 +499,12 @@ fn chain_of_three_attempts() {
     assert_eq!(
         chains[0].attempts,
         vec![
-            (1, "none".to_string(), "HTTP_ERROR".to_string()),
-            (2, "application".to_string(), "HTTP_ERROR".to_string()),
-            (3, "application".to_string(), "TOOL_SUCCESS".to_string()),
+            (1, RetryOrigin::None, Outcome::HttpError),
+            (2, RetryOrigin::Application, Outcome::HttpError),
+            (3, RetryOrigin::Application, Outcome::ToolSuccess),
         ]
     );
-    assert_eq!(chains[0].final_outcome, "TOOL_SUCCESS");
+    assert_eq!(chains[0].final_outcome.name(), "TOOL_SUCCESS");
     assert!(chains[0].after_failure);
 }
 
@@ -619,7 +624,7 @@ fn r5_resumed_stream_is_sdk() {
     assert_eq!(link(&rows, 3), (3, Some(2), "sdk", None));
     let chains = retry_chains(&rows);
     assert_eq!(chains.len(), 1);
-    assert_eq!(chains[0].final_outcome, "TOOL_SUCCESS");
+    assert_eq!(chains[0].final_outcome.name(), "TOOL_SUCCESS");
     assert!(chains[0].after_failure);
 }
 
@@ -636,7 +641,7 @@ fn r5_finds_its_target_when_ids_are_not_positions() {
     let a = infer_retries(&mut rows, &InferenceConfig::default());
     assert_eq!(a.resume_target_missing, 0);
     assert_eq!(rows[2].retry_of, Some(20));
-    assert_eq!(rows[2].retry_origin, "sdk");
+    assert_eq!(rows[2].retry_origin.name(), "sdk");
 }
 
 #[test]
@@ -845,12 +850,12 @@ mod prop {
         "ping",
         "tools/list",
     ];
-    const OUTCOMES: &[&str] = &[
-        "TOOL_SUCCESS",
-        "HTTP_ERROR",
-        "NO_RESPONSE",
-        "INPUT_REQUIRED",
-        "CANCELLED",
+    const OUTCOMES: &[Outcome] = &[
+        Outcome::ToolSuccess,
+        Outcome::HttpError,
+        Outcome::NoResponse,
+        Outcome::InputRequired,
+        Outcome::Cancelled,
     ];
 
     /// ((gap ms, session, id, params, method), (outcome, status, curl ua, kind, mrtr, resumes))
@@ -894,7 +899,7 @@ mod prop {
                 }
                 e.inference.has_mrtr_fields = mrtr;
                 match kind % 5 {
-                    0 => e.kind = "notification",
+                    0 => e.kind = Kind::Notification,
                     1 => {
                         e = other(ts, &format!("s{s}"), "stream", None)
                             .resumes(u64::from(res), "ev-1");
@@ -918,7 +923,7 @@ mod prop {
             for r in &rows {
                 let linked = r.retry_of.is_some() || r.continuation_of.is_some();
                 prop_assert_eq!(r.retry_evidence.is_some(), linked);
-                prop_assert_eq!(r.retry_origin == "none", r.retry_of.is_none());
+                prop_assert_eq!(r.retry_origin.name() == "none", r.retry_of.is_none());
                 prop_assert!(!(r.retry_of.is_some() && r.continuation_of.is_some()));
                 if let Some(of) = r.retry_of.or(r.continuation_of) {
                     prop_assert!(of < r.exchange_id);
@@ -931,12 +936,12 @@ mod prop {
                     None => prop_assert_eq!(r.attempt, 1),
                 }
                 let lifecycle = r.rpc_method.as_deref().is_some_and(is_lifecycle_method);
-                if r.kind == "notification" || (r.kind == "request" && lifecycle) {
+                if r.kind.name() == "notification" || (r.kind.name() == "request" && lifecycle) {
                     prop_assert!(!linked);
                 }
-                if r.kind == "stream" {
+                if r.kind.name() == "stream" {
                     prop_assert!(r.continuation_of.is_none());
-                    prop_assert!(r.retry_of.is_none() || r.retry_origin == "sdk");
+                    prop_assert!(r.retry_of.is_none() || r.retry_origin.name() == "sdk");
                 }
             }
             // Every repeat appears in exactly one chain.
@@ -952,7 +957,7 @@ mod prop {
         let mut sessions: HashMap<u64, SessionFacts> = HashMap::default();
         for row in rows.iter() {
             let is_404 = row.http_status == Some(404) && row.session_id.is_some();
-            let is_start = row.kind == "request"
+            let is_start = row.kind.name() == "request"
                 && row
                     .rpc_method
                     .as_deref()
@@ -1041,7 +1046,7 @@ mod prop {
                 (
                     r.attempt,
                     r.retry_of,
-                    r.retry_origin.to_string(),
+                    r.retry_origin.name().to_string(),
                     r.retry_evidence.clone(),
                     r.continuation_of,
                     r.retry_findings.clone(),
@@ -1061,7 +1066,7 @@ mod prop {
         ) {
             let mut rows = build(&specs);
             for (r, &start) in rows.iter_mut().zip(&starts) {
-                if start && r.kind == "request" && r.rpc_method.as_deref() == Some("ping") {
+                if start && r.kind.name() == "request" && r.rpc_method.as_deref() == Some("ping") {
                     r.rpc_method = Some("initialize".into());
                 }
             }

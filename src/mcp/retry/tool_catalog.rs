@@ -20,7 +20,7 @@
 //! cut listing says so in the evidence. Tool names are kept as 128-bit fingerprints.
 
 use crate::hashing::HashMap;
-use crate::mcp::Exchange;
+use crate::mcp::{Exchange, Kind};
 use arcstr::ArcStr;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -196,7 +196,7 @@ impl ToolCatalog {
 
     /// Takes a `tools/list` row's page, if it has one, into the catalog.
     pub fn observe(&mut self, row: &mut Exchange) {
-        if row.rpc_method.as_deref() != Some("tools/list") || row.kind != "request" {
+        if row.rpc_method.as_deref() != Some("tools/list") || row.kind != Kind::Request {
             return;
         }
         let Some(page) = row.inference.tools_page.take() else {

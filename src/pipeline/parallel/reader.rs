@@ -74,7 +74,7 @@ pub(super) fn read_and_parse<S: StreamStage<Output = HttpEvent>>(
     let mut stats = Stats::default();
     let mut out: Vec<HttpEvent> = Vec::new();
     let mut preparer = prepare.map(Preparer::from);
-    let adaptive = prepare.is_some_and(|(_, scope)| scope == PreparedEvents::Posts);
+    let adaptive = prepare.is_some_and(|(_, prepares)| prepares == PreparedEvents::Posts);
     let mut batch: Vec<(u64, Event)> = Vec::new();
     let mut frames = 0u32;
     let mut bytes = 0usize;

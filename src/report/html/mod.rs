@@ -8,10 +8,10 @@
 //! small. Rows past `max_rows` are counted, not kept.
 
 use super::output::PartialFile;
-use super::row::{Cell, ColType, ColumnSpec, LAYERS, OUTCOMES, Table, is_failure};
+use super::row::{Cell, ColType, ColumnSpec, Table};
 use super::sessions::{SessionAggregator, SessionRow};
 use super::{ReportError, RowFilter};
-use crate::mcp::Exchange;
+use crate::mcp::{Exchange, Layer, Outcome};
 use crate::timestamp::format_rfc3339_us;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -118,10 +118,10 @@ impl HtmlReport {
                 "rows_omitted": omitted,
                 "max_rows": max_rows,
                 "filters": describe_filter(filter),
-                "outcomes": OUTCOMES.iter().map(|(name, layer)| json!({
-                    "name": name, "layer": layer, "failure": is_failure(name),
+                "outcomes": Outcome::ALL.iter().map(|o| json!({
+                    "name": o.name(), "layer": o.layer().name(), "failure": o.is_failure(),
                 })).collect::<Vec<_>>(),
-                "layers": LAYERS,
+                "layers": Layer::ALL,
                 "summary": summary,
             }),
         );
@@ -146,8 +146,9 @@ fn title(summary: &Value) -> String {
 /// One line per active filter, as given on the command line.
 fn describe_filter(f: &RowFilter) -> Vec<String> {
     let mut out = Vec::new();
+    let outcomes: Vec<String> = f.outcomes.iter().map(|o| o.name().to_string()).collect();
     for (flag, list) in [
-        ("--outcome", &f.outcomes),
+        ("--outcome", &outcomes),
         ("--tool", &f.tools),
         ("--method", &f.methods),
         ("--session", &f.sessions),

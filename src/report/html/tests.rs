@@ -138,7 +138,7 @@ fn unwritable_path_fails_at_create() {
 #[test]
 fn filters_are_described() {
     let f = RowFilter {
-        outcomes: vec!["HTTP_ERROR".into()],
+        outcomes: vec![crate::mcp::Outcome::HttpError],
         only_failures: true,
         since_us: Some(0),
         ..RowFilter::default()

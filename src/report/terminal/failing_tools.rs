@@ -3,7 +3,6 @@
 use super::MAX_LIST_ROWS;
 use super::paint::*;
 use crate::mcp::Exchange;
-use crate::report::row::is_failure;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -13,7 +12,7 @@ pub(super) fn write_failing_tools(p: Painter, out: &mut String, rows: &[Exchange
     struct Tool {
         calls: u64,
         failures: u64,
-        by_outcome: BTreeMap<String, u64>,
+        by_outcome: BTreeMap<&'static str, u64>,
     }
     let mut tools: BTreeMap<&str, Tool> = BTreeMap::new();
     for r in rows {
@@ -22,9 +21,9 @@ pub(super) fn write_failing_tools(p: Painter, out: &mut String, rows: &[Exchange
         };
         let t = tools.entry(name).or_default();
         t.calls = t.calls.saturating_add(1);
-        if is_failure(r.outcome) {
+        if r.outcome.is_failure() {
             t.failures = t.failures.saturating_add(1);
-            let n = t.by_outcome.entry(r.outcome.to_string()).or_default();
+            let n = t.by_outcome.entry(r.outcome.name()).or_default();
             *n = n.saturating_add(1);
         }
     }

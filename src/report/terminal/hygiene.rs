@@ -122,6 +122,7 @@ pub(super) fn write_hygiene(p: Painter, out: &mut String, rows: &[Exchange]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::{Outcome, RetryOrigin};
 
     const EV: &str = "rule 3 new id 400ms after #1 ended with HTTP_ERROR (503), same session, different user-agent (Mozilla/5.0 (X11; Linux x86_64)); unsafe_retry: tool send not declared safe (x) and #1 ended HTTP_ERROR (503), which may have run it; no_backoff: gap 1ms after #1 vs 2ms before it (both under 50ms)";
 
@@ -165,15 +166,15 @@ mod tests {
         a.rpc_method = Some("tools/call".into());
         a.tool_name = Some("send_email".into());
         a.jsonrpc_id = Some("1".into());
-        a.outcome = "HTTP_ERROR";
+        a.outcome = Outcome::HttpError;
         a.session_key = "S".into();
         let mut b = row(5, Some(4));
         b.rpc_method = a.rpc_method.clone();
         b.tool_name = a.tool_name.clone();
         b.jsonrpc_id = Some("2".into());
         b.attempt = 2;
-        b.retry_origin = "application";
-        b.outcome = "TOOL_SUCCESS";
+        b.retry_origin = RetryOrigin::Application;
+        b.outcome = Outcome::ToolSuccess;
         b.session_key = "S".into();
         b.retry_findings = Some("unsafe_retry;retry_after_ignored".into());
         b.retry_evidence = Some(

@@ -3,7 +3,7 @@
 
 use super::MAX_CELL_CHARS;
 use crate::mcp::Exchange;
-use crate::report::row::is_failure;
+use crate::mcp::{Kind, Outcome};
 use std::fmt::Write as _;
 
 /// Capture-derived text made safe for a terminal: control characters (escape sequences,
@@ -43,16 +43,16 @@ pub(super) fn plain(s: impl Into<String>) -> Text {
 }
 
 /// The style of an outcome: green for success, yellow for interaction, red for failure.
-pub(super) fn outcome_style(outcome: &str) -> Style {
+pub(super) fn outcome_style(outcome: Outcome) -> Style {
     match outcome {
-        "INPUT_REQUIRED" | "TASK_CREATED" => Style::Warn,
-        o if is_failure(o) => Style::Bad,
+        Outcome::InputRequired | Outcome::TaskCreated => Style::Warn,
+        o if o.is_failure() => Style::Bad,
         _ => Style::Good,
     }
 }
 
-pub(super) fn outcome_text(outcome: &str) -> Text {
-    Text(outcome.to_string(), outcome_style(outcome))
+pub(super) fn outcome_text(outcome: Outcome) -> Text {
+    Text(outcome.name().to_string(), outcome_style(outcome))
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -178,8 +178,8 @@ pub(super) fn fmt_bytes(n: u64) -> String {
 pub(super) fn describe(e: &Exchange) -> String {
     let mut s = match (&e.rpc_method, e.kind) {
         (Some(m), _) => m.to_string(),
-        (None, "stream") => format!("{} stream", e.http_method),
-        (None, "session_end") => e.http_method.to_string(),
+        (None, Kind::Stream) => format!("{} stream", e.http_method),
+        (None, Kind::SessionEnd) => e.http_method.to_string(),
         (None, _) => format!("{} {}", e.http_method, e.path),
     };
     if let Some(id) = &e.jsonrpc_id {

@@ -3,7 +3,6 @@
 use super::paint::*;
 use crate::mcp::Exchange;
 use crate::mcp::retry::{RetryChain, retry_chains};
-use crate::report::row::is_failure;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
@@ -36,7 +35,7 @@ pub(super) fn chain_table(
                 )),
             ]);
         }
-        let fin = chain.final_outcome.as_str();
+        let fin = chain.final_outcome;
         table.push(vec![
             plain(""),
             plain(""),
@@ -73,7 +72,7 @@ pub(super) fn write_retries(p: Painter, out: &mut String, rows: &[Exchange]) {
     let by_id: HashMap<u64, &Exchange> = rows.iter().map(|r| (r.exchange_id, r)).collect();
     let mut by_origin: BTreeMap<&str, u64> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.retry_of.is_some()) {
-        let n = by_origin.entry(r.retry_origin).or_default();
+        let n = by_origin.entry(r.retry_origin.name()).or_default();
         *n = n.saturating_add(1);
     }
     let origins: Vec<String> = by_origin.iter().map(|(o, n)| format!("{o} {n}")).collect();
@@ -81,7 +80,7 @@ pub(super) fn write_retries(p: Painter, out: &mut String, rows: &[Exchange]) {
         chains.iter().partition(|c| c.after_failure);
     let recovered = after_failure
         .iter()
-        .filter(|c| !is_failure(&c.final_outcome))
+        .filter(|c| !c.final_outcome.is_failure())
         .count();
     let _ = writeln!(
         out,

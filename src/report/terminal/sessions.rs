@@ -2,7 +2,7 @@
 
 use super::paint::*;
 use crate::mcp::Exchange;
-use crate::report::row::{OUTCOMES, is_failure};
+use crate::mcp::Outcome;
 use crate::report::sessions::sessions;
 use crate::timestamp::format_rfc3339_us;
 
@@ -22,10 +22,10 @@ pub fn sessions_table_text(rows: &[Exchange], color: bool) -> String {
                 (None, _, Some(ua)) => ua.clone(),
                 (None, _, None) => String::new(),
             };
-            let failures: u64 = OUTCOMES
+            let failures: u64 = Outcome::ALL
                 .iter()
                 .zip(&s.outcome_counts)
-                .filter(|((o, _), _)| is_failure(o))
+                .filter(|(o, _)| o.is_failure())
                 .map(|(_, n)| *n)
                 .sum::<u64>()
                 .saturating_add(s.other_outcomes);
@@ -38,7 +38,7 @@ pub fn sessions_table_text(rows: &[Exchange], color: bool) -> String {
                 plain(s.session_key.clone()),
                 plain(client),
                 plain(s.client_addr.clone()),
-                plain(s.transport.clone()),
+                plain(s.transport.name()),
                 plain(format_rfc3339_us(s.first_ts)),
                 plain(fmt_ms(span_ms)),
                 plain(s.exchanges.to_string()),

@@ -3,6 +3,7 @@ use super::super::test_rows::ex;
 use super::paint::*;
 use super::*;
 use crate::mcp::Exchange;
+use crate::mcp::{Kind, Layer, Outcome, RetryOrigin};
 
 #[test]
 fn percentiles_nearest_rank() {
@@ -27,8 +28,8 @@ fn story() -> Vec<Exchange> {
         e.rpc_method = Some("tools/call".into());
         e.jsonrpc_id = Some(id.to_string());
         e.tool_name = Some("search".into());
-        e.outcome = outcome;
-        e.layer = layer;
+        e.outcome = Outcome::from_name(outcome).unwrap();
+        e.layer = Layer::from_name(layer).unwrap();
         e
     };
     let mut a = call(1, 1_000_000, "HTTP_ERROR", "transport");
@@ -38,14 +39,14 @@ fn story() -> Vec<Exchange> {
     let mut b = call(2, 1_500_000, "TOOL_ERROR", "application");
     b.retry_of = Some(1);
     b.attempt = 2;
-    b.retry_origin = "sdk";
+    b.retry_origin = RetryOrigin::Sdk;
     b.retry_evidence = Some("same id+body 490ms after HTTP 503".into());
     b.ts_response = Some(1_520_000);
     b.latency_ms = Some(20.0);
     let mut c = call(3, 2_000_000, "TOOL_SUCCESS", "application");
     c.retry_of = Some(2);
     c.attempt = 3;
-    c.retry_origin = "application";
+    c.retry_origin = RetryOrigin::Application;
     c.ts_response = Some(2_030_000);
     c.latency_ms = Some(30.0);
     let mut d = call(4, 3_000_000, "TOOL_SUCCESS", "application");
@@ -56,19 +57,19 @@ fn story() -> Vec<Exchange> {
     e.tool_name = Some("fetch".into());
     e.retry_of = Some(4);
     e.attempt = 2;
-    e.retry_origin = "manual";
+    e.retry_origin = RetryOrigin::Manual;
     e.ts_response = Some(900_050_000);
     e.latency_ms = Some(50.0);
     let mut f = ex(6, 500_000);
     f.rpc_method = Some("initialize".into());
-    f.outcome = "RPC_SUCCESS";
+    f.outcome = Outcome::RpcSuccess;
     f.ts_response = Some(502_000);
     f.latency_ms = Some(2.0);
     let mut g = ex(7, 4_000_000);
-    g.kind = "notification";
+    g.kind = Kind::Notification;
     g.rpc_method = Some("notifications/initialized".into());
-    g.outcome = "NO_RESPONSE";
-    g.layer = "transport";
+    g.outcome = Outcome::NoResponse;
+    g.layer = Layer::Transport;
     vec![f, a, b, c, d, e, g]
 }
 

@@ -1,7 +1,7 @@
 //! One session as a timeline (`mcp-trace show --session`).
 
 use super::paint::*;
-use crate::mcp::Exchange;
+use crate::mcp::{Exchange, StreamEnd};
 use crate::report::sessions::sessions;
 use crate::timestamp::format_rfc3339_us;
 use std::fmt::Write as _;
@@ -25,7 +25,7 @@ pub fn session_timeline(rows: &[Exchange], session_key: &str, color: bool) -> Op
                 "session id",
                 s.session_id.clone().unwrap_or_else(|| "-".into()),
             ),
-            ("transport", s.transport.clone()),
+            ("transport", s.transport.name().to_string()),
             (
                 "protocol",
                 s.protocol_version.clone().unwrap_or_else(|| "-".into()),
@@ -99,7 +99,7 @@ pub fn session_timeline(rows: &[Exchange], session_key: &str, color: bool) -> Op
                     let msg = r.error_message.as_deref().unwrap_or("");
                     links.push(format!("error {code} {msg}").trim_end().to_string());
                 }
-                if r.stream_end != "none" && r.stream_end != "complete" {
+                if !matches!(r.stream_end, StreamEnd::None | StreamEnd::Complete) {
                     links.push(format!("stream ended: {}", r.stream_end));
                 }
                 if let Some(a) = &r.anomalies {

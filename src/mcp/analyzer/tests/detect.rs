@@ -31,9 +31,9 @@ fn non_mcp_http_is_ignored_but_non_jsonrpc_to_mcp_endpoint_is_a_row() {
     );
     let (rows, stats) = r.finish();
     assert_eq!(rows.len(), 2, "{rows:#?}");
-    assert_eq!(rows[1].kind, "http");
+    assert_eq!(rows[1].kind.name(), "http");
     assert_eq!(
-        (rows[1].outcome, rows[1].error_code),
+        (rows[1].outcome.name(), rows[1].error_code),
         ("HTTP_ERROR", Some(-32700))
     );
     assert_eq!(stats.anomalies.get("mcp.request_not_jsonrpc"), Some(&1));
@@ -75,9 +75,9 @@ fn session_joins_through_initialize_response_header() {
             (Some("cli"), Some("1.2"))
         );
         assert_eq!(e.user_agent.as_deref(), Some("node"));
-        assert_eq!(e.transport, "streamable_http");
+        assert_eq!(e.transport.name(), "streamable_http");
     }
-    assert_eq!(rows[0].outcome, "RPC_SUCCESS");
+    assert_eq!(rows[0].outcome.name(), "RPC_SUCCESS");
 }
 
 #[test]
@@ -152,10 +152,13 @@ fn server_request_pairs_with_client_posted_response() {
     r.post(&mut d, &sid, r#"{"jsonrpc":"2.0","id":55,"result":{}}"#);
     r.respond(&d, 202, "", "");
     let (rows, stats) = r.finish();
-    assert_eq!(rows[0].outcome, "TOOL_SUCCESS");
+    assert_eq!(rows[0].outcome.name(), "TOOL_SUCCESS");
     assert_eq!(rows[0].sse_events, 2);
     let resp = &rows[1];
-    assert_eq!((resp.kind, resp.outcome), ("response", "ACCEPTED"));
+    assert_eq!(
+        (resp.kind.name(), resp.outcome.name()),
+        ("response", "ACCEPTED")
+    );
     assert_eq!(resp.rpc_method.as_deref(), Some("sampling/createMessage"));
     assert_eq!(resp.jsonrpc_id.as_deref(), Some("0"));
     assert!(has_anomaly(&rows[2], "mcp.response_without_request"));
@@ -192,7 +195,7 @@ fn inference_inputs_filled() {
     assert_eq!(i.ts_request_end, rows[0].ts_request + 10);
     assert_eq!(rows[0].request_bytes as usize, r#"{"params":{"name":"t","arguments":{"b":2,"a":1},"inputResponses":{"k":{}},"requestState":"s"},"jsonrpc":"2.0","id":3,"method":"tools/call"}"#.len());
     assert_eq!(rows[0].response_bytes, 42);
-    assert_eq!((rows[0].attempt, rows[0].retry_origin), (1, "none"));
+    assert_eq!((rows[0].attempt, rows[0].retry_origin.name()), (1, "none"));
     let lat = rows[0].latency_ms.unwrap();
     assert!(lat > 0.0 && lat < 10.0, "{lat}");
 }
@@ -209,7 +212,7 @@ fn pending_limit_bounds_open_requests() {
     }
     let (rows, stats) = r.finish();
     assert_eq!(stats.anomalies.get("mcp.pending_limit"), Some(&3));
-    assert!(rows.iter().all(|e| e.outcome == "STREAM_INCOMPLETE"));
+    assert!(rows.iter().all(|e| e.outcome.name() == "STREAM_INCOMPLETE"));
 }
 
 #[test]
@@ -221,7 +224,7 @@ fn garbage_sse_and_bodies_never_panic() {
     r.body(&c, "\u{0}\r\r\n:::\ndata: [1,2]\n\ndata: []\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"x\"}\n\nevent");
     r.end(&c, BodyEnd::Rst);
     let (rows, stats) = r.finish();
-    assert_eq!(rows[0].outcome, "MALFORMED_JSON");
+    assert_eq!(rows[0].outcome.name(), "MALFORMED_JSON");
     assert!(stats.anomalies.contains_key("rpc.sse_unterminated_event"));
 }
 
@@ -262,8 +265,8 @@ fn legacy_stream_delivered_before_its_posts() {
     );
     r.respond(&c, 202, "text/plain", "Accepted");
     let (rows, stats) = r.finish();
-    let post = rows.iter().find(|e| e.kind == "request").unwrap();
-    assert_eq!(post.outcome, "TOOL_SUCCESS");
+    let post = rows.iter().find(|e| e.kind.name() == "request").unwrap();
+    assert_eq!(post.outcome.name(), "TOOL_SUCCESS");
     assert_eq!(post.ts_response, Some(later));
     assert!(has_anomaly(post, "mcp.response_before_request"));
     assert_eq!(stats.anomalies.get("mcp.response_without_request"), None);
@@ -283,8 +286,8 @@ fn old_orphan_does_not_pair_with_a_much_later_request() {
     r.sse_head(&c);
     r.end(&c, BodyEnd::Fin);
     let (rows, stats) = r.finish();
-    let post = rows.iter().find(|e| e.kind == "request").unwrap();
-    assert_eq!(post.outcome, "STREAM_INCOMPLETE");
+    let post = rows.iter().find(|e| e.kind.name() == "request").unwrap();
+    assert_eq!(post.outcome.name(), "STREAM_INCOMPLETE");
     assert_eq!(
         stats.anomalies.get("mcp.response_without_request"),
         Some(&1)
@@ -312,7 +315,14 @@ fn cors_preflight_before_first_post_is_a_row() {
     let (rows, _) = r.finish();
     let got: Vec<_> = rows
         .iter()
-        .map(|e| (e.http_method.as_str(), e.path.as_str(), e.kind, e.outcome))
+        .map(|e| {
+            (
+                e.http_method.as_str(),
+                e.path.as_str(),
+                e.kind.name(),
+                e.outcome.name(),
+            )
+        })
         .collect();
     assert_eq!(
         got,

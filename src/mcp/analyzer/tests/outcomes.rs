@@ -14,9 +14,12 @@ fn outcome_cancelled() {
     r.event(&c, &ok_tool(7)); // a late answer does not undo the cancellation
     r.end(&c, BodyEnd::Complete);
     let (rows, _) = r.finish();
-    assert_eq!((rows[0].outcome, rows[0].layer), ("CANCELLED", "protocol"));
+    assert_eq!(
+        (rows[0].outcome.name(), rows[0].layer.name()),
+        ("CANCELLED", "protocol")
+    );
     assert!(rows[0].final_response);
-    assert_eq!(rows[1].outcome, "ACCEPTED");
+    assert_eq!(rows[1].outcome.name(), "ACCEPTED");
 }
 
 #[test]
@@ -33,7 +36,7 @@ fn outcome_cancel_after_response_is_not_cancelled() {
     );
     r.respond(&c, 202, "", "");
     let (rows, stats) = r.finish();
-    assert_eq!(rows[0].outcome, "TOOL_SUCCESS");
+    assert_eq!(rows[0].outcome.name(), "TOOL_SUCCESS");
     assert!(has_anomaly(&rows[1], "mcp.cancel_without_open_request"));
     assert_eq!(
         stats.anomalies.get("mcp.cancel_without_open_request"),
@@ -44,7 +47,10 @@ fn outcome_cancel_after_response_is_not_cancelled() {
 #[test]
 fn outcome_http_error_wins_over_body() {
     let e = tool_json(500, "application/json", &ok_tool(1));
-    assert_eq!((e.outcome, e.layer), ("HTTP_ERROR", "transport"));
+    assert_eq!(
+        (e.outcome.name(), e.layer.name()),
+        ("HTTP_ERROR", "transport")
+    );
     assert_eq!(e.error_code, None);
     assert_eq!(e.http_status, Some(500));
     let e = tool_json(
@@ -52,7 +58,10 @@ fn outcome_http_error_wins_over_body() {
         "application/json",
         r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}"#,
     );
-    assert_eq!((e.outcome, e.error_code), ("HTTP_ERROR", Some(-32001)));
+    assert_eq!(
+        (e.outcome.name(), e.error_code),
+        ("HTTP_ERROR", Some(-32001))
+    );
     assert_eq!(e.error_message.as_deref(), Some("Session not found"));
     assert!(!e.final_response);
     let e = tool_json(503, "", "");
@@ -70,26 +79,32 @@ fn outcome_accepted_with_body_is_an_anomaly() {
     );
     r.respond(&c, 202, "application/json", r#"{"ok":true}"#);
     let (rows, _) = r.finish();
-    assert_eq!(rows[0].outcome, "ACCEPTED");
+    assert_eq!(rows[0].outcome.name(), "ACCEPTED");
     assert!(has_anomaly(&rows[0], "mcp.body_on_accepted"));
 }
 
 #[test]
 fn outcome_unexpected_response() {
     let e = tool_json(202, "", "");
-    assert_eq!((e.outcome, e.layer), ("UNEXPECTED_RESPONSE", "protocol"));
+    assert_eq!(
+        (e.outcome.name(), e.layer.name()),
+        ("UNEXPECTED_RESPONSE", "protocol")
+    );
     let e = tool_json(200, "text/html", "<html>");
-    assert_eq!(e.outcome, "UNEXPECTED_RESPONSE");
+    assert_eq!(e.outcome.name(), "UNEXPECTED_RESPONSE");
     assert_eq!(e.content_type.as_deref(), Some("text/html"));
 }
 
 #[test]
 fn outcome_malformed_json() {
     let e = tool_json(200, "application/json", r#"{"jsonrpc":"2.0","id":1,"res"#);
-    assert_eq!((e.outcome, e.layer), ("MALFORMED_JSON", "protocol"));
+    assert_eq!(
+        (e.outcome.name(), e.layer.name()),
+        ("MALFORMED_JSON", "protocol")
+    );
     assert!(!e.final_response);
     let e = tool_json(200, "application/json", "");
-    assert_eq!(e.outcome, "MALFORMED_JSON");
+    assert_eq!(e.outcome.name(), "MALFORMED_JSON");
     // On an SSE stream: the data that should carry the response is not JSON.
     let mut r = Run::new();
     let mut c = r.conn();
@@ -98,7 +113,7 @@ fn outcome_malformed_json() {
     r.event(&c, "{not json");
     r.end(&c, BodyEnd::Complete);
     let (rows, stats) = r.finish();
-    assert_eq!(rows[0].outcome, "MALFORMED_JSON");
+    assert_eq!(rows[0].outcome.name(), "MALFORMED_JSON");
     assert_eq!(stats.anomalies.get("rpc.sse_data_not_json"), Some(&1));
 }
 
@@ -125,7 +140,7 @@ fn outcome_invalid_envelope() {
     ] {
         let e = tool_json(200, "application/json", body);
         assert_eq!(
-            (e.outcome, e.layer),
+            (e.outcome.name(), e.layer.name()),
             ("INVALID_ENVELOPE", "protocol"),
             "{body}"
         );
@@ -154,8 +169,11 @@ fn outcome_stream_incomplete_for_every_end() {
         r.end(&c, end);
         let (rows, _) = r.finish();
         let e = only(&rows);
-        assert_eq!((e.outcome, e.layer), ("STREAM_INCOMPLETE", "protocol"));
-        assert_eq!(e.stream_end, end.name());
+        assert_eq!(
+            (e.outcome.name(), e.layer.name()),
+            ("STREAM_INCOMPLETE", "protocol")
+        );
+        assert_eq!(e.stream_end.name(), end.name());
         assert!(!e.final_response);
         assert_eq!(e.sse_events, 1);
     }
@@ -198,9 +216,13 @@ fn outcome_cancelled_by_client_close_2026_07_28() {
         BodyEnd::Gap,
     ] {
         let e = cut_sse(&R5_HEADERS, &r5_call(1), end, true);
-        assert_eq!((e.outcome, e.layer), ("CANCELLED", "protocol"), "{end:?}");
         assert_eq!(
-            e.stream_end,
+            (e.outcome.name(), e.layer.name()),
+            ("CANCELLED", "protocol"),
+            "{end:?}"
+        );
+        assert_eq!(
+            e.stream_end.name(),
             end.name(),
             "stream_end still says how it ended"
         );
@@ -211,7 +233,7 @@ fn outcome_cancelled_by_client_close_2026_07_28() {
     }
     // The server closing first is no cancellation.
     let e = cut_sse(&R5_HEADERS, &r5_call(1), BodyEnd::Fin, false);
-    assert_eq!(e.outcome, "STREAM_INCOMPLETE");
+    assert_eq!(e.outcome.name(), "STREAM_INCOMPLETE");
 }
 
 #[test]
@@ -224,13 +246,13 @@ fn client_close_is_not_cancellation_before_2026_07_28() {
     ];
     for end in [BodyEnd::Fin, BodyEnd::Rst] {
         let e = cut_sse(&sid, &call(1, "slow"), end, true);
-        assert_eq!(e.outcome, "STREAM_INCOMPLETE", "{end:?}");
-        assert_eq!(e.stream_end, end.name());
+        assert_eq!(e.outcome.name(), "STREAM_INCOMPLETE", "{end:?}");
+        assert_eq!(e.stream_end.name(), end.name());
         assert!(has_anomaly(&e, "mcp.client_closed_stream"), "{e:#?}");
     }
     // No version at all: not assumed to be 2026-07-28.
     let e = cut_sse(&[], &call(1, "slow"), BodyEnd::Fin, true);
-    assert_eq!(e.outcome, "STREAM_INCOMPLETE");
+    assert_eq!(e.outcome.name(), "STREAM_INCOMPLETE");
     assert!(has_anomaly(&e, "mcp.client_closed_stream"));
     // A server close is not named.
     let e = cut_sse(&sid, &call(1, "slow"), BodyEnd::Fin, false);
@@ -280,9 +302,9 @@ fn client_close_revision_from_session_or_request() {
         BodyEnd::Rst,
         true,
     );
-    assert_eq!(e.outcome, "CANCELLED");
+    assert_eq!(e.outcome.name(), "CANCELLED");
     let e = cut_sse(&[], &r5_call(1), BodyEnd::Rst, true);
-    assert_eq!(e.outcome, "CANCELLED");
+    assert_eq!(e.outcome.name(), "CANCELLED");
 }
 
 #[test]
@@ -297,7 +319,7 @@ fn client_close_after_final_response_or_on_http_error_is_not_cancelled() {
     r.end_closed(&c, BodyEnd::Fin, true);
     let (rows, _) = r.finish();
     let e = only(&rows);
-    assert_eq!(e.outcome, "TOOL_SUCCESS");
+    assert_eq!(e.outcome.name(), "TOOL_SUCCESS");
     assert!(!has_anomaly(e, "mcp.client_closed_stream"));
     // An HTTP error status is the server's final answer.
     let mut r = Run::new();
@@ -330,7 +352,10 @@ fn client_close_before_any_response() {
     r.no_response_closed(&c, BodyEnd::Fin, true);
     let (rows, stats) = r.finish();
     let e = only(&rows);
-    assert_eq!((e.outcome, e.layer), ("NO_RESPONSE", "transport"));
+    assert_eq!(
+        (e.outcome.name(), e.layer.name()),
+        ("NO_RESPONSE", "transport")
+    );
     assert!(has_anomaly(e, "mcp.client_closed_before_response"));
     assert_eq!(
         stats.anomalies.get("mcp.client_closed_before_response"),
@@ -365,8 +390,8 @@ fn client_close_only_cancels_requests() {
     r.end_closed(&g, BodyEnd::Fin, true);
     let (rows, _) = r.finish();
     assert_eq!(rows.len(), 2);
-    assert_eq!(rows[0].outcome, "NO_RESPONSE");
-    assert_eq!(rows[1].outcome, "ACCEPTED");
+    assert_eq!(rows[0].outcome.name(), "NO_RESPONSE");
+    assert_eq!(rows[1].outcome.name(), "ACCEPTED");
     assert!(rows.iter().all(|e| e.anomalies.is_none()), "{rows:#?}");
 }
 
@@ -397,15 +422,19 @@ fn outcome_stream_incomplete_then_resumed() {
     r.end(&g, BodyEnd::Complete);
     let (rows, _) = r.finish();
     let post = &rows[0];
-    assert_eq!(post.outcome, "TOOL_SUCCESS");
-    assert_eq!(post.stream_end, "fin", "records how the first stream ended");
+    assert_eq!(post.outcome.name(), "TOOL_SUCCESS");
+    assert_eq!(
+        post.stream_end.name(),
+        "fin",
+        "records how the first stream ended"
+    );
     assert_eq!(post.ts_response, Some(t_answer));
     assert_eq!(post.sse_events, 2);
     let get = &rows[1];
-    assert_eq!(get.kind, "stream");
+    assert_eq!(get.kind.name(), "stream");
     assert_eq!(get.inference.last_event_id.as_deref(), Some("ev-1"));
     assert_eq!(get.inference.resumes, Some(post.exchange_id));
-    assert_eq!(get.outcome, "ACCEPTED");
+    assert_eq!(get.outcome.name(), "ACCEPTED");
 }
 
 #[test]
@@ -421,7 +450,7 @@ fn outcome_jsonrpc_error_on_sse() {
     r.end(&c, BodyEnd::Complete);
     let (rows, _) = r.finish();
     assert_eq!(
-        (rows[0].outcome, rows[0].error_code),
+        (rows[0].outcome.name(), rows[0].error_code),
         ("JSONRPC_ERROR", Some(-32000))
     );
 }
@@ -433,14 +462,20 @@ fn outcome_input_required_and_task() {
         "application/json",
         r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"s"}}"#,
     );
-    assert_eq!((e.outcome, e.layer), ("INPUT_REQUIRED", "interaction"));
+    assert_eq!(
+        (e.outcome.name(), e.layer.name()),
+        ("INPUT_REQUIRED", "interaction")
+    );
     assert_eq!(e.result_type.as_deref(), Some("input_required"));
     let e = tool_json(
         200,
         "application/json",
         r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"t"}}"#,
     );
-    assert_eq!((e.outcome, e.layer), ("TASK_CREATED", "interaction"));
+    assert_eq!(
+        (e.outcome.name(), e.layer.name()),
+        ("TASK_CREATED", "interaction")
+    );
 }
 
 #[test]
@@ -450,16 +485,19 @@ fn outcome_tool_results() {
         "application/json",
         r#"{"jsonrpc":"2.0","id":1,"result":{"content":"not-an-array"}}"#,
     );
-    assert_eq!((e.outcome, e.layer), ("INVALID_TOOL_RESULT", "application"));
+    assert_eq!(
+        (e.outcome.name(), e.layer.name()),
+        ("INVALID_TOOL_RESULT", "application")
+    );
     let e = tool_json(
         200,
         "application/json",
         r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#,
     );
-    assert_eq!((e.outcome, e.is_error), ("TOOL_ERROR", Some(true)));
+    assert_eq!((e.outcome.name(), e.is_error), ("TOOL_ERROR", Some(true)));
     let e = tool_json(200, "application/json", &ok_tool(1));
     assert_eq!(
-        (e.outcome, e.result_type.as_deref()),
+        (e.outcome.name(), e.result_type.as_deref()),
         ("TOOL_SUCCESS", None)
     );
     assert_eq!(e.tool_name.as_deref(), Some("echo"));
@@ -491,11 +529,14 @@ fn outcome_rpc_success_and_stream_open() {
     r.sse_head(&g);
     let (rows, _) = r.finish();
     assert_eq!(
-        (rows[0].outcome, rows[0].jsonrpc_id.as_deref()),
+        (rows[0].outcome.name(), rows[0].jsonrpc_id.as_deref()),
         ("RPC_SUCCESS", Some("\"a\""))
     );
-    assert_eq!((rows[1].kind, rows[1].outcome), ("stream", "STREAM_OPEN"));
-    assert_eq!(rows[1].stream_end, "capture_end");
+    assert_eq!(
+        (rows[1].kind.name(), rows[1].outcome.name()),
+        ("stream", "STREAM_OPEN")
+    );
+    assert_eq!(rows[1].stream_end.name(), "capture_end");
 }
 
 #[test]
@@ -515,6 +556,12 @@ fn get_405_is_http_error_stream_row() {
     r.request(&mut c, "DELETE", "/mcp", &[("mcp-session-id", "S")], "");
     r.respond(&c, 200, "", "");
     let (rows, _) = r.finish();
-    assert_eq!((rows[1].kind, rows[1].outcome), ("stream", "HTTP_ERROR"));
-    assert_eq!((rows[2].kind, rows[2].outcome), ("session_end", "ACCEPTED"));
+    assert_eq!(
+        (rows[1].kind.name(), rows[1].outcome.name()),
+        ("stream", "HTTP_ERROR")
+    );
+    assert_eq!(
+        (rows[2].kind.name(), rows[2].outcome.name()),
+        ("session_end", "ACCEPTED")
+    );
 }

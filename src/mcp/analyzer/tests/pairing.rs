@@ -16,9 +16,9 @@ fn response_before_request() {
     r.sse_head(&c);
     r.end(&c, BodyEnd::Complete);
     let (rows, stats) = r.finish();
-    let post = rows.iter().find(|e| e.kind == "request").unwrap();
+    let post = rows.iter().find(|e| e.kind.name() == "request").unwrap();
     assert!(post.final_response);
-    assert_eq!(post.outcome, "TOOL_SUCCESS");
+    assert_eq!(post.outcome.name(), "TOOL_SUCCESS");
     assert!(has_anomaly(post, "mcp.response_before_request"));
     assert_eq!(stats.anomalies.get("mcp.response_before_request"), Some(&1));
     assert_eq!(stats.anomalies.get("mcp.response_without_request"), None);
@@ -62,9 +62,9 @@ fn duplicate_id() {
     let (rows, stats) = r.finish();
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0].tool_name.as_deref(), Some("one"));
-    assert_eq!(rows[0].outcome, "TOOL_SUCCESS");
+    assert_eq!(rows[0].outcome.name(), "TOOL_SUCCESS");
     assert_eq!(rows[1].tool_name.as_deref(), Some("two"));
-    assert_eq!(rows[1].outcome, "JSONRPC_ERROR");
+    assert_eq!(rows[1].outcome.name(), "JSONRPC_ERROR");
     assert!(has_anomaly(&rows[1], "mcp.duplicate_request_id"));
     assert_eq!(stats.anomalies.get("mcp.duplicate_request_id"), Some(&1));
 }
@@ -107,21 +107,24 @@ fn id_reused_after_its_response() {
         r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"boom"}}"#,
     );
     let (rows, stats) = r.finish();
-    let reqs: Vec<_> = rows.iter().filter(|e| e.kind == "request").collect();
+    let reqs: Vec<_> = rows.iter().filter(|e| e.kind.name() == "request").collect();
     assert_eq!(reqs.len(), 2);
-    assert_eq!(reqs[0].outcome, "TOOL_SUCCESS");
-    assert_eq!(reqs[1].outcome, "JSONRPC_ERROR");
+    assert_eq!(reqs[0].outcome.name(), "TOOL_SUCCESS");
+    assert_eq!(reqs[1].outcome.name(), "JSONRPC_ERROR");
     assert_eq!(reqs[1].error_code, Some(-32603));
-    assert!(reqs.iter().all(|e| e.transport == "legacy_sse"
+    assert!(reqs.iter().all(|e| e.transport.name() == "legacy_sse"
         && e.session_key == "legacy:abc"
         && e.session_id.as_deref() == Some("abc")
         && e.sse_events == 1
         && e.http_status == Some(202)));
     assert!(reqs[0].ts_response < reqs[1].ts_request.into());
     assert!(stats.anomalies.is_empty(), "{:?}", stats.anomalies);
-    let stream = rows.iter().find(|e| e.kind == "stream").unwrap();
-    assert_eq!((stream.transport, stream.sse_events), ("legacy_sse", 3));
-    assert_eq!(stream.outcome, "STREAM_OPEN");
+    let stream = rows.iter().find(|e| e.kind.name() == "stream").unwrap();
+    assert_eq!(
+        (stream.transport.name(), stream.sse_events),
+        ("legacy_sse", 3)
+    );
+    assert_eq!(stream.outcome.name(), "STREAM_OPEN");
 }
 
 #[test]
@@ -137,8 +140,8 @@ fn id_reused_after_response_in_own_bodies() {
         r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#,
     );
     let (rows, stats) = r.finish();
-    assert_eq!(rows[0].outcome, "TOOL_SUCCESS");
-    assert_eq!(rows[1].outcome, "TOOL_ERROR");
+    assert_eq!(rows[0].outcome.name(), "TOOL_SUCCESS");
+    assert_eq!(rows[1].outcome.name(), "TOOL_ERROR");
     assert!(!has_anomaly(&rows[1], "mcp.duplicate_request_id"));
     assert!(stats.anomalies.is_empty());
 }
@@ -156,7 +159,7 @@ fn notification() {
     let (rows, _) = r.finish();
     let e = only(&rows);
     assert_eq!(
-        (e.kind, e.outcome, e.layer),
+        (e.kind.name(), e.outcome.name(), e.layer.name()),
         ("notification", "ACCEPTED", "protocol")
     );
     assert_eq!(e.jsonrpc_id, None);
@@ -184,7 +187,14 @@ fn batch() {
     assert_eq!(rows.len(), 3);
     let got: Vec<_> = rows
         .iter()
-        .map(|e| (e.kind, e.jsonrpc_id.as_deref(), e.outcome, e.error_code))
+        .map(|e| {
+            (
+                e.kind.name(),
+                e.jsonrpc_id.as_deref(),
+                e.outcome.name(),
+                e.error_code,
+            )
+        })
         .collect();
     assert_eq!(
         got,
@@ -208,7 +218,10 @@ fn error_response() {
         "application/json",
         r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params"}}"#,
     );
-    assert_eq!((e.outcome, e.layer), ("JSONRPC_ERROR", "protocol"));
+    assert_eq!(
+        (e.outcome.name(), e.layer.name()),
+        ("JSONRPC_ERROR", "protocol")
+    );
     assert_eq!(e.error_code, Some(-32602));
     assert_eq!(e.error_message.as_deref(), Some("Invalid params"));
     assert!(e.final_response);
@@ -226,10 +239,13 @@ fn request_never_answered() {
     let (rows, _) = r.finish();
     assert_eq!(rows.len(), 2);
     for e in &rows {
-        assert_eq!((e.outcome, e.layer), ("NO_RESPONSE", "transport"));
+        assert_eq!(
+            (e.outcome.name(), e.layer.name()),
+            ("NO_RESPONSE", "transport")
+        );
         assert_eq!(e.http_status, None);
         assert_eq!(e.ts_response, None);
-        assert_eq!(e.stream_end, "none");
+        assert_eq!(e.stream_end.name(), "none");
     }
     assert_eq!(
         rows[0].error_message.as_deref(),
@@ -259,13 +275,13 @@ fn sse_stream_carrying_several_responses() {
     r.end(&c, BodyEnd::Complete);
     let (rows, _) = r.finish();
     assert_eq!(rows.len(), 2);
-    assert_eq!(rows[0].outcome, "TOOL_ERROR");
-    assert_eq!(rows[1].outcome, "TOOL_SUCCESS");
+    assert_eq!(rows[0].outcome.name(), "TOOL_ERROR");
+    assert_eq!(rows[1].outcome.name(), "TOOL_SUCCESS");
     assert_eq!(rows[0].ts_response, Some(t_first));
     assert_eq!(rows[1].ts_response, Some(t_second));
     assert!(
         rows.iter()
-            .all(|e| e.sse_events == 3 && e.stream_end == "complete")
+            .all(|e| e.sse_events == 3 && e.stream_end.name() == "complete")
     );
     assert_eq!(rows[0].content_type.as_deref(), Some("text/event-stream"));
 }

@@ -49,7 +49,7 @@ fn final_rows_are_released_in_id_order_after_the_slack() {
     r.advance(REORDER_SLACK_US);
     let first = r.drain();
     assert_eq!(ids(&first), vec![1, 2, 3]);
-    assert!(first.iter().all(|e| e.outcome == "TOOL_SUCCESS"));
+    assert!(first.iter().all(|e| e.outcome.name() == "TOOL_SUCCESS"));
     r.json_call(4);
     r.advance(REORDER_SLACK_US);
     assert_eq!(ids(&r.drain()), vec![4]);
@@ -116,17 +116,17 @@ fn long_open_get_stream_does_not_block() {
     script(&mut batch_run, false);
     let (batch, _) = batch_run.finish();
     assert_eq!(batch.len(), 101);
-    assert_eq!(batch[0].kind, "stream");
+    assert_eq!(batch[0].kind.name(), "stream");
 
     let mut r = Run::new();
     let early = script(&mut r, true);
     // 150 s of calls: all but the last slack's worth left before the end.
     assert!(early.len() >= 95, "{}", early.len());
-    assert!(early.iter().all(|e| e.kind == "request"));
+    assert!(early.iter().all(|e| e.kind.name() == "request"));
     assert_eq!(early[0].exchange_id, 2, "id 1 is the stream's, reserved");
     assert!(r.a.rows.map.len() < 10, "released rows are not kept");
     let (rest, _) = r.finish();
-    assert_eq!(rest.first().map(|e| e.kind), Some("stream"));
+    assert_eq!(rest.first().map(|e| e.kind.name()), Some("stream"));
     let all: Vec<Exchange> = early.into_iter().chain(rest).collect();
     assert_eq!(as_json(&all), as_json(&batch));
 }
@@ -173,13 +173,14 @@ fn stream_incomplete_completed_by_resume_within_the_hold() {
     assert!(rest.is_empty(), "{rest:#?}");
     assert_eq!(ids(&early), vec![1, 2]);
     assert_eq!(
-        early[0].outcome, "TOOL_SUCCESS",
+        early[0].outcome.name(),
+        "TOOL_SUCCESS",
         "completed by the resumed GET"
     );
     assert!(early[0].final_response);
-    assert_eq!(early[1].kind, "stream");
+    assert_eq!(early[1].kind.name(), "stream");
     assert_eq!(early[1].retry_of, Some(1));
-    assert_eq!(early[1].retry_origin, "sdk");
+    assert_eq!(early[1].retry_origin.name(), "sdk");
 }
 
 #[test]
@@ -187,7 +188,7 @@ fn stream_incomplete_after_the_hold_is_released_as_is() {
     let (early, rest) = broken_stream_then_resume(STREAM_RESUME_HOLD_US + 5_000_000);
     assert!(rest.is_empty(), "{rest:#?}");
     assert_eq!(ids(&early), vec![1, 2]);
-    assert_eq!(early[0].outcome, "STREAM_INCOMPLETE");
+    assert_eq!(early[0].outcome.name(), "STREAM_INCOMPLETE");
     // The resumed GET still names the exchange it resumes.
     assert_eq!(early[1].inference.resumes, Some(1));
     assert_eq!(early[1].retry_of, Some(1));
@@ -207,9 +208,9 @@ fn unanswered_request_is_released_at_finish() {
     );
     let (rows, _) = r.finish();
     assert_eq!(ids(&rows), vec![1, 2]);
-    assert_eq!(rows[0].outcome, "NO_RESPONSE");
-    assert_eq!(rows[0].stream_end, "none");
-    assert_eq!(rows[1].outcome, "TOOL_SUCCESS");
+    assert_eq!(rows[0].outcome.name(), "NO_RESPONSE");
+    assert_eq!(rows[0].stream_end.name(), "none");
+    assert_eq!(rows[1].outcome.name(), "TOOL_SUCCESS");
 }
 
 /// An unanswered request older than HOLD_LIMIT_US is set aside with its id; retry inference
@@ -225,13 +226,13 @@ fn unanswered_request_set_aside_keeps_its_id() {
     let early = r.drain();
     assert_eq!(ids(&early), vec![2]);
     assert_eq!(early[0].retry_of, Some(1));
-    assert_eq!(early[0].retry_origin, "application");
+    assert_eq!(early[0].retry_origin.name(), "application");
     r.no_response(&c, BodyEnd::Rst);
     r.advance(ASIDE_SCAN_INTERVAL_US);
     let late = r.drain();
     assert_eq!(ids(&late), vec![1]);
-    assert_eq!(late[0].outcome, "NO_RESPONSE");
-    assert_eq!(late[0].stream_end, "none");
+    assert_eq!(late[0].outcome.name(), "NO_RESPONSE");
+    assert_eq!(late[0].stream_end.name(), "none");
     assert!(r.finish().0.is_empty());
 }
 
@@ -249,7 +250,7 @@ fn unconfirmed_preflight_is_dropped_after_its_hold() {
     r.advance(TENTATIVE_HOLD_US);
     let rows = r.drain();
     assert_eq!(ids(&rows), vec![1]);
-    assert_eq!(rows[0].kind, "request");
+    assert_eq!(rows[0].kind.name(), "request");
 }
 
 proptest::proptest! {
