@@ -4,8 +4,8 @@
 //! `tests/data/hpack-test-case/`: stories of the public corpus (other encoders);
 //! `tests/data/hpack-gen/`: stories made by python-hyper's `hpack` encoder (`make.py`).
 
-use super::*;
 use super::tests::hex;
+use super::*;
 use std::path::{Path, PathBuf};
 
 type Fields = Vec<(Vec<u8>, Vec<u8>)>;
@@ -31,7 +31,12 @@ pub(super) fn load_story(path: &Path) -> Vec<Case> {
                 .unwrap()
                 .iter()
                 .flat_map(|h| h.as_object().unwrap().iter())
-                .map(|(n, v)| (n.as_bytes().to_vec(), v.as_str().unwrap().as_bytes().to_vec()))
+                .map(|(n, v)| {
+                    (
+                        n.as_bytes().to_vec(),
+                        v.as_str().unwrap().as_bytes().to_vec(),
+                    )
+                })
                 .collect(),
         })
         .collect()
@@ -88,7 +93,12 @@ fn run_dir(dir: &str) -> (usize, usize) {
             failures.push(format!("{}: {e}", path.display()));
         }
     }
-    assert!(failures.is_empty(), "{} failing stories:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failing stories:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     (stories_n, blocks)
 }
 
