@@ -24,6 +24,8 @@ mod tests;
 mod tests_corpus;
 #[cfg(test)]
 mod tests_hostile;
+#[cfg(test)]
+mod tests_model;
 
 use table::{DynamicTable, ENTRY_OVERHEAD};
 

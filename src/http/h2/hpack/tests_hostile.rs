@@ -12,7 +12,7 @@ fn fresh(block: &[u8]) -> Result<Vec<(String, String)>, HpackError> {
 
 /// An integer with an `n`-bit prefix under `first`'s high bits (RFC 7541 5.1), for building
 /// blocks by hand.
-fn int(first: u8, n: u32, mut value: u64) -> Vec<u8> {
+pub(super) fn int(first: u8, n: u32, mut value: u64) -> Vec<u8> {
     let max = (1u64 << n) - 1;
     if value < max {
         return vec![first | value as u8];
