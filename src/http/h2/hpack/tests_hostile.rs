@@ -322,3 +322,14 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_smaller_ceiling_than_the_encoders_fails_rather_than_decodes_wrong() {
+    // C.3 encoded with a 4096 table, decoded with room for 100 bytes: the third block names an
+    // entry this decoder evicted, and gets an error, not another entry's field.
+    let blocks = &appendix_c_blocks()[0].1;
+    let mut d = Decoder::new(100, usize::MAX);
+    assert_eq!(decode_all(&mut d, &blocks[0]).unwrap().len(), 4);
+    assert_eq!(decode_all(&mut d, &blocks[1]).unwrap().len(), 5);
+    assert_eq!(decode_all(&mut d, &blocks[2]), Err(HpackError::BadIndex));
+}
