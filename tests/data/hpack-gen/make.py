@@ -3,8 +3,9 @@
 stories in hpack-test-case's JSON format, for the decoder's corpus test.
 
 Header lists: every request and every response of the HAR files under the corpus directory
-(default /work/shared/corpus/har; one story per file and direction, pseudo-header fields
-added as HTTP/2 sends them), and the header lists of the stories in ../hpack-test-case.
+(default /work/shared/corpus/har, mitmproxy's test HARs; one story per file and direction,
+pseudo-header fields added as HTTP/2 sends them, credentials replaced by stand-ins of the
+same length), and the header lists of the stories in ../hpack-test-case.
 Each list sequence is encoded in several variants (directories):
 
   huffman-4096     Huffman on, the default 4096-byte table
@@ -19,8 +20,10 @@ Usage: python3 make.py [HAR_DIR]   (run from this directory; rewrites the varian
 """
 
 import glob
+import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 from urllib.parse import urlsplit
@@ -29,6 +32,11 @@ import hpack
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SENSITIVE = {"cookie", "authorization", "set-cookie"}
+# Credentials in the HAR files (tokens, API keys, session cookies) are not copied: every run of
+# 8 or more token characters in these fields becomes hex of the same length, derived from it.
+CREDENTIALS = {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-goog-api-key",
+               "x-api-key", "api-key", "x-auth-token", "x-csrf-token"}
+TOKEN = re.compile(r"[A-Za-z0-9+/._~-]{8,}")
 # Connection-specific fields HTTP/2 forbids (RFC 9113 8.2.2); HAR files of HTTP/1.1 keep them.
 HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"}
 CHANGES = [4096, 1024, 0, 8192, 512, 65536]
@@ -70,8 +78,17 @@ def plain(headers):
         name = h.get("name", "").lower()
         if not name or name.startswith(":") or name in HOP:
             continue
-        fields.append((name, h.get("value", "")))
+        value = h.get("value", "")
+        if name in CREDENTIALS:
+            value = TOKEN.sub(stand_in, value)
+        fields.append((name, value))
     return fields
+
+
+def stand_in(match):
+    token = match.group(0)
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    return (digest * (len(token) // 64 + 1))[:len(token)]
 
 
 def story_sequences():
