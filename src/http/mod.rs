@@ -28,6 +28,7 @@ mod exchanges;
 #[cfg(test)]
 mod fixture_tests;
 mod h1;
+pub mod h2;
 mod limits;
 mod log;
 pub mod pseudo;

@@ -1,0 +1,3 @@
+//! HTTP/2 (RFC 9113): header compression so far.
+
+pub mod hpack;
