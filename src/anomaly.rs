@@ -249,6 +249,43 @@ pub const ANOMALIES: &[AnomalyName] = &[
         "an HTTP version other than 1.0 and 1.1",
     ),
     a(
+        "h2.hpack_bad_index",
+        "an HPACK index past the static and dynamic tables",
+    ),
+    a(
+        "h2.hpack_broken",
+        "a header block not decoded: an earlier HPACK error left the table unknown",
+    ),
+    a(
+        "h2.hpack_huffman_eos",
+        "an HPACK Huffman string containing the EOS symbol",
+    ),
+    a(
+        "h2.hpack_huffman_padding",
+        "an HPACK Huffman string with padding longer than 7 bits or not all ones",
+    ),
+    a("h2.hpack_integer_overflow", "an HPACK integer past 32 bits"),
+    a(
+        "h2.hpack_list_too_large",
+        "a decoded header list past `--max-header` (the rest not emitted)",
+    ),
+    a(
+        "h2.hpack_size_update_missing",
+        "a header block without the table size update a lowered SETTINGS_HEADER_TABLE_SIZE requires",
+    ),
+    a(
+        "h2.hpack_size_update_not_at_start",
+        "an HPACK dynamic table size update after a header field",
+    ),
+    a(
+        "h2.hpack_size_update_too_large",
+        "an HPACK dynamic table size update above the advertised maximum",
+    ),
+    a(
+        "h2.hpack_truncated",
+        "a header block that ends inside a field",
+    ),
+    a(
         "har.bad_base64",
         "a body marked base64 that does not decode",
     ),

@@ -2,10 +2,10 @@
 """Encodes real header lists with python-hyper's HPACK encoder (`pip install hpack`) into
 stories in hpack-test-case's JSON format, for the decoder's corpus test.
 
-Header lists: every request and every response of the HAR files under the corpus directory
-(default /work/shared/corpus/har, mitmproxy's test HARs; one story per file and direction,
-pseudo-header fields added as HTTP/2 sends them, credentials replaced by stand-ins of the
-same length), and the header lists of the stories in ../hpack-test-case.
+Header lists: every request and every response of the project's own HAR recordings
+(samples/*.har: one story per file and direction, pseudo-header fields added as HTTP/2 sends
+them, credentials replaced by stand-ins of the same length), and the header lists of the
+stories in ../hpack-test-case.
 Each list sequence is encoded in several variants (directories):
 
   huffman-4096     Huffman on, the default 4096-byte table
@@ -16,7 +16,7 @@ Each list sequence is encoded in several variants (directories):
                    512, 65536), some changes signalled twice (the smallest, then the final)
   never-indexed    cookie, authorization and set-cookie as never-indexed literals, 65536 table
 
-Usage: python3 make.py [HAR_DIR]   (run from this directory; rewrites the variant folders)
+Usage: python3 make.py   (rewrites the variant folders)
 """
 
 import glob
@@ -25,14 +25,13 @@ import json
 import os
 import re
 import shutil
-import sys
 from urllib.parse import urlsplit
 
 import hpack
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SENSITIVE = {"cookie", "authorization", "set-cookie"}
-# Credentials in the HAR files (tokens, API keys, session cookies) are not copied: every run of
+# Credentials in the HAR files (tokens, API keys, session cookies) are not kept: every run of
 # 8 or more token characters in these fields becomes hex of the same length, derived from it.
 CREDENTIALS = {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-goog-api-key",
                "x-api-key", "api-key", "x-auth-token", "x-csrf-token"}
@@ -45,7 +44,7 @@ CHANGES = [4096, 1024, 0, 8192, 512, 65536]
 def har_sequences(har_dir):
     """(name, [header list]) per HAR file and direction."""
     out = []
-    for path in sorted(glob.glob(os.path.join(har_dir, "**", "*.har"), recursive=True)):
+    for path in sorted(glob.glob(os.path.join(har_dir, "*.har"))):
         try:
             with open(path, encoding="utf-8-sig") as f:
                 entries = json.load(f)["log"]["entries"]
@@ -138,7 +137,7 @@ VARIANTS = {
 
 
 def main():
-    har_dir = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/corpus/har"
+    har_dir = os.path.join(HERE, "..", "..", "..", "samples")
     sequences = har_sequences(har_dir) + story_sequences()
     for variant, (huffman, sizes, sensitive) in VARIANTS.items():
         folder = os.path.join(HERE, variant)
