@@ -395,6 +395,7 @@ fn entry_events(
 
     out.push(HttpEvent::Request(HttpRequest {
         xref: xref.clone(),
+        h2_stream: None,
         ts_first_us: at.start,
         ts_last_us: at.request_end,
         frame: 0,

@@ -182,6 +182,8 @@ pub struct ExchangeRef {
 #[derive(Debug, Clone)]
 pub struct HttpRequest {
     pub xref: ExchangeRef,
+    /// HTTP/2 stream id of the exchange (`None` for HTTP/1.x and HAR).
+    pub h2_stream: Option<u32>,
     /// Time of the first and last byte, microseconds since the Unix epoch.
     pub ts_first_us: i64,
     pub ts_last_us: i64,

@@ -2,10 +2,11 @@
 //! all, and the stream events held until both are known; then the connection goes to the
 //! reader of its HTTP version.
 //!
-//! Today every HTTP connection is HTTP/1.x: a request line marks the client, a status line
-//! the server. This is where HTTP/2 joins: by its connection preface (`PRI * HTTP/2.0`), by
-//! ALPN ([`StreamEventKind::Negotiated`](crate::flow::StreamEventKind::Negotiated)), or
-//! after an `Upgrade: h2c` exchange handed over by the HTTP/1.x reader.
+//! HTTP/1.x: a request line marks the client, a status line the server. HTTP/2: ALPN `h2`
+//! ([`StreamEventKind::Negotiated`](crate::flow::StreamEventKind::Negotiated), the flow's
+//! client is the client), or the connection preface (`PRI * HTTP/2.0`) on any port, which
+//! marks the client (prior knowledge). The checks run only while a stream is undecided:
+//! an HTTP/1.x connection pays nothing for HTTP/2 afterwards.
 
 use super::HttpLimits;
 use super::h1::{
@@ -15,6 +16,7 @@ use super::h1::{
         probe,
     },
 };
+use super::h2;
 use super::{ConnInfo, HttpEvent};
 use crate::anomaly::Stats;
 use crate::flow::{CloseReason, GapLen, Side};
@@ -51,6 +53,7 @@ enum Route {
     /// Not decided yet: events are held.
     Undecided,
     Http1(h1::Conn),
+    Http2(h2::Conn),
     /// Not HTTP: events are dropped.
     NotHttp,
 }
@@ -67,7 +70,20 @@ pub(super) struct Router {
     held_bytes: [usize; 2],
     /// The side's stream began with a gap (its first bytes are mid-message).
     starts_with_gap: [bool; 2],
+    /// TLS negotiated `h2`.
+    alpn_h2: bool,
     last_ts_us: i64,
+}
+
+/// What the first bytes say about HTTP/2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum H2Probe {
+    /// Not HTTP/2 (as far as the router can tell).
+    No,
+    /// A side's bytes so far are the start of the preface: wait for more.
+    Wait,
+    /// HTTP/2; `swapped`: the flow's `Side::Client` is the server.
+    Yes { swapped: bool },
 }
 
 fn side_index(side: Side) -> usize {
@@ -95,7 +111,15 @@ impl Router {
             held: Vec::new(),
             held_bytes: [0, 0],
             starts_with_gap: [false, false],
+            alpn_h2: false,
             last_ts_us: 0,
+        }
+    }
+
+    /// TLS agreed on `protocol` (ALPN): `h2` makes the connection HTTP/2.
+    pub fn on_negotiated(&mut self, protocol: &[u8]) {
+        if matches!(self.route, Route::Undecided) {
+            self.alpn_h2 = protocol == b"h2";
         }
     }
 
@@ -116,6 +140,7 @@ impl Router {
                 Held::Gap { .. } | Held::Fin { .. } => None,
             }),
             Route::Http1(conn) => conn.request_started_us(),
+            Route::Http2(conn) => conn.request_started_us(),
         }
     }
 
@@ -145,6 +170,7 @@ impl Router {
                 self.decide(false, stats, out);
             }
             Route::Http1(conn) => conn.on_data(side, bytes, ts_us, frame, stats, out),
+            Route::Http2(conn) => conn.on_data(side, bytes, ts_us, frame, stats, out),
         }
     }
 
@@ -169,6 +195,7 @@ impl Router {
                 self.held.push(Held::Gap { side, len });
             }
             Route::Http1(conn) => conn.on_gap(side, len, ts_us, stats, out),
+            Route::Http2(conn) => conn.on_gap(side, len, ts_us, stats, out),
         }
     }
 
@@ -178,6 +205,7 @@ impl Router {
             Route::NotHttp => {}
             Route::Undecided => self.held.push(Held::Fin { side, ts_us }),
             Route::Http1(conn) => conn.on_fin(side, ts_us, stats, out),
+            Route::Http2(conn) => conn.on_fin(side, ts_us, stats, out),
         }
     }
 
@@ -186,8 +214,10 @@ impl Router {
         if matches!(self.route, Route::Undecided) {
             self.decide(true, stats, out);
         }
-        if let Route::Http1(conn) = &mut self.route {
-            conn.on_rst(side, ts_us, stats, out);
+        match &mut self.route {
+            Route::Http1(conn) => conn.on_rst(side, ts_us, stats, out),
+            Route::Http2(conn) => conn.on_rst(side, ts_us, stats, out),
+            Route::Undecided | Route::NotHttp => {}
         }
     }
 
@@ -202,8 +232,10 @@ impl Router {
         if matches!(self.route, Route::Undecided) {
             self.decide(true, stats, out);
         }
-        if let Route::Http1(conn) = &mut self.route {
-            conn.on_close(reason, ts_us, stats, out);
+        match &mut self.route {
+            Route::Http1(conn) => conn.on_close(reason, ts_us, stats, out),
+            Route::Http2(conn) => conn.on_close(reason, ts_us, stats, out),
+            Route::Undecided | Route::NotHttp => {}
         }
     }
 
@@ -211,6 +243,11 @@ impl Router {
     /// a request line marks the client, a status line the server; a stream
     /// whose first bytes are neither is not HTTP.
     fn decide(&mut self, at_end: bool, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        match self.probe_h2(at_end) {
+            H2Probe::Yes { swapped } => return self.start_h2(swapped, stats, out),
+            H2Probe::Wait => return,
+            H2Probe::No => {}
+        }
         let mut verdicts = [None, None];
         for side in [Side::Client, Side::Server] {
             let i = side_index(side);
@@ -323,5 +360,84 @@ impl Router {
             }
         }
         self.route = Route::Http1(conn);
+    }
+}
+
+impl Router {
+    /// ALPN `h2`, or a side whose bytes begin with the client preface (that side is the
+    /// client). A side that began with a gap cannot show a preface.
+    fn probe_h2(&self, at_end: bool) -> H2Probe {
+        if self.alpn_h2 {
+            return H2Probe::Yes { swapped: false };
+        }
+        let mut wait = false;
+        for side in [Side::Client, Side::Server] {
+            if self
+                .starts_with_gap
+                .get(side_index(side))
+                .copied()
+                .unwrap_or_default()
+            {
+                continue;
+            }
+            let mut first = [0u8; h2::PREFACE.len()];
+            let mut n = 0usize;
+            for h in &self.held {
+                if let Held::Data { side: s, bytes, .. } = h
+                    && *s == side
+                {
+                    for (dst, src) in first.iter_mut().skip(n).zip(bytes.iter()) {
+                        *dst = *src;
+                        n = n.saturating_add(1);
+                    }
+                    if n == first.len() {
+                        break;
+                    }
+                }
+            }
+            if n == 0 || first.get(..n) != h2::PREFACE.get(..n) {
+                continue;
+            }
+            if n == first.len() {
+                return H2Probe::Yes {
+                    swapped: side == Side::Server,
+                };
+            }
+            wait = true;
+        }
+        if wait && !at_end {
+            H2Probe::Wait
+        } else {
+            H2Probe::No
+        }
+    }
+
+    fn start_h2(&mut self, swapped: bool, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        let (client, server) = if swapped {
+            (self.server, self.client)
+        } else {
+            (self.client, self.server)
+        };
+        let info = Arc::new(ConnInfo {
+            conn: self.stream,
+            tcp_stream: Some(self.stream),
+            client_addr: client.to_string().into(),
+            server_addr: server.to_string().into(),
+            capture: self.capture.clone(),
+        });
+        let mut conn = h2::Conn::new(info, swapped, self.limits);
+        for h in std::mem::take(&mut self.held) {
+            match h {
+                Held::Data {
+                    side,
+                    ts_us,
+                    frame,
+                    bytes,
+                } => conn.replay_data(side, &bytes, ts_us, frame, stats, out),
+                Held::Gap { side, len } => conn.replay_gap(side, len, stats, out),
+                Held::Fin { side, ts_us } => conn.on_fin(side, ts_us, stats, out),
+            }
+        }
+        self.route = Route::Http2(conn);
     }
 }

@@ -127,6 +127,7 @@ impl Conn {
         }
         out.push(HttpEvent::Request(HttpRequest {
             xref: msg.xref,
+            h2_stream: None,
             ts_first_us: msg.ts_first_us,
             ts_last_us: ts_us,
             frame: msg.frame,

@@ -82,6 +82,7 @@ impl Run {
         let ts = self.tick();
         let req = HttpRequest {
             xref: Run::xref(c),
+            h2_stream: None,
             ts_first_us: ts,
             ts_last_us: ts + 10,
             frame: 0,

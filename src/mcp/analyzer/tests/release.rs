@@ -68,6 +68,7 @@ fn rows_are_ordered_by_first_byte_within_the_slack() {
     c.depth += 1;
     let req = HttpRequest {
         xref: Run::xref(&c),
+        h2_stream: None,
         ts_first_us: t_late,
         ts_last_us: r.t,
         frame: 0,
