@@ -30,6 +30,10 @@ pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// RFC 7541 §4.2 / RFC 9113 §6.5.2: the initial SETTINGS_HEADER_TABLE_SIZE.
 const DEFAULT_TABLE_SIZE: usize = 4096;
 
+/// Most SETTINGS frames of one side awaiting their ACK; past it the oldest is taken as
+/// acknowledged (a peer that never ACKs cannot grow the queue).
+const UNACKED_SETTINGS_LIMIT: usize = 16;
+
 /// Default [`HttpLimits::h2_streams`]: most concurrent streams per connection (RFC 9113
 /// recommends advertising at least 100; nghttp2 and Go allow 100 to 1000).
 pub const H2_STREAM_LIMIT: usize = 1000;
@@ -76,6 +80,9 @@ pub(super) struct DirState {
     pub max_frame_size: u32,
     pub settings: Rate,
     pub pings: Rate,
+    /// SETTINGS_HEADER_TABLE_SIZE values this direction sent, awaiting the peer's ACK (the
+    /// peer's encoder may use the old size until then); at most [`UNACKED_SETTINGS_LIMIT`].
+    pub unacked_table_sizes: std::collections::VecDeque<Option<u32>>,
     /// Time of the last delivery.
     pub last_ts: i64,
     pub last_frame: u64,
@@ -92,6 +99,7 @@ impl DirState {
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             settings: Rate::default(),
             pings: Rate::default(),
+            unacked_table_sizes: std::collections::VecDeque::new(),
             last_ts: 0,
             last_frame: 0,
         }
@@ -299,7 +307,16 @@ impl Conn {
                     frame: f_frame,
                 }) => {
                     self.check_size(dir, &hdr, stats);
-                    self.frame(dir, hdr, payload, truncated, (f_ts, f_frame), ts_us, stats, out);
+                    self.frame(
+                        dir,
+                        hdr,
+                        payload,
+                        truncated,
+                        (f_ts, f_frame),
+                        ts_us,
+                        stats,
+                        out,
+                    );
                 }
                 Some(Piece::Data {
                     hdr,
@@ -371,7 +388,7 @@ impl Conn {
                     stats.anomaly("h2.ping_flood");
                 }
             }
-            kind::GOAWAY => self.goaway(dir, &payload, ts_us, stats, out),
+            kind::GOAWAY => self.goaway(dir, &payload, stats),
             kind::WINDOW_UPDATE | kind::PRIORITY => {}
             _ => stats.anomaly("h2.unknown_frame_type"),
         }
@@ -379,6 +396,12 @@ impl Conn {
 
     fn settings(&mut self, dir: Dir, hdr: &FrameHeader, payload: &[u8], ts: i64, s: &mut Stats) {
         if hdr.has(flag::ACK) {
+            // `dir` acknowledges the other side's oldest SETTINGS: from here `dir`'s
+            // encoder works with the table size they set (RFC 9113 §6.5.3).
+            let acked = self.dir_state(dir.other()).unacked_table_sizes.pop_front();
+            if let Some(Some(size)) = acked {
+                self.dir_state(dir).hpack.set_max_table_size(size as usize);
+            }
             return;
         }
         if self.dir_state(dir).settings.over(ts, SETTINGS_RATE_LIMIT) {
@@ -390,26 +413,31 @@ impl Conn {
             return;
         }
         // What the sender allows the other direction.
-        let peer = self.dir_state(dir.other());
+        let mut table_size = None;
         for setting in payload.chunks_exact(6) {
             let id = u16::from_be_bytes([setting[0], setting[1]]);
             let value = u32::from_be_bytes([setting[2], setting[3], setting[4], setting[5]]);
             match id {
-                0x1 => peer.hpack.set_max_table_size(value as usize),
-                0x5 => peer.max_frame_size = value.clamp(DEFAULT_MAX_FRAME_SIZE, 0x00ff_ffff),
+                0x1 => table_size = Some(value),
+                0x5 => {
+                    self.dir_state(dir.other()).max_frame_size =
+                        value.clamp(DEFAULT_MAX_FRAME_SIZE, 0x00ff_ffff)
+                }
                 _ => {}
             }
         }
+        let queue = &mut self.dir_state(dir).unacked_table_sizes;
+        queue.push_back(table_size);
+        if queue.len() > UNACKED_SETTINGS_LIMIT
+            && let Some(Some(size)) = queue.pop_front()
+        {
+            self.dir_state(dir.other())
+                .hpack
+                .set_max_table_size(size as usize);
+        }
     }
 
-    fn goaway(
-        &mut self,
-        dir: Dir,
-        payload: &[u8],
-        ts_us: i64,
-        stats: &mut Stats,
-        out: &mut Vec<HttpEvent>,
-    ) {
+    fn goaway(&mut self, dir: Dir, payload: &[u8], stats: &mut Stats) {
         let last = be_u32(payload, 0).map(|v| v & 0x7fff_ffff);
         let code = be_u32(payload, 4).unwrap_or_default();
         if code != 0 {
@@ -421,7 +449,7 @@ impl Conn {
         let Some(last) = last else { return };
         let last = self.goaway_last.map_or(last, |l| l.min(last));
         self.goaway_last = Some(last);
-        self.mark_unprocessed(last, ts_us, stats, out);
+        self.mark_unprocessed(last, stats);
     }
 
     /// A gap: frame boundaries and the HPACK table of that direction are unknown from here.

@@ -174,7 +174,8 @@ impl FrameReader {
                     let rest = input.get(at..).unwrap_or_default();
                     let take = want.min(rest.len());
                     if let (Some(dst), Some(src)) = (
-                        self.head.get_mut(self.head_len..self.head_len.saturating_add(take)),
+                        self.head
+                            .get_mut(self.head_len..self.head_len.saturating_add(take)),
                         rest.get(..take),
                     ) {
                         dst.copy_from_slice(src);

@@ -18,7 +18,9 @@ mod frames;
 pub mod hpack;
 mod stream;
 mod streams;
+#[cfg(test)]
+mod tests;
 
-pub(super) use conn::{Conn, PREFACE};
 pub use conn::H2_STREAM_LIMIT;
+pub(super) use conn::{Conn, PREFACE};
 pub use flood::{PING_RATE_LIMIT, RESET_RATE_LIMIT, SETTINGS_RATE_LIMIT};

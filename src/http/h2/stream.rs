@@ -41,8 +41,6 @@ pub(super) struct Stream {
     /// a response seen without its request).
     pub req: Option<ReqMsg>,
     pub resp: Resp,
-    /// Anomalies for the response's end (a GOAWAY that left the stream unprocessed).
-    pub pending_anomalies: Vec<String>,
 }
 
 impl Stream {
@@ -138,7 +136,10 @@ mod tests {
         assert_eq!(head.headers.get("host"), Some("mcp.example:8443"));
         assert_eq!(head.headers.get("content-type"), Some("application/json"));
         let mut an = Vec::new();
-        let head = request_head(fields(&[(":method", "CONNECT"), (":authority", "h:1")]), &mut an);
+        let head = request_head(
+            fields(&[(":method", "CONNECT"), (":authority", "h:1")]),
+            &mut an,
+        );
         assert_eq!(&*head.uri, "h:1");
         assert!(an.is_empty());
         let mut an = Vec::new();

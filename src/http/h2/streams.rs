@@ -205,7 +205,6 @@ impl Conn {
                     anomalies,
                 }),
                 resp: Resp::Awaiting,
-                pending_anomalies: Vec::new(),
             },
         );
         if block.end_stream {
@@ -248,7 +247,6 @@ impl Conn {
                     xref,
                     req: None,
                     resp: Resp::Awaiting,
-                    pending_anomalies: Vec::new(),
                 },
             );
         }
@@ -278,7 +276,7 @@ impl Conn {
             // Interim (RFC 9110 §15.2): not the final head.
             return;
         }
-        let mut anomalies = std::mem::take(&mut stream.pending_anomalies);
+        let mut anomalies = Vec::new();
         let decoder = ContentDecoder::with_limit(
             head.headers.get("content-encoding"),
             self.limits.decoded_bytes,
@@ -407,25 +405,18 @@ impl Conn {
     }
 
     /// The server's GOAWAY: client streams above `last` were never processed.
-    pub(super) fn mark_unprocessed(
-        &mut self,
-        last: u32,
-        _ts_us: i64,
-        stats: &mut Stats,
-        _out: &mut Vec<HttpEvent>,
-    ) {
+    pub(super) fn mark_unprocessed(&mut self, last: u32, stats: &mut Stats) {
         for (&id, stream) in self.streams.iter_mut() {
             if id <= last || id % 2 == 0 {
                 continue;
             }
-            stats.anomaly("h2.goaway_unprocessed");
-            if let Some(msg) = stream.req.as_mut() {
-                push_anomaly(&mut msg.anomalies, "h2.goaway_unprocessed");
-            }
-            match &mut stream.resp {
-                Resp::Awaiting => push_anomaly(&mut stream.pending_anomalies, "h2.goaway_unprocessed"),
-                Resp::Body(m) => push_anomaly(&mut m.anomalies, "h2.goaway_unprocessed"),
-                Resp::Done => {}
+            // Counted once: in a list counted when its message ends, or here.
+            let name = "h2.goaway_unprocessed";
+            match (stream.req.as_mut(), &mut stream.resp) {
+                (Some(msg), _) => push_anomaly(&mut msg.anomalies, name),
+                (None, Resp::Body(m)) => push_anomaly(&mut m.anomalies, name),
+                (None, Resp::Awaiting) => stats.anomaly(name),
+                (None, Resp::Done) => {}
             }
         }
     }
