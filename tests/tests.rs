@@ -8,6 +8,7 @@ mod golden;
 mod har_corpus;
 mod har_vs_pcap;
 mod html_report;
+mod http2_corpus;
 mod layers;
 mod retry_hygiene;
 mod robustness;

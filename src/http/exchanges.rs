@@ -65,6 +65,11 @@ impl Exchanges {
         }
     }
 
+    /// The connection the exchanges are on.
+    pub fn info(&self) -> &Arc<ConnInfo> {
+        &self.info
+    }
+
     /// The next exchange of the connection.
     pub fn next_exchange(&mut self) -> ExchangeRef {
         let depth = self.next_number;

@@ -169,7 +169,12 @@ impl Router {
                 });
                 self.decide(false, stats, out);
             }
-            Route::Http1(conn) => conn.on_data(side, bytes, ts_us, frame, stats, out),
+            Route::Http1(conn) => {
+                conn.on_data(side, bytes, ts_us, frame, stats, out);
+                if conn.switched() {
+                    self.switch_to_h2(stats, out);
+                }
+            }
             Route::Http2(conn) => conn.on_data(side, bytes, ts_us, frame, stats, out),
         }
     }
@@ -336,30 +341,64 @@ impl Router {
                 conn.start_mid_message(side);
             }
         }
+        self.route = Route::Http1(conn);
         let mut leading_gap = self.starts_with_gap;
         for h in std::mem::take(&mut self.held) {
-            match h {
+            if let Held::Gap { side, .. } = h {
+                let i = side_index(side);
+                // A leading gap was handled by starting mid-message.
+                if leading_gap.get(i).copied().unwrap_or_default() {
+                    if let Some(g) = leading_gap.get_mut(i) {
+                        *g = false;
+                    }
+                    continue;
+                }
+            }
+            self.replay(h, stats, out);
+        }
+    }
+
+    /// A held event, to the connection's reader (HTTP/1.x may switch to HTTP/2 midway).
+    fn replay(&mut self, h: Held, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        match &mut self.route {
+            Route::Http1(conn) => {
+                match h {
+                    Held::Data {
+                        side,
+                        ts_us,
+                        frame,
+                        bytes,
+                    } => conn.replay_data(side, &bytes, ts_us, frame, stats, out),
+                    Held::Gap { side, len } => conn.replay_gap(side, len, stats, out),
+                    Held::Fin { side, ts_us } => conn.on_fin(side, ts_us, stats, out),
+                }
+                if conn.switched() {
+                    self.switch_to_h2(stats, out);
+                }
+            }
+            Route::Http2(conn) => match h {
                 Held::Data {
                     side,
                     ts_us,
                     frame,
                     bytes,
                 } => conn.replay_data(side, &bytes, ts_us, frame, stats, out),
-                Held::Gap { side, len } => {
-                    let i = side_index(side);
-                    // A leading gap was handled by starting mid-message.
-                    if leading_gap.get(i).copied().unwrap_or_default() {
-                        if let Some(g) = leading_gap.get_mut(i) {
-                            *g = false;
-                        }
-                        continue;
-                    }
-                    conn.replay_gap(side, len, stats, out);
-                }
+                Held::Gap { side, len } => conn.replay_gap(side, len, stats, out),
                 Held::Fin { side, ts_us } => conn.on_fin(side, ts_us, stats, out),
-            }
+            },
+            Route::Undecided | Route::NotHttp => {}
         }
-        self.route = Route::Http1(conn);
+    }
+
+    /// The HTTP/1.1 connection switched (`Upgrade: h2c`, `101`): HTTP/2 reads on.
+    fn switch_to_h2(&mut self, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        let Route::Http1(conn) = &mut self.route else {
+            return;
+        };
+        let Some(handover) = conn.take_handover() else {
+            return;
+        };
+        self.route = Route::Http2(h2::Conn::upgraded(handover, self.limits, stats, out));
     }
 }
 

@@ -124,6 +124,9 @@ pub(in crate::http) struct Conn {
     /// The client sent FIN or RST.
     pub(super) client_closed: bool,
     pub(super) resets: Rate,
+    /// Inside a CONNECT tunnel: bytes that are not HTTP/2 are another protocol, not an
+    /// anomaly.
+    tunnel: bool,
 }
 
 impl Conn {
@@ -141,7 +144,57 @@ impl Conn {
             goaway_last: None,
             client_closed: false,
             resets: Rate::default(),
+            tunnel: false,
         }
+    }
+
+    /// The connection after an HTTP/1.1 `Upgrade: h2c` answered `101`: the upgraded
+    /// request is stream 1, awaiting its response; the client's preface comes next; the
+    /// bytes buffered after the switch are read as HTTP/2.
+    pub fn upgraded(
+        h: crate::http::h1::Handover,
+        limits: HttpLimits,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) -> Conn {
+        let mut conn = Conn {
+            swapped: h.swapped,
+            dirs: [DirState::new(true, &limits), DirState::new(false, &limits)],
+            streams: HashMap::default(),
+            unfinished: BTreeSet::new(),
+            exchanges: h.exchanges,
+            limits,
+            highest_stream: 1,
+            goaway_last: None,
+            client_closed: h.client_closed,
+            resets: Rate::default(),
+            tunnel: false,
+        };
+        match h.upgraded {
+            Some(xref) => {
+                conn.streams.insert(
+                    1,
+                    Stream {
+                        xref,
+                        req: None,
+                        resp: super::stream::Resp::Awaiting,
+                    },
+                );
+            }
+            None => {
+                conn.tunnel = true;
+                conn.highest_stream = 0;
+            }
+        }
+        let (bytes, ts, frame) = h.resp_rest;
+        if !bytes.is_empty() {
+            conn.data(Dir::Resp, &bytes, ts, frame, stats, out);
+        }
+        let (bytes, ts, frame) = h.req_rest;
+        if !bytes.is_empty() {
+            conn.data(Dir::Req, &bytes, ts, frame, stats, out);
+        }
+        conn
     }
 
     pub(super) fn dir_state(&mut self, dir: Dir) -> &mut DirState {
@@ -280,12 +333,26 @@ impl Conn {
             stats.http_bytes_skipped = stats.http_bytes_skipped.saturating_add(bytes.len() as u64);
             return;
         }
+        let [req, _] = &self.dirs;
+        if self.tunnel && dir == Dir::Resp && req.preface_left > 0 {
+            // Not known to be HTTP/2 until the client's preface: the server's bytes wait
+            // for nothing (before it, they are only SETTINGS).
+            return;
+        }
+        let d = self.dir_state(dir);
         let mut rest = bytes;
         if d.preface_left > 0 {
             let done = PREFACE.len().saturating_sub(d.preface_left);
             let want = PREFACE.get(done..).unwrap_or_default();
             let n = want.len().min(rest.len());
             if rest.get(..n) != want.get(..n) {
+                if self.tunnel {
+                    // Another protocol in the tunnel (TLS, most often): ignored, as
+                    // HTTP/1.x ignores a tunnel's bytes.
+                    self.stop_dir(Dir::Req);
+                    self.stop_dir(Dir::Resp);
+                    return;
+                }
                 stats.anomaly("h2.bad_preface");
                 self.stop_dir(dir);
                 stats.http_bytes_skipped =
