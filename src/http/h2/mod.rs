@@ -20,6 +20,8 @@ mod stream;
 mod streams;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_hostile;
 
 pub use conn::H2_STREAM_LIMIT;
 pub(super) use conn::{Conn, PREFACE};

@@ -62,19 +62,19 @@ pub(crate) mod enc {
     }
 }
 
-use enc::{block, frame};
+pub(super) use enc::{block, frame};
 
-const PREFACE: &[u8] = super::PREFACE;
+pub(super) const PREFACE: &[u8] = super::PREFACE;
 
-fn settings() -> Vec<u8> {
+pub(super) fn settings() -> Vec<u8> {
     frame(kind::SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100])
 }
 
-fn settings_ack() -> Vec<u8> {
+pub(super) fn settings_ack() -> Vec<u8> {
     frame(kind::SETTINGS, flag::ACK, 0, &[])
 }
 
-fn request(stream: u32, method: &str, path: &str, body: Option<&[u8]>) -> Vec<u8> {
+pub(super) fn request(stream: u32, method: &str, path: &str, body: Option<&[u8]>) -> Vec<u8> {
     let b = block(&[
         (":method", method),
         (":scheme", "http"),
@@ -94,7 +94,7 @@ fn request(stream: u32, method: &str, path: &str, body: Option<&[u8]>) -> Vec<u8
     v
 }
 
-fn response(stream: u32, status: &str, extra: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+pub(super) fn response(stream: u32, status: &str, extra: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     let mut fields = vec![(":status", status)];
     fields.extend_from_slice(extra);
     let mut v = frame(kind::HEADERS, flag::END_HEADERS, stream, &block(&fields));
@@ -102,13 +102,13 @@ fn response(stream: u32, status: &str, extra: &[(&str, &str)], body: &[u8]) -> V
     v
 }
 
-fn client_start() -> Vec<u8> {
+pub(super) fn client_start() -> Vec<u8> {
     let mut v = PREFACE.to_vec();
     v.extend(settings());
     v
 }
 
-fn server_start() -> Vec<u8> {
+pub(super) fn server_start() -> Vec<u8> {
     let mut v = settings();
     v.extend(settings_ack());
     v
@@ -116,7 +116,7 @@ fn server_start() -> Vec<u8> {
 
 /// Runs deliveries (each one `Data` event, 1 ms apart) through a fresh stage, with FIN
 /// from both sides and `Closed` at the end unless `end` says otherwise.
-fn run_with(
+pub(super) fn run_with(
     deliveries: &[(Side, Vec<u8>)],
     limits: HttpLimits,
     negotiated: Option<&[u8]>,
@@ -204,7 +204,7 @@ fn run_with(
     (out, stats)
 }
 
-fn run(deliveries: &[(Side, Vec<u8>)]) -> (Vec<HttpEvent>, Stats) {
+pub(super) fn run(deliveries: &[(Side, Vec<u8>)]) -> (Vec<HttpEvent>, Stats) {
     run_with(deliveries, HttpLimits::default(), None, None)
 }
 
@@ -260,7 +260,7 @@ pub(crate) fn summary(events: &[HttpEvent]) -> Vec<String> {
 }
 
 /// Response body pieces joined per exchange, so tests do not depend on how pieces split.
-fn joined(events: &[HttpEvent]) -> Vec<String> {
+pub(super) fn joined(events: &[HttpEvent]) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     for (e, line) in events.iter().zip(summary(events)) {
         if let HttpEvent::ResponseBody { xref, data, .. } = e {
