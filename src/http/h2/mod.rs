@@ -21,6 +21,8 @@ mod streams;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_equiv;
+#[cfg(test)]
 mod tests_hostile;
 
 pub use conn::H2_STREAM_LIMIT;

@@ -261,22 +261,24 @@ pub(crate) fn summary(events: &[HttpEvent]) -> Vec<String> {
 
 /// Response body pieces joined per exchange, so tests do not depend on how pieces split.
 pub(super) fn joined(events: &[HttpEvent]) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    for (e, line) in events.iter().zip(summary(events)) {
-        if let HttpEvent::ResponseBody { xref, data, .. } = e {
-            let prefix = format!("body #{} ", xref.depth);
-            if let Some(last) = lines.last_mut()
-                && last.starts_with(&prefix)
-            {
-                last.pop();
-                last.push_str(&String::from_utf8_lossy(data));
-                last.push('"');
-                continue;
-            }
+    let mut merged: Vec<HttpEvent> = Vec::new();
+    for e in events {
+        if let (
+            HttpEvent::ResponseBody { xref, data, .. },
+            Some(HttpEvent::ResponseBody {
+                xref: last,
+                data: into,
+                ..
+            }),
+        ) = (e, merged.last_mut())
+            && last.depth == xref.depth
+        {
+            into.extend_from_slice(data);
+            continue;
         }
-        lines.push(line);
+        merged.push(e.clone());
     }
-    lines
+    summary(&merged)
 }
 
 fn basic_exchange() -> Vec<(Side, Vec<u8>)> {
