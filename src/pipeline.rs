@@ -250,6 +250,8 @@ impl Event {
 }
 
 /// What the HTTP stages hand on, in one-thread order.
+// Nearly every item is an event: boxing them would add an allocation to each.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Item {
     Event(Event),

@@ -482,8 +482,10 @@ impl Conn {
         // What the sender allows the other direction.
         let mut table_size = None;
         for setting in payload.chunks_exact(6) {
-            let id = u16::from_be_bytes([setting[0], setting[1]]);
-            let value = u32::from_be_bytes([setting[2], setting[3], setting[4], setting[5]]);
+            let id = setting
+                .first_chunk::<2>()
+                .map_or(0, |b| u16::from_be_bytes(*b));
+            let value = super::frames::be_u32(setting, 2).unwrap_or_default();
             match id {
                 0x1 => table_size = Some(value),
                 0x5 => {

@@ -319,8 +319,8 @@ pub fn headers_fragment(hdr: &FrameHeader, payload: &[u8]) -> Option<Vec<u8>> {
 
 /// A big-endian u32 at `at`, if the payload has it.
 pub fn be_u32(payload: &[u8], at: usize) -> Option<u32> {
-    let b = payload.get(at..at.checked_add(4)?)?;
-    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    let b = payload.get(at..)?.first_chunk::<4>()?;
+    Some(u32::from_be_bytes(*b))
 }
 
 /// RFC 9113 §7: the anomaly naming an error code.
@@ -356,8 +356,11 @@ mod tests {
         v
     }
 
-    /// Feeds `bytes` in pieces of `step`; returns the frames and the DATA bytes per stream.
-    fn read_all(bytes: &[u8], step: usize) -> (Vec<(u8, u32, Vec<u8>)>, Vec<u8>) {
+    /// (type, stream, kept payload) of each frame.
+    type Frames = Vec<(u8, u32, Vec<u8>)>;
+
+    /// Feeds `bytes` in pieces of `step`; returns the frames and the DATA bytes.
+    fn read_all(bytes: &[u8], step: usize) -> (Frames, Vec<u8>) {
         let mut r = FrameReader::new(1024);
         let mut frames = Vec::new();
         let mut data = Vec::new();

@@ -160,7 +160,7 @@ impl Conn {
             }
             return;
         }
-        if id == 0 || id % 2 == 0 || id <= self.highest_stream {
+        if id == 0 || id.is_multiple_of(2) || id <= self.highest_stream {
             stats.anomaly("h2.bad_stream_id");
             stats.skip_http_message("bad_head");
             return;
@@ -407,7 +407,7 @@ impl Conn {
     /// The server's GOAWAY: client streams above `last` were never processed.
     pub(super) fn mark_unprocessed(&mut self, last: u32, stats: &mut Stats) {
         for (&id, stream) in self.streams.iter_mut() {
-            if id <= last || id % 2 == 0 {
+            if id <= last || id.is_multiple_of(2) {
                 continue;
             }
             // Counted once: in a list counted when its message ends, or here.

@@ -199,7 +199,6 @@ pub(super) fn run_with(
             );
         }
     }
-    drop(push);
     stage.finish(&mut stats, &mut out);
     (out, stats)
 }
