@@ -53,7 +53,8 @@ enum Route {
     /// Not decided yet: events are held.
     Undecided,
     Http1(h1::Conn),
-    Http2(h2::Conn),
+    /// Boxed: larger than an HTTP/1.x connection, and every router holds the larger.
+    Http2(Box<h2::Conn>),
     /// Not HTTP: events are dropped.
     NotHttp,
 }
@@ -398,7 +399,12 @@ impl Router {
         let Some(handover) = conn.take_handover() else {
             return;
         };
-        self.route = Route::Http2(h2::Conn::upgraded(handover, self.limits, stats, out));
+        self.route = Route::Http2(Box::new(h2::Conn::upgraded(
+            handover,
+            self.limits,
+            stats,
+            out,
+        )));
     }
 }
 
@@ -464,7 +470,7 @@ impl Router {
             server_addr: server.to_string().into(),
             capture: self.capture.clone(),
         });
-        let mut conn = h2::Conn::new(info, swapped, self.limits);
+        let mut conn = Box::new(h2::Conn::new(info, swapped, self.limits));
         for h in std::mem::take(&mut self.held) {
             match h {
                 Held::Data {
