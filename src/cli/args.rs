@@ -18,7 +18,7 @@ pub struct Cli {
 pub enum Command {
     /// Find MCP exchanges, classify them and infer retries.
     Analyze(AnalyzeArgs),
-    /// List every HTTP/1.x exchange, MCP or not.
+    /// List every HTTP/1.x and HTTP/2 exchange, MCP or not.
     Http(HttpArgs),
     /// List the MCP sessions.
     Sessions(InputArgs),

@@ -1,5 +1,5 @@
-//! What the HTTP stage hands on: [`HttpEvent`]s about exchanges, version-neutral (HTTP/1.x
-//! today, HTTP/2 and HAR entries alike).
+//! What the HTTP stage hands on: [`HttpEvent`]s about exchanges, version-neutral (HTTP/1.x,
+//! HTTP/2 and HAR entries alike).
 //!
 //! The vocabulary: a request whole; a response as its head, decoded body pieces in arrival
 //! order and one end that says how the body ended ([`BodyEnd`]); or, for a request never
@@ -157,7 +157,7 @@ impl From<Vec<(String, String)>> for Headers {
 pub struct RequestHead {
     pub method: ArcStr,
     pub uri: ArcStr,
-    /// `1.0` or `1.1` (`2` for HAR entries recorded over HTTP/2).
+    /// `1.0` or `1.1`; `2` for HTTP/2 (and HAR entries recorded over it).
     pub version: Cow<'static, str>,
     pub headers: Headers,
 }
