@@ -73,15 +73,25 @@ pub(super) fn request_head(
     let method = pseudo.method.unwrap_or_default();
     let target = match pseudo.path {
         Some(p) => p,
-        None if method.eq_ignore_ascii_case("CONNECT") => {
-            pseudo.authority.clone().unwrap_or_default()
-        }
+        None if method.eq_ignore_ascii_case("CONNECT") => pseudo
+            .authority
+            .as_deref()
+            .map(|a| a.rsplit_once('@').map_or(a, |(_, host)| host).to_string())
+            .unwrap_or_default(),
         None => String::new(),
     };
     if method.is_empty() || target.is_empty() {
         push_anomaly(anomalies, "h2.missing_pseudo_header");
     }
-    ensure_host(&mut plain, pseudo.authority);
+    // RFC 9113 §8.3.1: `:authority` carries no userinfo; a credential there is never kept.
+    let authority = pseudo.authority.map(|a| match a.rsplit_once('@') {
+        Some((_, host)) => {
+            push_anomaly(anomalies, "h2.userinfo_in_authority");
+            host.to_string()
+        }
+        None => a,
+    });
+    ensure_host(&mut plain, authority);
     RequestHead {
         method: ArcStr::from(method),
         uri: ArcStr::from(target),
@@ -142,6 +152,17 @@ mod tests {
         );
         assert_eq!(&*head.uri, "h:1");
         assert!(an.is_empty());
+        let mut an = Vec::new();
+        let head = request_head(
+            fields(&[
+                (":method", "GET"),
+                (":authority", "user:secret@h.test"),
+                (":path", "/"),
+            ]),
+            &mut an,
+        );
+        assert_eq!(head.headers.get("host"), Some("h.test"));
+        assert_eq!(an, vec!["h2.userinfo_in_authority".to_string()]);
         let mut an = Vec::new();
         request_head(fields(&[(":path", "/")]), &mut an);
         assert_eq!(an, vec!["h2.missing_pseudo_header".to_string()]);
