@@ -124,6 +124,8 @@ pub(in crate::http) struct Conn {
     /// The client sent FIN or RST.
     pub(super) client_closed: bool,
     pub(super) resets: Rate,
+    /// Request body bytes kept by the open streams together (at most the body limit).
+    pub(super) kept_request_bytes: usize,
     /// Inside a CONNECT tunnel: bytes that are not HTTP/2 are another protocol, not an
     /// anomaly.
     tunnel: bool,
@@ -144,6 +146,7 @@ impl Conn {
             goaway_last: None,
             client_closed: false,
             resets: Rate::default(),
+            kept_request_bytes: 0,
             tunnel: false,
         }
     }
@@ -168,6 +171,7 @@ impl Conn {
             goaway_last: None,
             client_closed: h.client_closed,
             resets: Rate::default(),
+            kept_request_bytes: 0,
             tunnel: false,
         };
         match h.upgraded {

@@ -328,11 +328,18 @@ impl Conn {
                 };
                 msg.wire_len = msg.wire_len.saturating_add(data.len() as u64);
                 let before = msg.body.len();
+                // Per request and for all the connection's open requests together: many
+                // streams at once hold no more than one HTTP/1.x request could.
+                let room = body_limit.saturating_sub(self.kept_request_bytes);
+                let cap = before.saturating_add(room).min(body_limit);
                 msg.decoder.feed(data, &mut msg.body, &mut msg.anomalies);
-                if msg.body.len() > body_limit {
+                if msg.body.len() > cap {
                     push_anomaly(&mut msg.anomalies, "http.request_body_limit");
-                    msg.body.truncate(body_limit.max(before));
+                    msg.body.truncate(cap.max(before));
                 }
+                self.kept_request_bytes = self
+                    .kept_request_bytes
+                    .saturating_add(msg.body.len().saturating_sub(before));
                 if end_stream {
                     self.finish_request(hdr.stream, true, ts_us, stats, out);
                 }
@@ -474,9 +481,14 @@ impl Conn {
             return;
         };
         self.unfinished.remove(&(msg.ts_first_us, id));
+        self.kept_request_bytes = self.kept_request_bytes.saturating_sub(msg.body.len());
         let mut tail = Vec::new();
         msg.decoder.finish(complete, &mut tail, &mut msg.anomalies);
-        let room = self.limits.body_bytes.saturating_sub(msg.body.len());
+        let room = self
+            .limits
+            .body_bytes
+            .saturating_sub(self.kept_request_bytes)
+            .saturating_sub(msg.body.len());
         msg.body
             .extend_from_slice(tail.get(..tail.len().min(room)).unwrap_or_default());
         for a in &msg.anomalies {

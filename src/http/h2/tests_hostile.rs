@@ -308,3 +308,44 @@ fn garbage_after_the_preface_never_panics_and_state_stays_bounded() {
     r.close();
     assert!(r.conn.streams.is_empty());
 }
+
+#[test]
+fn concurrent_request_bodies_share_one_body_limit() {
+    let limits = HttpLimits {
+        body_bytes: 64 * 1024,
+        ..HttpLimits::default()
+    };
+    let mut r = Run::new(limits);
+    for id in (1..=39u32).step_by(2) {
+        r.client(&open_headers(id));
+    }
+    let piece = vec![b'a'; 10_000];
+    for _ in 0..3 {
+        for id in (1..=39u32).step_by(2) {
+            r.client(&frame(kind::DATA, 0, id, &piece));
+            assert!(r.conn.kept_request_bytes <= 64 * 1024);
+        }
+    }
+    for id in (1..=39u32).step_by(2) {
+        r.client(&frame(kind::DATA, flag::END_STREAM, id, b""));
+    }
+    let kept: usize = r
+        .out
+        .iter()
+        .filter_map(|e| match e {
+            HttpEvent::Request(q) => Some(q.body.len()),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(r.requests(), 20);
+    assert_eq!(kept, 64 * 1024);
+    assert!(r.anomaly("http.request_body_limit") >= 1);
+    assert_eq!(r.conn.kept_request_bytes, 0);
+    // Once they are handed on, the budget is free again.
+    r.client(&open_headers(41));
+    r.client(&frame(kind::DATA, flag::END_STREAM, 41, &piece));
+    let Some(HttpEvent::Request(last)) = r.out.last() else {
+        panic!()
+    };
+    assert_eq!(last.body.len(), 10_000);
+}
