@@ -221,6 +221,11 @@ impl Conn {
         out: &mut Vec<HttpEvent>,
     ) {
         let id = block.stream;
+        if id != 0 && id.is_multiple_of(2) && !self.streams.contains_key(&id) {
+            // A pushed response (its PUSH_PROMISE was named): decoded, not an exchange.
+            stats.http_messages_parsed = stats.http_messages_parsed.saturating_add(1);
+            return;
+        }
         if !self.streams.contains_key(&id) {
             // A response whose request was not seen (the capture began after it): an
             // exchange of its own, as HTTP/1.x numbers a response nobody asked for.

@@ -273,6 +273,17 @@ fn push_promise_is_named_and_its_block_keeps_the_table_in_step() {
     });
     assert_eq!(head.map(|h| h.status), Some(200));
     assert!(r.conn.streams.is_empty());
+    // The pushed response itself is not an exchange.
+    r.server(&frame(
+        kind::HEADERS,
+        flag::END_HEADERS,
+        2,
+        &block(&[(":status", "200")]),
+    ));
+    r.server(&frame(kind::DATA, flag::END_STREAM, 2, b"body {}"));
+    r.close();
+    assert_eq!(r.stats.http_exchanges, 1);
+    assert!(r.conn.streams.is_empty());
 }
 
 #[test]
