@@ -6,13 +6,17 @@
 //! larger than the caller's bound stops emitting but keeps the table in step.
 //!
 //! Memory: the dynamic table holds at most `max_table_size` bytes by the size rule; the scratch
-//! buffers for Huffman-coded literals hold at most one literal of the current block.
+//! buffers for Huffman-coded literals hold at most one literal of the current block. A caller
+//! may give a smaller ceiling than the peer advertised (a peer may advertise up to 2^32 - 1):
+//! an encoder that uses more then fails with `SizeUpdateTooLarge` or `BadIndex`, never with
+//! wrong fields, since the entries kept are the newest ones on both sides.
 //!
 //! ```text
 //! mod.rs            the decoder: representations, integers, string literals, size updates
 //! table.rs          static table (Appendix A) and the dynamic table with its eviction
 //! huffman.rs        Huffman literals, four bits at a time through a precomputed table
 //! huffman_codes.rs  the code of Appendix B
+//! tests*.rs         Appendix C, the story corpora, hostile input, round trips against a model
 //! ```
 
 mod huffman;
@@ -24,6 +28,8 @@ mod tests;
 mod tests_corpus;
 #[cfg(test)]
 mod tests_hostile;
+#[cfg(test)]
+mod tests_model;
 
 use table::{DynamicTable, ENTRY_OVERHEAD};
 
