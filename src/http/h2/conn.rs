@@ -30,6 +30,11 @@ pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// RFC 7541 §4.2 / RFC 9113 §6.5.2: the initial SETTINGS_HEADER_TABLE_SIZE.
 const DEFAULT_TABLE_SIZE: usize = 4096;
 
+/// Largest HPACK dynamic table kept per direction. A peer may advertise up to 4 GiB; past
+/// this an encoder that uses more fails to decode (named by the HPACK decoder), never
+/// decodes wrong. Browsers advertise 64 KiB, most servers 4 KiB.
+pub const HEADER_TABLE_LIMIT: usize = 64 * 1024;
+
 /// Most SETTINGS frames of one side awaiting their ACK; past it the oldest is taken as
 /// acknowledged (a peer that never ACKs cannot grow the queue).
 const UNACKED_SETTINGS_LIMIT: usize = 16;
@@ -465,20 +470,27 @@ impl Conn {
         }
     }
 
-    fn settings(&mut self, dir: Dir, hdr: &FrameHeader, payload: &[u8], ts: i64, s: &mut Stats) {
+    fn settings(
+        &mut self,
+        dir: Dir,
+        hdr: &FrameHeader,
+        payload: &[u8],
+        ts: i64,
+        stats: &mut Stats,
+    ) {
         if hdr.has(flag::ACK) {
             // `dir` acknowledges the other side's oldest SETTINGS: from here `dir`'s
             // encoder works with the table size they set (RFC 9113 §6.5.3).
             let acked = self.dir_state(dir.other()).unacked_table_sizes.pop_front();
             if let Some(Some(size)) = acked {
-                self.dir_state(dir).hpack.set_max_table_size(size as usize);
+                self.set_table_size(dir, size, stats);
             }
             return;
         }
         if self.dir_state(dir).settings.over(ts, SETTINGS_RATE_LIMIT) {
             let d = self.dir_state(dir);
             if !std::mem::replace(&mut d.settings.tripped, true) {
-                s.anomaly("h2.settings_flood");
+                stats.anomaly("h2.settings_flood");
             }
             // Past the rate they are not applied: a flood costs nothing.
             return;
@@ -504,10 +516,19 @@ impl Conn {
         if queue.len() > UNACKED_SETTINGS_LIMIT
             && let Some(Some(size)) = queue.pop_front()
         {
-            self.dir_state(dir.other())
-                .hpack
-                .set_max_table_size(size as usize);
+            self.set_table_size(dir.other(), size, stats);
         }
+    }
+
+    /// `dir`'s encoder may now use a table of `size` bytes (at most [`HEADER_TABLE_LIMIT`]).
+    fn set_table_size(&mut self, dir: Dir, size: u32, stats: &mut Stats) {
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        if size > HEADER_TABLE_LIMIT {
+            stats.anomaly("h2.header_table_limit");
+        }
+        self.dir_state(dir)
+            .hpack
+            .set_max_table_size(size.min(HEADER_TABLE_LIMIT));
     }
 
     fn goaway(&mut self, dir: Dir, payload: &[u8], stats: &mut Stats) {

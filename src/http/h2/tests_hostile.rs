@@ -360,3 +360,47 @@ fn concurrent_request_bodies_share_one_body_limit() {
     };
     assert_eq!(last.body.len(), 10_000);
 }
+
+#[test]
+fn an_advertised_header_table_is_kept_only_up_to_the_limit() {
+    let mut r = Run::new(HttpLimits::default());
+    // The client advertises 4 GiB; the server acknowledges.
+    r.client(&frame(
+        kind::SETTINGS,
+        0,
+        0,
+        &[0, 1, 0xff, 0xff, 0xff, 0xff],
+    ));
+    r.server(&frame(kind::SETTINGS, flag::ACK, 0, &[]));
+    assert_eq!(r.anomaly("h2.header_table_limit"), 1);
+    // A size update to 1 MiB is then refused, named, and nothing is decoded wrong.
+    r.client(&request(1, "GET", "/", None));
+    let mut b = Vec::new();
+    enc::int(&mut b, 5, 0x20, 1 << 20);
+    enc::idx(&mut b, 8);
+    r.server(&frame(
+        kind::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &b,
+    ));
+    assert_eq!(r.anomaly("h2.hpack_size_update_too_large"), 1);
+    assert_eq!(r.anomaly("h2.hpack_state_lost"), 1);
+    // Within the limit it is honoured.
+    let mut r = Run::new(HttpLimits::default());
+    r.client(&frame(kind::SETTINGS, 0, 0, &[0, 1, 0, 1, 0, 0]));
+    r.server(&frame(kind::SETTINGS, flag::ACK, 0, &[]));
+    r.client(&request(1, "GET", "/", None));
+    let mut b = Vec::new();
+    enc::int(&mut b, 5, 0x20, 65_536);
+    enc::idx(&mut b, 8);
+    r.server(&frame(
+        kind::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &b,
+    ));
+    assert_eq!(r.anomaly("h2.header_table_limit"), 0);
+    assert_eq!(r.anomaly("h2.hpack_state_lost"), 0);
+    assert_eq!(r.stats.http_exchanges, 1);
+}
