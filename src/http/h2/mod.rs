@@ -10,6 +10,8 @@
 //! frames.rs   frames from bytes in any split; DATA streamed, padding removed
 //! flood.rs    per-second rates of SETTINGS, PING and resets (rapid reset)
 //! hpack/      HPACK decoder (RFC 7541)
+//! tests*.rs   through the stage (with a test-only HPACK encoder), HTTP/1.1 equivalence and
+//!             h2c, hostile input
 //! ```
 
 mod conn;
@@ -25,6 +27,6 @@ mod tests_equiv;
 #[cfg(test)]
 mod tests_hostile;
 
-pub use conn::H2_STREAM_LIMIT;
+pub use conn::{H2_STREAM_LIMIT, HEADER_TABLE_LIMIT};
 pub(super) use conn::{Conn, PREFACE};
 pub use flood::{PING_RATE_LIMIT, RESET_RATE_LIMIT, SETTINGS_RATE_LIMIT};
