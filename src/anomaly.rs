@@ -249,6 +249,58 @@ pub const ANOMALIES: &[AnomalyName] = &[
         "an HTTP version other than 1.0 and 1.1",
     ),
     a(
+        "h2.bad_padding",
+        "a padded DATA or HEADERS frame whose padding is longer than the frame",
+    ),
+    a(
+        "h2.bad_preface",
+        "a client preface that is not `PRI * HTTP/2.0`; the connection is not read",
+    ),
+    a(
+        "h2.bad_status",
+        "a response `:status` that is not a three-digit number",
+    ),
+    a(
+        "h2.bad_stream_id",
+        "a frame on a stream id the sender may not use (even from the client, 0 for a stream frame)",
+    ),
+    a(
+        "h2.continuation_expected",
+        "another frame between a header block's HEADERS and its CONTINUATION",
+    ),
+    a(
+        "h2.continuation_flood",
+        "a header block longer than `--max-header` (CONTINUATION without end); the rest is not decoded",
+    ),
+    a(
+        "h2.data_without_head",
+        "DATA before the stream's final response head, or after its end",
+    ),
+    a(
+        "h2.frame_on_closed_stream",
+        "a frame on a stream already closed",
+    ),
+    a(
+        "h2.frame_too_large",
+        "a frame longer than the receiver's SETTINGS_MAX_FRAME_SIZE (read anyway)",
+    ),
+    a(
+        "h2.gap",
+        "a capture gap in an HTTP/2 connection: that direction is not read further",
+    ),
+    a(
+        "h2.goaway_<error>",
+        "a GOAWAY frame and its error code (e.g. `h2.goaway_no_error`)",
+    ),
+    a(
+        "h2.goaway_unprocessed",
+        "a stream above the server's GOAWAY last stream id: never processed",
+    ),
+    a(
+        "h2.header_table_limit",
+        "a SETTINGS_HEADER_TABLE_SIZE above the decoder's 64 KiB ceiling (kept at the ceiling)",
+    ),
+    a(
         "h2.hpack_bad_index",
         "an HPACK index past the static and dynamic tables",
     ),
@@ -284,6 +336,50 @@ pub const ANOMALIES: &[AnomalyName] = &[
     a(
         "h2.hpack_truncated",
         "a header block that ends inside a field",
+    ),
+    a(
+        "h2.hpack_state_lost",
+        "header blocks of a direction whose HPACK table is unknown after a gap or an error: not decoded",
+    ),
+    a(
+        "h2.missing_pseudo_header",
+        "a request without `:method` or `:path`, or a response without `:status`",
+    ),
+    a(
+        "h2.ping_flood",
+        "more than 100 PING frames a second from one side",
+    ),
+    a(
+        "h2.push_promise",
+        "a PUSH_PROMISE (MCP has no use for server push; its block is decoded for the table only)",
+    ),
+    a(
+        "h2.rapid_reset",
+        "more than 100 streams a second reset before their response (CVE-2023-44487)",
+    ),
+    a(
+        "h2.rst_stream_<error>",
+        "a RST_STREAM and its error code (e.g. `h2.rst_stream_cancel`)",
+    ),
+    a(
+        "h2.settings_flood",
+        "more than 100 SETTINGS frames a second from one side (the excess not applied)",
+    ),
+    a(
+        "h2.stream_limit",
+        "streams past `--max-h2-streams` open at once on a connection (not kept)",
+    ),
+    a(
+        "h2.unexpected_continuation",
+        "a CONTINUATION frame without a header block to continue",
+    ),
+    a(
+        "h2.unknown_frame_type",
+        "a frame of a type HTTP/2 does not define (skipped)",
+    ),
+    a(
+        "h2.userinfo_in_authority",
+        "userinfo in `:authority` (dropped, never written)",
     ),
     a(
         "har.bad_base64",

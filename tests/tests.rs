@@ -8,6 +8,8 @@ mod golden;
 mod har_corpus;
 mod har_vs_pcap;
 mod html_report;
+mod http2_corpus;
+mod http2_mcp;
 mod layers;
 mod retry_hygiene;
 mod robustness;

@@ -18,7 +18,7 @@ pub struct Cli {
 pub enum Command {
     /// Find MCP exchanges, classify them and infer retries.
     Analyze(AnalyzeArgs),
-    /// List every HTTP/1.x exchange, MCP or not.
+    /// List every HTTP/1.x and HTTP/2 exchange, MCP or not.
     Http(HttpArgs),
     /// List the MCP sessions.
     Sessions(InputArgs),
@@ -84,6 +84,9 @@ pub struct LimitArgs {
     /// Most bytes decompressed (gzip, deflate, br) per body (`http.decompression_limit`).
     #[arg(long, value_name = "SIZE", default_value = MAX_DECODED.as_str(), value_parser = super::values::parse_size)]
     pub max_decoded: usize,
+    /// Most HTTP/2 streams open at once per connection; one opened past it is not read (`h2.stream_limit`).
+    #[arg(long, value_name = "N", default_value_t = crate::http::H2_STREAM_LIMIT)]
+    pub max_h2_streams: usize,
     /// Largest SSE event; a larger one is skipped (`rpc.sse_event_too_large`).
     #[arg(long, value_name = "SIZE", default_value = MAX_SSE_EVENT.as_str(), value_parser = super::values::parse_size)]
     pub max_sse_event: usize,

@@ -66,6 +66,7 @@ fn help_shows_the_stages_defaults() {
     assert_eq!(size("max-body"), http.body_bytes);
     assert_eq!(size("max-body"), mcp.body_bytes);
     assert_eq!(size("max-decoded") as u64, http.decoded_bytes);
+    assert_eq!(number("max-h2-streams"), http.h2_streams);
     assert_eq!(size("max-sse-event"), mcp.rpc.sse_event_bytes);
     assert_eq!(number("max-pending"), mcp.pending_per_session);
     assert_eq!(number("max-retry-rows"), mcp.retry_rows);

@@ -78,6 +78,7 @@ fn pipeline_config(input: &InputArgs) -> Result<Config> {
             head_bytes: input.limits.max_header,
             body_bytes: input.limits.max_body,
             decoded_bytes: input.limits.max_decoded as u64,
+            h2_streams: input.limits.max_h2_streams.max(1),
         },
         mcp: McpLimits {
             body_bytes: input.limits.max_body,

@@ -397,10 +397,10 @@ fn entry_events(
 
     out.push(HttpEvent::Request(HttpRequest {
         xref: xref.clone(),
+        h2_stream: None,
         ts_first_us: at.start,
         ts_last_us: at.request_end,
         frame: 0,
-        h2_stream: None,
         wire_len: u64::try_from(q.body_size).unwrap_or(req_body.len() as u64),
         head: RequestHead {
             method: method.as_str().into(),

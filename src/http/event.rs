@@ -1,5 +1,5 @@
-//! What the HTTP stage hands on: [`HttpEvent`]s about exchanges, version-neutral (HTTP/1.x
-//! today, HTTP/2 and HAR entries alike).
+//! What the HTTP stage hands on: [`HttpEvent`]s about exchanges, version-neutral (HTTP/1.x,
+//! HTTP/2 and HAR entries alike).
 //!
 //! The vocabulary: a request whole; a response as its head, decoded body pieces in arrival
 //! order and one end that says how the body ended ([`BodyEnd`]); or, for a request never
@@ -162,7 +162,7 @@ impl From<Vec<(String, String)>> for Headers {
 pub struct RequestHead {
     pub method: ArcStr,
     pub uri: ArcStr,
-    /// `1.0` or `1.1` (`2` for HAR entries recorded over HTTP/2).
+    /// `1.0` or `1.1`; `2` for HTTP/2 (and HAR entries recorded over it).
     pub version: Cow<'static, str>,
     pub headers: Headers,
 }
@@ -200,13 +200,13 @@ pub struct ExchangeRef {
 #[derive(Debug, Clone)]
 pub struct HttpRequest {
     pub xref: ExchangeRef,
+    /// HTTP/2 stream id of the exchange (`None` for HTTP/1.x and HAR).
+    pub h2_stream: Option<u32>,
     /// Time of the first and last byte, microseconds since the Unix epoch.
     pub ts_first_us: i64,
     pub ts_last_us: i64,
     /// Frame index of the first byte (0 for HAR).
     pub frame: u64,
-    /// HTTP/2 stream id of the exchange (`None` for HTTP/1.x).
-    pub h2_stream: Option<u32>,
     pub head: RequestHead,
     /// Decoded body (de-chunked, content-decoded).
     pub body: Vec<u8>,

@@ -2,8 +2,9 @@
 //!
 //! - every request gets the next exchange number (1-based, in order: Zeek's `trans_depth`),
 //!   and a response nobody asked for gets a number of its own;
-//! - requests wait in [`Exchanges::answer_oldest`] order for their response, at most
-//!   [`PENDING_LIMIT`] of them;
+//! - HTTP/1.x: requests wait in [`Exchanges::answer_oldest`] order for their response, at
+//!   most [`PENDING_LIMIT`] of them (HTTP/2 pairs by stream id and keeps its own bounded
+//!   stream table instead);
 //! - the `Request` event of an exchange goes out before any of its response events:
 //!   response events that overtake their request's body (the server answered early) wait,
 //!   at most [`DEFERRED_RESPONSE_LIMIT`] bytes of them;
@@ -62,6 +63,11 @@ impl Exchanges {
             deferred: Vec::new(),
             deferred_bytes: 0,
         }
+    }
+
+    /// The connection the exchanges are on.
+    pub fn info(&self) -> &Arc<ConnInfo> {
+        &self.info
     }
 
     /// The next exchange of the connection.
@@ -138,18 +144,8 @@ impl Exchanges {
         ) {
             stats.http_exchanges = stats.http_exchanges.saturating_add(1);
         }
-        let depth = match &ev {
-            HttpEvent::Request(r) => r.xref.depth,
-            HttpEvent::ResponseHead { xref, .. }
-            | HttpEvent::ResponseBody { xref, .. }
-            | HttpEvent::ResponseEnd { xref, .. }
-            | HttpEvent::NoResponse { xref, .. } => xref.depth,
-            HttpEvent::ConnectionClosed(_) => {
-                out.push(ev);
-                return Emitted::Kept;
-            }
-        };
-        if waiting != Some(depth) {
+        let depth = event_depth(&ev);
+        if depth.is_none() || waiting != depth {
             out.push(ev);
             return Emitted::Kept;
         }
@@ -167,5 +163,37 @@ impl Exchanges {
     pub fn flush_deferred(&mut self, out: &mut Vec<HttpEvent>) {
         out.append(&mut self.deferred);
         self.deferred_bytes = 0;
+    }
+
+    /// The request of exchange `depth` went out: the response events held for it follow;
+    /// those of other exchanges (HTTP/2 holds several at once) stay held.
+    pub fn flush_deferred_for(&mut self, depth: u32, out: &mut Vec<HttpEvent>) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        let mut kept = Vec::new();
+        for ev in self.deferred.drain(..) {
+            if event_depth(&ev) != Some(depth) {
+                kept.push(ev);
+                continue;
+            }
+            if let HttpEvent::ResponseBody { data, .. } = &ev {
+                self.deferred_bytes = self.deferred_bytes.saturating_sub(data.len());
+            }
+            out.push(ev);
+        }
+        self.deferred = kept;
+    }
+}
+
+/// The exchange number an event belongs to (none for a connection's own events).
+fn event_depth(ev: &HttpEvent) -> Option<u32> {
+    match ev {
+        HttpEvent::Request(r) => Some(r.xref.depth),
+        HttpEvent::ResponseHead { xref, .. }
+        | HttpEvent::ResponseBody { xref, .. }
+        | HttpEvent::ResponseEnd { xref, .. }
+        | HttpEvent::NoResponse { xref, .. } => Some(xref.depth),
+        HttpEvent::ConnectionClosed(_) => None,
     }
 }

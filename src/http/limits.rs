@@ -3,6 +3,7 @@
 
 use super::decompress::DECODED_BODY_LIMIT;
 use super::h1::{HEAD_LIMIT, REQUEST_BODY_LIMIT};
+use super::h2::H2_STREAM_LIMIT;
 
 /// Most bytes reserved ahead for one body from its Content-Length: most JSON-RPC bodies fit,
 /// while a forged length (many open requests that never send their body) reserves little.
@@ -12,7 +13,8 @@ pub const BODY_RESERVE_MAX: usize = 16 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HttpLimits {
     /// Largest HTTP head (start line + headers) read; past it `http.head_too_large` and the
-    /// head's bytes are skipped.
+    /// head's bytes are skipped. For HTTP/2: the largest header block and decoded header
+    /// list.
     pub head_bytes: usize,
     /// Most request body bytes kept per message for JSON parsing; the rest is counted, not
     /// kept (`http.request_body_limit`).
@@ -20,6 +22,9 @@ pub struct HttpLimits {
     /// Most bytes produced by content decoding (gzip, deflate, br) per body
     /// (`http.decompression_limit`): a decompression bomb stops here.
     pub decoded_bytes: u64,
+    /// Most HTTP/2 streams open at once on one connection; a stream opened past it is not
+    /// read (`h2.stream_limit`).
+    pub h2_streams: usize,
 }
 
 impl Default for HttpLimits {
@@ -28,6 +33,7 @@ impl Default for HttpLimits {
             head_bytes: HEAD_LIMIT,
             body_bytes: REQUEST_BODY_LIMIT,
             decoded_bytes: DECODED_BODY_LIMIT,
+            h2_streams: H2_STREAM_LIMIT,
         }
     }
 }

@@ -22,6 +22,9 @@ pub struct HttpRow {
     pub server_addr: String,
     /// 1-based position of the exchange on its connection (Zeek's `trans_depth`).
     pub trans_depth: u32,
+    /// HTTP/2 stream id of the exchange (`None` for HTTP/1.x, HAR, and an HTTP/2 response
+    /// seen without its request).
+    pub h2_stream: Option<u32>,
     /// Request method; `None` for a response without request.
     pub method: Option<String>,
     /// `Host` header of the request.
@@ -81,6 +84,7 @@ impl HttpLog {
                         client_addr: xref.conn.client_addr.to_string(),
                         server_addr: xref.conn.server_addr.to_string(),
                         trans_depth: xref.depth,
+                        h2_stream: None,
                         method: None,
                         host: None,
                         uri: None,
@@ -113,6 +117,7 @@ impl HttpLog {
                     return;
                 };
                 e.row.ts = r.ts_first_us;
+                e.row.h2_stream = r.h2_stream;
                 e.row.method = Some(r.head.method.to_string());
                 e.row.host = r.head.headers.get("host").map(str::to_string);
                 e.row.uri = Some(super::redact::redact_target(&r.head.uri).into_owned());

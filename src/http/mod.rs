@@ -10,8 +10,9 @@
 //! ```text
 //! stage.rs       StreamEvents of every stream -> one Router per stream (the release watermark)
 //! router.rs      which side is the client, is this HTTP at all, bytes held until then;
-//!                hands the connection to its version (HTTP/1.x today)
+//!                hands the connection to its version
 //! h1/            HTTP/1.x: heads, framing, chunked bodies, gaps and ends (RFC 9112)
+//! h2/            HTTP/2: frames, HPACK, streams as exchanges (RFC 9113, RFC 7541)
 //! exchanges.rs   version-neutral bookkeeping: exchange numbers, requests awaiting a
 //!                response, a request before any of its response events, one end each
 //! event.rs       HttpEvent and the types it carries
@@ -47,6 +48,7 @@ pub use h1::{
     CHUNK_EXTENSIONS_LIMIT, HEAD_LIMIT, HttpError, REQUEST_BODY_LIMIT, START_LINE_LIMIT,
     TRAILERS_LIMIT,
 };
+pub use h2::H2_STREAM_LIMIT;
 pub use limits::{BODY_RESERVE_MAX, HttpLimits};
 pub use log::{HttpLog, HttpRow};
 pub use stage::HttpStage;

@@ -2,10 +2,11 @@
 //! all, and the stream events held until both are known; then the connection goes to the
 //! reader of its HTTP version.
 //!
-//! Today every HTTP connection is HTTP/1.x: a request line marks the client, a status line
-//! the server. This is where HTTP/2 joins: by its connection preface (`PRI * HTTP/2.0`), by
-//! ALPN ([`StreamEventKind::Negotiated`](crate::flow::StreamEventKind::Negotiated)), or
-//! after an `Upgrade: h2c` exchange handed over by the HTTP/1.x reader.
+//! HTTP/1.x: a request line marks the client, a status line the server. HTTP/2: ALPN `h2`
+//! ([`StreamEventKind::Negotiated`](crate::flow::StreamEventKind::Negotiated), the flow's
+//! client is the client), or the connection preface (`PRI * HTTP/2.0`) on any port, which
+//! marks the client (prior knowledge). The checks run only while a stream is undecided:
+//! an HTTP/1.x connection pays nothing for HTTP/2 afterwards.
 
 use super::HttpLimits;
 use super::h1::{
@@ -15,6 +16,7 @@ use super::h1::{
         probe,
     },
 };
+use super::h2;
 use super::{ConnInfo, HttpEvent, http_version_name};
 use crate::anomaly::Stats;
 use crate::flow::{CloseReason, ConnectionRecord, GapLen, Side};
@@ -51,6 +53,8 @@ enum Route {
     /// Not decided yet: events are held.
     Undecided,
     Http1(h1::Conn),
+    /// Boxed: larger than an HTTP/1.x connection, and every router holds the larger.
+    Http2(Box<h2::Conn>),
     /// Not HTTP: events are dropped.
     NotHttp,
 }
@@ -67,6 +71,8 @@ pub(super) struct Router {
     held_bytes: [usize; 2],
     /// The side's stream began with a gap (its first bytes are mid-message).
     starts_with_gap: [bool; 2],
+    /// TLS negotiated `h2`.
+    alpn_h2: bool,
     last_ts_us: i64,
     /// TLS version and server name of a decrypted connection, for its `ConnInfo`.
     tls_version: Option<ArcStr>,
@@ -76,6 +82,17 @@ pub(super) struct Router {
     swapped: bool,
     http_version: Option<&'static str>,
     exchanges: u64,
+}
+
+/// What the first bytes say about HTTP/2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum H2Probe {
+    /// Not HTTP/2 (as far as the router can tell).
+    No,
+    /// A side's bytes so far are the start of the preface: wait for more.
+    Wait,
+    /// HTTP/2; `swapped`: the flow's `Side::Client` is the server.
+    Yes { swapped: bool },
 }
 
 fn side_index(side: Side) -> usize {
@@ -103,6 +120,7 @@ impl Router {
             held: Vec::new(),
             held_bytes: [0, 0],
             starts_with_gap: [false, false],
+            alpn_h2: false,
             last_ts_us: 0,
             tls_version: None,
             tls_sni: None,
@@ -149,6 +167,13 @@ impl Router {
         record.http_exchanges = self.exchanges;
     }
 
+    /// TLS agreed on `protocol` (ALPN): `h2` makes the connection HTTP/2.
+    pub fn on_negotiated(&mut self, protocol: &[u8]) {
+        if matches!(self.route, Route::Undecided) {
+            self.alpn_h2 = protocol == b"h2";
+        }
+    }
+
     /// Time of the last data, gap or FIN seen on the stream.
     pub fn last_ts_us(&self) -> i64 {
         self.last_ts_us
@@ -166,6 +191,7 @@ impl Router {
                 Held::Gap { .. } | Held::Fin { .. } => None,
             }),
             Route::Http1(conn) => conn.request_started_us(),
+            Route::Http2(conn) => conn.request_started_us(),
         }
     }
 
@@ -194,7 +220,13 @@ impl Router {
                 });
                 self.decide(false, stats, out);
             }
-            Route::Http1(conn) => conn.on_data(side, bytes, ts_us, frame, stats, out),
+            Route::Http1(conn) => {
+                conn.on_data(side, bytes, ts_us, frame, stats, out);
+                if conn.switched() {
+                    self.switch_to_h2(stats, out);
+                }
+            }
+            Route::Http2(conn) => conn.on_data(side, bytes, ts_us, frame, stats, out),
         }
     }
 
@@ -219,6 +251,7 @@ impl Router {
                 self.held.push(Held::Gap { side, len });
             }
             Route::Http1(conn) => conn.on_gap(side, len, ts_us, stats, out),
+            Route::Http2(conn) => conn.on_gap(side, len, ts_us, stats, out),
         }
     }
 
@@ -228,6 +261,7 @@ impl Router {
             Route::NotHttp => {}
             Route::Undecided => self.held.push(Held::Fin { side, ts_us }),
             Route::Http1(conn) => conn.on_fin(side, ts_us, stats, out),
+            Route::Http2(conn) => conn.on_fin(side, ts_us, stats, out),
         }
     }
 
@@ -236,8 +270,10 @@ impl Router {
         if matches!(self.route, Route::Undecided) {
             self.decide(true, stats, out);
         }
-        if let Route::Http1(conn) = &mut self.route {
-            conn.on_rst(side, ts_us, stats, out);
+        match &mut self.route {
+            Route::Http1(conn) => conn.on_rst(side, ts_us, stats, out),
+            Route::Http2(conn) => conn.on_rst(side, ts_us, stats, out),
+            Route::Undecided | Route::NotHttp => {}
         }
     }
 
@@ -252,8 +288,10 @@ impl Router {
         if matches!(self.route, Route::Undecided) {
             self.decide(true, stats, out);
         }
-        if let Route::Http1(conn) = &mut self.route {
-            conn.on_close(reason, ts_us, stats, out);
+        match &mut self.route {
+            Route::Http1(conn) => conn.on_close(reason, ts_us, stats, out),
+            Route::Http2(conn) => conn.on_close(reason, ts_us, stats, out),
+            Route::Undecided | Route::NotHttp => {}
         }
     }
 
@@ -261,6 +299,11 @@ impl Router {
     /// a request line marks the client, a status line the server; a stream
     /// whose first bytes are neither is not HTTP.
     fn decide(&mut self, at_end: bool, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        match self.probe_h2(at_end) {
+            H2Probe::Yes { swapped } => return self.start_h2(swapped, stats, out),
+            H2Probe::Wait => return,
+            H2Probe::No => {}
+        }
         let mut verdicts = [None, None];
         for side in [Side::Client, Side::Server] {
             let i = side_index(side);
@@ -352,7 +395,138 @@ impl Router {
                 conn.start_mid_message(side);
             }
         }
+        self.route = Route::Http1(conn);
         let mut leading_gap = self.starts_with_gap;
+        for h in std::mem::take(&mut self.held) {
+            if let Held::Gap { side, .. } = h {
+                let i = side_index(side);
+                // A leading gap was handled by starting mid-message.
+                if leading_gap.get(i).copied().unwrap_or_default() {
+                    if let Some(g) = leading_gap.get_mut(i) {
+                        *g = false;
+                    }
+                    continue;
+                }
+            }
+            self.replay(h, stats, out);
+        }
+    }
+
+    /// A held event, to the connection's reader (HTTP/1.x may switch to HTTP/2 midway).
+    fn replay(&mut self, h: Held, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        match &mut self.route {
+            Route::Http1(conn) => {
+                match h {
+                    Held::Data {
+                        side,
+                        ts_us,
+                        frame,
+                        bytes,
+                    } => conn.replay_data(side, &bytes, ts_us, frame, stats, out),
+                    Held::Gap { side, len } => conn.replay_gap(side, len, stats, out),
+                    Held::Fin { side, ts_us } => conn.on_fin(side, ts_us, stats, out),
+                }
+                if conn.switched() {
+                    self.switch_to_h2(stats, out);
+                }
+            }
+            Route::Http2(conn) => match h {
+                Held::Data {
+                    side,
+                    ts_us,
+                    frame,
+                    bytes,
+                } => conn.replay_data(side, &bytes, ts_us, frame, stats, out),
+                Held::Gap { side, len } => conn.replay_gap(side, len, stats, out),
+                Held::Fin { side, ts_us } => conn.on_fin(side, ts_us, stats, out),
+            },
+            Route::Undecided | Route::NotHttp => {}
+        }
+    }
+
+    /// The HTTP/1.1 connection switched (`Upgrade: h2c`, `101`): HTTP/2 reads on.
+    fn switch_to_h2(&mut self, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        let Route::Http1(conn) = &mut self.route else {
+            return;
+        };
+        let Some(handover) = conn.take_handover() else {
+            return;
+        };
+        self.route = Route::Http2(Box::new(h2::Conn::upgraded(
+            handover,
+            self.limits,
+            stats,
+            out,
+        )));
+    }
+}
+
+impl Router {
+    /// ALPN `h2`, or a side whose bytes begin with the client preface (that side is the
+    /// client). A side that began with a gap cannot show a preface.
+    fn probe_h2(&self, at_end: bool) -> H2Probe {
+        if self.alpn_h2 {
+            return H2Probe::Yes { swapped: false };
+        }
+        let mut wait = false;
+        for side in [Side::Client, Side::Server] {
+            if self
+                .starts_with_gap
+                .get(side_index(side))
+                .copied()
+                .unwrap_or_default()
+            {
+                continue;
+            }
+            let mut first = [0u8; h2::PREFACE.len()];
+            let mut n = 0usize;
+            for h in &self.held {
+                if let Held::Data { side: s, bytes, .. } = h
+                    && *s == side
+                {
+                    for (dst, src) in first.iter_mut().skip(n).zip(bytes.iter()) {
+                        *dst = *src;
+                        n = n.saturating_add(1);
+                    }
+                    if n == first.len() {
+                        break;
+                    }
+                }
+            }
+            if n == 0 || first.get(..n) != h2::PREFACE.get(..n) {
+                continue;
+            }
+            if n == first.len() {
+                return H2Probe::Yes {
+                    swapped: side == Side::Server,
+                };
+            }
+            wait = true;
+        }
+        if wait && !at_end {
+            H2Probe::Wait
+        } else {
+            H2Probe::No
+        }
+    }
+
+    fn start_h2(&mut self, swapped: bool, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        let (client, server) = if swapped {
+            (self.server, self.client)
+        } else {
+            (self.client, self.server)
+        };
+        let info = Arc::new(ConnInfo {
+            conn: self.stream,
+            tcp_stream: Some(self.stream),
+            client_addr: client.to_string().into(),
+            server_addr: server.to_string().into(),
+            capture: self.capture.clone(),
+            tls_version: self.tls_version.clone(),
+            tls_sni: self.tls_sni.clone(),
+        });
+        self.swapped = swapped;
+        let mut conn = Box::new(h2::Conn::new(info, swapped, self.limits));
         for h in std::mem::take(&mut self.held) {
             match h {
                 Held::Data {
@@ -361,20 +535,10 @@ impl Router {
                     frame,
                     bytes,
                 } => conn.replay_data(side, &bytes, ts_us, frame, stats, out),
-                Held::Gap { side, len } => {
-                    let i = side_index(side);
-                    // A leading gap was handled by starting mid-message.
-                    if leading_gap.get(i).copied().unwrap_or_default() {
-                        if let Some(g) = leading_gap.get_mut(i) {
-                            *g = false;
-                        }
-                        continue;
-                    }
-                    conn.replay_gap(side, len, stats, out);
-                }
+                Held::Gap { side, len } => conn.replay_gap(side, len, stats, out),
                 Held::Fin { side, ts_us } => conn.on_fin(side, ts_us, stats, out),
             }
         }
-        self.route = Route::Http1(conn);
+        self.route = Route::Http2(conn);
     }
 }

@@ -120,10 +120,10 @@ impl StreamStage for HttpStage {
                     c.request_started_us()
                 })
             }
-            // HTTP/2 is not read yet: a stream is read as HTTP/1.x whatever was negotiated.
-            StreamEventKind::Negotiated { .. } => {
-                self.conns.get(&stream).and_then(|c| c.request_started_us())
-            }
+            StreamEventKind::Negotiated { protocol } => self.conns.get_mut(&stream).and_then(|c| {
+                c.on_negotiated(&protocol);
+                c.request_started_us()
+            }),
             StreamEventKind::Gap { side, len } => self.conns.get_mut(&stream).and_then(|c| {
                 let from = out.len();
                 c.on_gap(side, len, ts_us, stats, out);

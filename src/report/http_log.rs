@@ -34,6 +34,7 @@ impl Table for HttpRow {
         col("client_addr", ColType::Str, false),
         col("server_addr", ColType::Str, false),
         col("trans_depth", ColType::U32, false),
+        col("h2_stream", ColType::U32, true),
         col("method", ColType::Str, true),
         col("host", ColType::Str, true),
         col("uri", ColType::Str, true),
@@ -54,6 +55,7 @@ impl Table for HttpRow {
             text(&self.client_addr),
             text(&self.server_addr),
             Cell::U32(self.trans_depth),
+            self.h2_stream.map_or(Cell::Null, Cell::U32),
             opt(&self.method),
             opt(&self.host),
             opt(&self.uri),
@@ -183,6 +185,7 @@ mod tests {
             client_addr: "10.0.0.1:5000".into(),
             server_addr: "[::1]:80".into(),
             trans_depth: 1,
+            h2_stream: None,
             method: Some("POST".into()),
             host: Some("h".into()),
             uri: Some("/a,\"b\"".into()),
@@ -207,7 +210,7 @@ mod tests {
         assert_eq!(lines.next().unwrap(), names.join(","));
         assert_eq!(
             lines.next().unwrap(),
-            "2023-11-14T22:13:20.123456Z,3,10.0.0.1:5000,[::1]:80,1,POST,h,\"/a,\"\"b\"\"\",1.1,200,5,7,5,9,true,"
+            "2023-11-14T22:13:20.123456Z,3,10.0.0.1:5000,[::1]:80,1,,POST,h,\"/a,\"\"b\"\"\",1.1,200,5,7,5,9,true,"
         );
     }
 
@@ -243,7 +246,7 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert_eq!(
             text.lines().nth(1).unwrap(),
-            "2023-11-14T22:13:20.123456Z,,10.0.0.1:5000,[::1]:80,1,,,\"/a,\"\"b\"\"\",1.1,200,5,7,5,9,true,"
+            "2023-11-14T22:13:20.123456Z,,10.0.0.1:5000,[::1]:80,1,,,,\"/a,\"\"b\"\"\",1.1,200,5,7,5,9,true,"
         );
     }
 

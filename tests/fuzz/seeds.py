@@ -145,8 +145,12 @@ def data_ops(op, data):
     return out
 
 
-def conversation_seed_from_pcap(recs, link):
-    """Payloads of the first TCP connection in capture order (stream 0)."""
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def conversation_seed_from_pcap(recs, link, strip_preface=False):
+    """Payloads of the first TCP connection in capture order (stream 0); `strip_preface`:
+    without the HTTP/2 client preface (the http2_frames target sends its own)."""
     first, seed = None, b""
     for _, _, data in recs:
         t = tcp_of(link, data)
@@ -158,7 +162,12 @@ def conversation_seed_from_pcap(recs, link):
             first = key
         if key != first:
             continue
-        seed += data_ops(1 if src[1] < dst[1] else 0, t[5])
+        payload = t[5]
+        if strip_preface and H2_PREFACE in payload:
+            payload = payload.replace(H2_PREFACE, b"", 1)
+            strip_preface = False
+        if payload:
+            seed += data_ops(1 if src[1] < dst[1] else 0, payload)
         if len(seed) > MAX_SEED:
             break
     return seed
@@ -269,6 +278,14 @@ def main():
             if conv:
                 write(out, "http_conversation", conv)
                 write(out, "mcp_events", b"\x01" + conv)
+    # HTTP/2 seeds from the shared corpus, when it is there.
+    h2 = os.path.join(root, "..", "shared", "corpus", "http2")
+    for path in sorted(glob.glob(os.path.join(h2, "*", "*.pcap"))):
+        parsed = read_pcap(path)
+        if parsed:
+            conv = conversation_seed_from_pcap(parsed[1], parsed[0], strip_preface=True)
+            if conv:
+                write(out, "http2_frames", conv)
     for path in sorted(glob.glob(os.path.join(root, "tests", "fixtures", "http", "*.t"))):
         conv = conversation_seed_from_t(path)
         write(out, "http_conversation", conv)

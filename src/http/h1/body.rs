@@ -127,10 +127,10 @@ impl Conn {
         }
         out.push(HttpEvent::Request(HttpRequest {
             xref: msg.xref,
+            h2_stream: None,
             ts_first_us: msg.ts_first_us,
             ts_last_us: ts_us,
             frame: msg.frame,
-            h2_stream: None,
             head: msg.head,
             body: msg.body,
             wire_len: msg.wire_len,

@@ -419,6 +419,12 @@ impl Conn {
         out: &mut Vec<HttpEvent>,
     ) {
         let (xref, method) = self.pair_response(&mut anomalies);
+        if head.status == 101 && upgrade::is_h2c(&head.headers) {
+            // The response to this request comes as HTTP/2 stream 1.
+            self.upgrade_h2c(Some(xref), ts_us, stats, out);
+            return;
+        }
+        let connect_tunnel = head.status != 101;
         let framing = if head.version == "0.9" {
             Framing::Close
         } else {
@@ -453,7 +459,10 @@ impl Conn {
                     gap: false,
                 });
                 self.finish_response(BodyEnd::Complete, ts_us, stats, out);
-                if framing == Framing::Tunnel {
+                if framing == Framing::Tunnel && connect_tunnel {
+                    // A CONNECT tunnel: HTTP/2 with prior knowledge may run inside it.
+                    self.upgrade_h2c(None, ts_us, stats, out);
+                } else if framing == Framing::Tunnel {
                     // RFC 9110 §7.8 / RFC 9112 §6.3 rule 2: the bytes after this
                     // head belong to another protocol.
                     self.req.state = ReadState::Dead;

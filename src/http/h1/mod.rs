@@ -15,6 +15,7 @@
 //! head.rs     parsing and probing message heads
 //! framing.rs  how long a body is (RFC 9112 §6.3)
 //! chunked.rs  the chunked transfer coding
+//! upgrade.rs  `Upgrade: h2c` answered `101`: the connection handed to HTTP/2
 //! ```
 
 mod body;
@@ -23,9 +24,11 @@ mod ends;
 pub(super) mod framing;
 pub(super) mod head;
 mod heads;
+mod upgrade;
 
 pub use chunked::{CHUNK_EXTENSIONS_LIMIT, TRAILERS_LIMIT};
 pub use head::{HEAD_LIMIT, START_LINE_LIMIT};
+pub(super) use upgrade::Handover;
 
 use super::HttpLimits;
 use super::decompress::ContentDecoder;
@@ -195,6 +198,8 @@ pub(super) struct Conn {
     /// the client closed first.
     client_closed: bool,
     limits: HttpLimits,
+    /// Switched to HTTP/2 (`Upgrade: h2c`, `101`): what the router hands on.
+    handover: Option<Box<upgrade::Switched>>,
 }
 
 impl Conn {
@@ -209,6 +214,7 @@ impl Conn {
             exchanges: Exchanges::new(info),
             client_closed: false,
             limits,
+            handover: None,
         }
     }
 

@@ -351,6 +351,7 @@ pub fn http_events(data: &[u8]) -> Vec<HttpEvent> {
                 let body = input.bytes16().to_vec();
                 HttpEvent::Request(HttpRequest {
                     xref,
+                    h2_stream: None,
                     ts_first_us: ts_us,
                     ts_last_us: ts_us,
                     frame: 0,
