@@ -27,9 +27,12 @@ use std::sync::{Arc, Mutex};
 const CERTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/generator/certs");
 const SNI: &str = "localhost";
 
-/// Secrets as rustls hands them over, in order: (label, client random, secret).
+/// One secret as rustls hands it over: (label, client random, secret).
+type Logged = (String, Vec<u8>, Vec<u8>);
+
+/// The secrets rustls logged, in order.
 #[derive(Debug, Default)]
-struct Secrets(Mutex<Vec<(String, Vec<u8>, Vec<u8>)>>);
+struct Secrets(Mutex<Vec<Logged>>);
 
 impl rustls::KeyLog for Secrets {
     fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
