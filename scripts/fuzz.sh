@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-600}
 shift || true
-all=(capture_pcap decode_frame flow_segments http_conversation http2_frames sse jsonrpc_body mcp_events har_reader end_to_end)
+all=(capture_pcap decode_frame flow_segments http_conversation http2_frames sse jsonrpc_body mcp_events har_reader end_to_end tls_stage tls_keylog)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 jobs=${JOBS:-1}

@@ -17,4 +17,5 @@ mod samples_truth;
 mod secrets;
 mod seed_cases;
 mod tls_corpus;
+mod tls_rustls;
 mod zeek_http;

@@ -18,6 +18,10 @@ pub const RESYNC_SCAN_LIMIT: usize = 2 * (MAX_RECORD_FRAGMENT + HEADER_LEN);
 /// Size of a record header.
 pub const HEADER_LEN: usize = 5;
 
+/// Capacity an emptied reader keeps for the next delivery; a larger buffer is freed, so that
+/// connections waiting between records hold no memory for their largest past delivery.
+pub const KEPT_BUFFER_CAPACITY: usize = 4096;
+
 /// The record content types of TLS 1.0 to 1.3.
 pub const CONTENT_CHANGE_CIPHER_SPEC: u8 = 20;
 /// Alert records.
@@ -131,8 +135,7 @@ impl RecordReader {
             return false;
         }
         if self.start > 0 && self.start == self.buf.len() {
-            self.buf.clear();
-            self.start = 0;
+            self.empty();
         }
         self.buf.extend_from_slice(bytes);
         true
@@ -152,8 +155,7 @@ impl RecordReader {
     /// and the next header will be searched for.
     pub fn gap(&mut self) -> usize {
         let dropped = self.held();
-        self.buf.clear();
-        self.start = 0;
+        self.empty();
         if !self.dead {
             self.resync = true;
             self.scanned = 0;
@@ -169,9 +171,22 @@ impl RecordReader {
     /// Takes away the held bytes (at the end of the stream); returns how many.
     pub fn drain(&mut self) -> usize {
         let n = self.held();
-        self.buf.clear();
-        self.start = 0;
+        self.empty();
         n
+    }
+
+    /// Bytes of buffer the reader holds (held bytes and spare capacity).
+    pub fn buffer_capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    fn empty(&mut self) {
+        if self.buf.capacity() > KEPT_BUFFER_CAPACITY {
+            self.buf = Vec::new();
+        } else {
+            self.buf.clear();
+        }
+        self.start = 0;
     }
 
     /// The next record, skip or failure, or `None` when more bytes are needed.
@@ -214,8 +229,7 @@ impl RecordReader {
         };
         self.start += HEADER_LEN + len;
         if self.start == self.buf.len() {
-            self.buf.clear();
-            self.start = 0;
+            self.empty();
         } else if self.start > MAX_RECORD_FRAGMENT {
             self.buf.drain(..self.start);
             self.start = 0;
@@ -275,6 +289,30 @@ mod tests {
             out.push(s);
         }
         out
+    }
+
+    #[test]
+    fn emptied_reader_frees_a_large_buffer() {
+        // 200 connections idle between records must not each keep their largest delivery.
+        let big = record(23, &[7u8; 16_000]);
+        let mut r = RecordReader::default();
+        r.push(&big[..100]);
+        r.push(&big[100..]);
+        assert!(matches!(drain_steps(&mut r).as_slice(), [Step::Record(_)]));
+        assert_eq!((r.held(), r.buffer_capacity()), (0, 0));
+        // A small one is kept for the next delivery.
+        r.push(&record(23, b"small")[..3]);
+        let kept = r.buffer_capacity();
+        r.push(&record(23, b"small")[3..]);
+        assert_eq!(drain_steps(&mut r).len(), 1);
+        assert!(r.buffer_capacity() >= kept && r.buffer_capacity() <= KEPT_BUFFER_CAPACITY);
+        // Held bytes cut by a gap and drained at the end free it too.
+        r.push(&big[..9000]);
+        assert_eq!(r.gap(), 9000);
+        assert_eq!(r.buffer_capacity(), 0);
+        r.push(&big[..9000]);
+        assert_eq!(r.drain(), 9000);
+        assert_eq!(r.buffer_capacity(), 0);
     }
 
     #[test]

@@ -263,6 +263,57 @@ def mcp_event_seeds(out):
         write(out, "mcp_events", b"\x00" + s)
 
 
+def tls_keylog_of(path):
+    """Key log text beside a TLS capture: X.keys, or the corpus folder's key log files."""
+    base = re.sub(r"\.(pcapng|pcap)(\.gz)?$", "", path)
+    if os.path.exists(base + ".keys"):
+        return open(base + ".keys", "rb").read()
+    d = os.path.dirname(path)
+    text = b""
+    for f in sorted(os.listdir(d)):
+        if (f.endswith(".keys") or "keylog" in f) and ".removed" not in f:
+            text += open(os.path.join(d, f), "rb").read() + b"\n"
+    return text
+
+
+def tls_stage_seeds(out, recs, link, keylog):
+    """One seed per TCP connection (first 8): its key log, then its payloads on stream 0."""
+    conns, order = {}, []
+    for _, _, data in recs:
+        t = tcp_of(link, data)
+        if t is None:
+            continue
+        src, dst, _, _, fl, payload = t
+        key = frozenset([src, dst])
+        if key not in conns:
+            # The SYN's sender is the client, else the first sender.
+            client = dst if fl & 0x12 == 0x12 else src
+            conns[key] = (client, b"")
+            order.append(key)
+        client, ops = conns[key]
+        if payload and len(ops) < MAX_SEED:
+            ops += data_ops(0 if src == client else 1, payload)
+        if fl & 1:
+            ops += bytes([4 if src == client else 5])
+        conns[key] = (client, ops)
+    keylog = keylog[:60000]
+    for key in order[:8]:
+        ops = conns[key][1]
+        if ops:
+            for flags in (0, 4):
+                write(out, "tls_stage", bytes([flags]) + struct.pack("<H", len(keylog)) + keylog + ops)
+            write(out, "tls_stage", b"\x01\x00\x00" + ops)
+    for line in keylog.split(b"\n")[:4]:
+        write(out, "tls_keylog", b"\x07\x00" + line + b"\n")
+    if keylog:
+        write(out, "tls_keylog", b"\x07\x10" + keylog[:MAX_SEED])
+        pad = (4 - len(keylog) % 4) % 4
+        data = keylog + b"\x00" * pad
+        dsb = struct.pack("<IIII", 10, 16 + len(data) + 4, 0x544C534B, len(keylog)) + data
+        dsb += struct.pack("<I", 16 + len(data) + 4)
+        write(out, "tls_keylog", b"\x07\x01" + dsb[:MAX_SEED])
+
+
 def main():
     root, out = sys.argv[1], sys.argv[2]
     for path in capture_files(root):
@@ -274,6 +325,8 @@ def main():
             link, recs = parsed
             frames_seeds(out, recs, link)
             segment_seed(out, recs, link)
+            if os.path.basename(path).startswith("tls") or os.sep + "tls" + os.sep in path:
+                tls_stage_seeds(out, recs, link, tls_keylog_of(path))
             conv = conversation_seed_from_pcap(recs, link)
             if conv:
                 write(out, "http_conversation", conv)

@@ -425,3 +425,88 @@ pub fn temp_path(name: &str) -> std::path::PathBuf {
     };
     dir.join(format!("mcp-trace-fuzz-{}-{name}", std::process::id()))
 }
+
+/// The TLS stage's input: `[flags u8][key log length u16][key log text][conversation]`,
+/// the conversation in the [`stream_events`] format.
+/// flags: bit0 also log secrets made up from the input for every ClientHello random in the
+/// client's data (so arbitrary bytes reach the decryption paths, and fail them); bit1 those
+/// secrets are 48 bytes (SHA-384 suites, TLS 1.2 master secrets) rather than 32; bit2 the key
+/// log arrives as a pcapng Decryption Secrets Block instead of a file.
+pub struct TlsInput {
+    pub keylog_text: Vec<u8>,
+    pub as_capture_secrets: bool,
+    pub events: Vec<StreamEvent>,
+    /// The secrets made up by bit0, in hex (they must never appear in any output).
+    pub made_up_secrets: Vec<String>,
+}
+
+/// Key log labels a made-up line is written for.
+const TLS_LABELS: [&str; 6] = [
+    "CLIENT_RANDOM",
+    "CLIENT_EARLY_TRAFFIC_SECRET",
+    "CLIENT_HANDSHAKE_TRAFFIC_SECRET",
+    "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+    "CLIENT_TRAFFIC_SECRET_0",
+    "SERVER_TRAFFIC_SECRET_0",
+];
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Client randoms of ClientHellos at the start of a record in `bytes`
+/// (`16 03 0x len len 01 len len len 03 0x random[32]`).
+fn client_hello_randoms(bytes: &[u8]) -> Vec<[u8; 32]> {
+    let mut out = Vec::new();
+    for at in 0..bytes.len().saturating_sub(43) {
+        let Some(w) = bytes.get(at..at + 43) else {
+            break;
+        };
+        if w[0] == 0x16 && w[1] == 3 && w[5] == 1 && w[9] == 3 {
+            let mut random = [0u8; 32];
+            random.copy_from_slice(&w[11..43]);
+            out.push(random);
+        }
+    }
+    out
+}
+
+pub fn tls_input(data: &[u8]) -> TlsInput {
+    let mut input = Input::new(data);
+    let flags = input.u8();
+    let mut keylog_text = input.bytes16().to_vec();
+    let events = stream_events(input.rest());
+    let mut made_up_secrets = Vec::new();
+    if flags & 1 != 0 {
+        let len = if flags & 2 != 0 { 48 } else { 32 };
+        for ev in &events {
+            let StreamEventKind::Data {
+                side: Side::Client,
+                bytes,
+            } = &ev.kind
+            else {
+                continue;
+            };
+            for random in client_hello_randoms(bytes) {
+                for (i, label) in TLS_LABELS.iter().enumerate() {
+                    // The master secret is always 48 bytes; distinct secrets per label.
+                    let n = if i == 0 { 48 } else { len };
+                    let secret: Vec<u8> = (0..n)
+                        .map(|k| random[k % 32] ^ (i as u8).wrapping_mul(37) ^ flags)
+                        .collect();
+                    let secret = hex(&secret);
+                    keylog_text.extend_from_slice(
+                        format!("\n{label} {} {secret}\n", hex(&random)).as_bytes(),
+                    );
+                    made_up_secrets.push(secret);
+                }
+            }
+        }
+    }
+    TlsInput {
+        keylog_text,
+        as_capture_secrets: flags & 4 != 0,
+        events,
+        made_up_secrets,
+    }
+}
