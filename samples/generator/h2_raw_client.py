@@ -143,11 +143,13 @@ def session(c):
                          version=VERSION_OLD))
     c.session = init["headers"]["mcp-session-id"]
     c.wait(c.call("notifications/initialized", version=VERSION_OLD, notification=True))
-    nap = c.call("tools/call", {"name": "nap", "arguments": {"seconds": 3}}, version=VERSION_OLD)
+    # Arguments of their own: the same calls as the stateless session's, a second later in a new
+    # session, would be manual resends (report-schema section 4, rule 4).
+    nap = c.call("tools/call", {"name": "nap", "arguments": {"seconds": 4}}, version=VERSION_OLD)
     c.pump(lambda: c.streams[nap]["status"] is not None)
     time.sleep(0.5)
     c.cancel(nap)
-    c.wait(c.call("tools/call", {"name": "echo", "arguments": {"text": "after the cancel"}}, version=VERSION_OLD))
+    c.wait(c.call("tools/call", {"name": "echo", "arguments": {"text": "after the stream's cancel"}}, version=VERSION_OLD))
     c.wait(c.send("DELETE", headers=[("mcp-protocol-version", VERSION_OLD)]))
 
 

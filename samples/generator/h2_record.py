@@ -29,7 +29,7 @@ import truth
 from run_all import CERTS, GEN, PY, SAMPLES, WORK, CaptureLoss, lost_segments, read_jsonl, wait_port
 
 # Until the analyzer has its HTTP/2 stage these live apart: every test that walks samples/ expects rows.
-OUT = SAMPLES / "h2"
+OUT = SAMPLES
 
 
 class H2Run:
