@@ -8,7 +8,7 @@
 //! FlowTable --StreamEvent--> [TLS: StreamEvent -> StreamEvent] --StreamEvent--> HTTP --HttpEvent-->
 //! ```
 //!
-//! A stage that turns stream events into stream events (TLS will) joins the chain with
+//! A stage that turns stream events into stream events (TLS does) joins the chain with
 //! [`Chain`]. What a chain still holds unfinished is the least of what its stages hold
 //! ([`StreamStage::held_since_us`]), which is what the release watermark needs: a stage that
 //! buffers bytes before HTTP delays the rows that may still come from them.
