@@ -369,21 +369,7 @@ impl Router {
             self.route = Route::NotHttp;
             return;
         };
-        let (client, server) = if swapped {
-            (self.server, self.client)
-        } else {
-            (self.client, self.server)
-        };
-        let info = Arc::new(ConnInfo {
-            conn: self.stream,
-            tcp_stream: Some(self.stream),
-            client_addr: client.to_string().into(),
-            server_addr: server.to_string().into(),
-            capture: self.capture.clone(),
-            tls_version: self.tls_version.clone(),
-            tls_sni: self.tls_sni.clone(),
-        });
-        self.swapped = swapped;
+        let info = self.connection_info(swapped);
         let mut conn = h1::Conn::new(info, swapped, self.limits);
         for side in [Side::Client, Side::Server] {
             if self
@@ -510,13 +496,16 @@ impl Router {
         }
     }
 
-    fn start_h2(&mut self, swapped: bool, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    /// The connection as HTTP sees it, once the sides are known (`swapped`: the flow's
+    /// `Side::Client` is the server).
+    fn connection_info(&mut self, swapped: bool) -> Arc<ConnInfo> {
+        self.swapped = swapped;
         let (client, server) = if swapped {
             (self.server, self.client)
         } else {
             (self.client, self.server)
         };
-        let info = Arc::new(ConnInfo {
+        Arc::new(ConnInfo {
             conn: self.stream,
             tcp_stream: Some(self.stream),
             client_addr: client.to_string().into(),
@@ -524,8 +513,11 @@ impl Router {
             capture: self.capture.clone(),
             tls_version: self.tls_version.clone(),
             tls_sni: self.tls_sni.clone(),
-        });
-        self.swapped = swapped;
+        })
+    }
+
+    fn start_h2(&mut self, swapped: bool, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        let info = self.connection_info(swapped);
         let mut conn = Box::new(h2::Conn::new(info, swapped, self.limits));
         for h in std::mem::take(&mut self.held) {
             match h {

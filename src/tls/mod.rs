@@ -6,7 +6,11 @@
 //! ([`KeyLog`]). Out: for a connection that is not TLS, every event unchanged;
 //! for a TLS connection, `Opened`, `Fin`, `Rst` and `Closed` unchanged, and
 //! `Data` carrying decrypted application data only. A TLS connection that
-//! cannot be decrypted hands on no `Data` at all: nothing is guessed.
+//! cannot be decrypted hands on no `Data` at all: nothing is guessed. Data that
+//! did decrypt stays handed on when the connection fails later (a TLS 1.2
+//! renegotiation whose keys are not logged, 0-RTT data before a ServerHello
+//! the capture lacks); the connection's one [`Decryption`] value then names
+//! the failure.
 //! Per connection it reports handshake facts ([`TlsFacts`]: version, suite,
 //! SNI, ALPN offered and chosen, resumption, client random, never a secret),
 //! exactly one [`Decryption`] value, and where every byte went ([`TlsBytes`]:
