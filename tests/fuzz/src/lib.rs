@@ -355,7 +355,6 @@ pub fn http_events(data: &[u8]) -> Vec<HttpEvent> {
                     ts_first_us: ts_us,
                     ts_last_us: ts_us,
                     frame: 0,
-                    h2_stream: None,
                     head: RequestHead {
                         method: method.into(),
                         uri: uri.into(),
