@@ -430,3 +430,37 @@ fn no_source_file_is_over_the_line_limit() {
         long.join("\n")
     );
 }
+
+/// A merge left its conflict markers nowhere: the docs and every tracked text file the
+/// repository ships (`git ls-files`; binary captures skipped).
+#[test]
+fn no_merge_conflict_markers_are_committed() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let Ok(listed) = std::process::Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(root)
+        .output()
+    else {
+        eprintln!("skipped: git is not available");
+        return;
+    };
+    let mut checked = 0;
+    let mut found = Vec::new();
+    for name in listed.stdout.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        let rel = String::from_utf8_lossy(name).into_owned();
+        let Ok(text) = std::fs::read_to_string(root.join(&rel)) else {
+            continue; // binary (captures, Parquet) or gone
+        };
+        checked += 1;
+        for (n, line) in text.lines().enumerate() {
+            if line.starts_with("<<<<<<< ") || line.starts_with(">>>>>>> ") {
+                found.push(format!("{rel}:{}", n + 1));
+            }
+        }
+    }
+    assert!(
+        checked > 100 || listed.stdout.is_empty(),
+        "only {checked} files read"
+    );
+    assert!(found.is_empty(), "conflict markers at {found:?}");
+}
