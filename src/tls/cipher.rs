@@ -326,23 +326,24 @@ impl AeadKey {
         self.aead
     }
 
-    /// Decrypts and authenticates `ciphertext || tag`; returns the plaintext.
-    pub fn open(&self, nonce: [u8; 12], aad: &[u8], sealed: &[u8]) -> Result<Vec<u8>, OpenError> {
+    /// Decrypts and authenticates `ciphertext || tag` in place; returns the plaintext,
+    /// the front of `sealed`. On failure the bytes of `sealed` are unspecified.
+    pub fn open_in_place<'a>(
+        &self,
+        nonce: [u8; 12],
+        aad: &[u8],
+        sealed: &'a mut [u8],
+    ) -> Result<&'a mut [u8], OpenError> {
         if sealed.len() < TAG_LEN {
             return Err(OpenError);
         }
-        let mut buf = sealed.to_vec();
-        let len = self
-            .key
+        self.key
             .open_in_place(
                 aead::Nonce::assume_unique_for_key(nonce),
                 aead::Aad::from(aad),
-                &mut buf,
+                sealed,
             )
-            .map_err(|_| OpenError)?
-            .len();
-        buf.truncate(len);
-        Ok(buf)
+            .map_err(|_| OpenError)
     }
 
     /// Encrypts `plain` (tests build records with it).
@@ -409,7 +410,7 @@ mod tests {
         assert!(AeadKey::new(Aead::Aes128Gcm, &[0; 32]).is_err());
         assert!(AeadKey::new(Aead::ChaCha20Poly1305, &[0; 32]).is_ok());
         let key = AeadKey::new(Aead::Aes256Gcm, &[0; 32]).expect("key");
-        assert!(key.open([0; 12], b"", &[0; 15]).is_err());
+        assert!(key.open_in_place([0; 12], b"", &mut [0; 15]).is_err());
         assert_eq!(format!("{key:?}"), "AeadKey(Aes256Gcm, redacted)");
     }
 }

@@ -4,7 +4,7 @@
 //! `connection/keys.rs`.
 
 use super::cipher::{Protection, suite};
-use super::decrypt::{Decryptor, Opened};
+use super::decrypt::{Decryptor, InPlace};
 use super::facts::{Decryption, TlsBytes, TlsFacts, reason};
 use super::handshake::{
     ClientHello, HS_CERTIFICATE, HS_CLIENT_HELLO, HS_ENCRYPTED_EXTENSIONS, HS_END_OF_EARLY_DATA,
@@ -15,11 +15,12 @@ use super::handshake::{
 };
 use super::keylog::{KeyLog, Label, Secret};
 use super::record::{
-    CONTENT_ALERT, CONTENT_APPLICATION_DATA, CONTENT_CHANGE_CIPHER_SPEC, CONTENT_HANDSHAKE, Record,
-    Step,
+    CONTENT_ALERT, CONTENT_APPLICATION_DATA, CONTENT_CHANGE_CIPHER_SPEC, CONTENT_HANDSHAKE,
+    HEADER_LEN, Step, split_record,
 };
 use super::session::SessionCache;
 use super::{MAX_FAILURES_IN_ROW, anomaly};
+use std::ops::Range;
 
 mod keys;
 use crate::anomaly::Stats;
@@ -345,7 +346,7 @@ impl TlsConnection {
         } = event;
         match kind {
             StreamEventKind::Data { side, bytes } => {
-                self.on_data(side, &bytes, ts_ns, ctx, stats);
+                self.on_data(side, bytes, ts_ns, ctx, stats);
                 let dir = self.dir(side);
                 if !dir.out.is_empty() {
                     let bytes = std::mem::take(&mut dir.out);
@@ -426,22 +427,81 @@ impl TlsConnection {
         }
     }
 
+    /// Reads a delivery's records; the application data decrypted goes to the direction's
+    /// `out`. Records that lie whole in the delivery are decrypted where they lie and
+    /// their plaintext moved to its front, so that the delivery's buffer carries it on;
+    /// only a record cut between deliveries is copied into the record reader.
     fn on_data(
         &mut self,
         side: Side,
-        bytes: &[u8],
+        mut bytes: Vec<u8>,
         ts_ns: i64,
         ctx: &mut TlsContext,
         stats: &mut Stats,
     ) {
-        self.bytes.received += bytes.len() as u64;
-        if !self.dir(side).records.push(bytes) {
-            self.bytes.lose(reason::NOT_RECORDS, bytes.len());
+        let delivered = bytes.len();
+        self.bytes.received += delivered as u64;
+        let dir = self.dir(side);
+        if dir.records.is_dead() {
+            self.bytes.lose(reason::NOT_RECORDS, delivered);
+            crate::buffers::recycle(bytes);
             return;
         }
+        let mut at = 0;
+        if !dir.records.at_boundary() {
+            at = dir.records.wanted(&bytes);
+            dir.records.push(bytes.get(..at).unwrap_or_default());
+            self.read_held(side, ctx, stats);
+        }
+        if at < delivered && self.dir(side).records.at_boundary() {
+            self.read_in_place(side, &mut bytes, at, ctx, stats);
+        } else {
+            let rest = bytes.get(at..).unwrap_or_default();
+            if !rest.is_empty() {
+                if self.dir(side).records.push(rest) {
+                    self.read_held(side, ctx, stats);
+                } else {
+                    self.bytes.lose(reason::NOT_RECORDS, rest.len());
+                }
+            }
+            // Every byte went to the record reader: none is plaintext.
+            bytes.clear();
+        }
+        let dir = self.dir(side);
+        if dir.out.is_empty() && !bytes.is_empty() {
+            dir.out = bytes;
+        } else {
+            dir.out.extend_from_slice(&bytes);
+            crate::buffers::recycle(bytes);
+        }
+        let held = dir.records.held();
+        if held == 0 {
+            dir.held_since = None;
+        } else if held <= delivered || dir.held_since.is_none() {
+            dir.held_since = Some(ts_ns);
+        }
+    }
+
+    /// The records the record reader holds whole.
+    fn read_held(&mut self, side: Side, ctx: &mut TlsContext, stats: &mut Stats) {
         while let Some(step) = self.dir(side).records.next_step() {
             match step {
-                Step::Record(record) => self.on_record(side, &record, ctx, stats),
+                Step::Record(mut record) => {
+                    let header = record.header;
+                    let Some(plain) =
+                        self.on_record(side, &header, &mut record.fragment, ctx, stats)
+                    else {
+                        continue;
+                    };
+                    let dir = self.dir(side);
+                    if dir.out.is_empty() && plain.start == 0 {
+                        record.fragment.truncate(plain.end);
+                        dir.out = record.fragment;
+                    } else {
+                        dir.out
+                            .extend_from_slice(record.fragment.get(plain).unwrap_or_default());
+                    }
+                }
                 Step::Sslv2Hello(body) => {
                     self.bytes.handshake += body.len() as u64 + 2;
                     match parse_sslv2_client_hello(&body) {
@@ -456,18 +516,62 @@ impl TlsConnection {
                 }
             }
         }
-        let dir = self.dir(side);
-        let held = dir.records.held();
-        if held == 0 {
-            dir.held_since = None;
-        } else if held <= bytes.len() || dir.held_since.is_none() {
-            dir.held_since = Some(ts_ns);
-        }
     }
 
-    fn on_record(&mut self, side: Side, record: &Record, ctx: &mut TlsContext, stats: &mut Stats) {
-        let ty = record.content_type();
-        let wire = record.wire_len() as u64;
+    /// The records of `bytes[from..]`, read where they lie: each one's application data
+    /// is moved to the front of `bytes`, which keeps only that; a record cut at the end
+    /// goes to the record reader.
+    fn read_in_place(
+        &mut self,
+        side: Side,
+        bytes: &mut Vec<u8>,
+        from: usize,
+        ctx: &mut TlsContext,
+        stats: &mut Stats,
+    ) {
+        let mut at = from;
+        let mut kept = 0;
+        while let Some(rest) = bytes.get_mut(at..) {
+            match split_record(rest) {
+                Ok(Some(len)) => {
+                    let (head, body) = rest.split_at_mut(HEADER_LEN);
+                    let mut header = [0u8; HEADER_LEN];
+                    header.copy_from_slice(head);
+                    let fragment = body.get_mut(..len).unwrap_or_default();
+                    if let Some(plain) = self.on_record(side, &header, fragment, ctx, stats) {
+                        let plain = at + HEADER_LEN + plain.start..at + HEADER_LEN + plain.end;
+                        let n = plain.len();
+                        bytes.copy_within(plain, kept);
+                        kept += n;
+                    }
+                    at += HEADER_LEN + len;
+                }
+                Ok(None) => {
+                    self.dir(side).records.push(rest);
+                    break;
+                }
+                Err(e) => {
+                    self.dir(side).records.fail();
+                    stats.anomaly(e.anomaly());
+                    self.bytes.lose(reason::NOT_RECORDS, rest.len());
+                    break;
+                }
+            }
+        }
+        bytes.truncate(kept);
+    }
+
+    /// One whole record; for application data, where its plaintext is in `fragment`.
+    fn on_record(
+        &mut self,
+        side: Side,
+        header: &[u8; HEADER_LEN],
+        fragment: &mut [u8],
+        ctx: &mut TlsContext,
+        stats: &mut Stats,
+    ) -> Option<Range<usize>> {
+        let ty = header[0];
+        let wire = (HEADER_LEN + fragment.len()) as u64;
         let protected = if self.tls13 {
             ty == CONTENT_APPLICATION_DATA
         } else {
@@ -476,17 +580,17 @@ impl TlsConnection {
         if !protected {
             self.bytes.handshake += wire;
             match ty {
-                CONTENT_HANDSHAKE => self.on_handshake_bytes(side, &record.fragment, ctx, stats),
+                CONTENT_HANDSHAKE => self.on_handshake_bytes(side, fragment, ctx, stats),
                 // TLS 1.3 middlebox-compatible peers send one before any ServerHello: not a key change.
                 CONTENT_CHANGE_CIPHER_SPEC if !self.tls13 && self.server_hello.is_some() => {
                     self.on_change_cipher_spec(side);
                 }
                 _ => {}
             }
-            return;
+            return None;
         }
-        match self.open(side, record, stats) {
-            Ok(Opened {
+        match self.open(side, header, fragment, stats) {
+            Ok(InPlace {
                 content_type,
                 plaintext,
             }) => {
@@ -494,11 +598,12 @@ impl TlsConnection {
                 match content_type {
                     CONTENT_APPLICATION_DATA => {
                         self.bytes.application += wire;
-                        self.dir(side).out.extend_from_slice(&plaintext);
+                        return Some(plaintext);
                     }
                     CONTENT_HANDSHAKE => {
                         self.bytes.handshake += wire;
-                        self.on_handshake_bytes(side, &plaintext, ctx, stats);
+                        let plain = fragment.get(plaintext).unwrap_or_default();
+                        self.on_handshake_bytes(side, plain, ctx, stats);
                     }
                     CONTENT_ALERT => self.bytes.handshake += wire,
                     // A renegotiation's key change travels under the keys it replaces.
@@ -516,8 +621,9 @@ impl TlsConnection {
             }
             // TLS 1.2 handshake and alert records are the protocol's own, read or not.
             Err(_) if !self.tls13 && ty != CONTENT_APPLICATION_DATA => self.bytes.handshake += wire,
-            Err(why) => self.bytes.lose(why, record.wire_len()),
+            Err(why) => self.bytes.lose(why, wire as usize),
         }
+        None
     }
 
     /// Decrypts a protected record with the direction's keys; the error is the reason
@@ -525,9 +631,10 @@ impl TlsConnection {
     fn open(
         &mut self,
         side: Side,
-        record: &Record,
+        header: &[u8; HEADER_LEN],
+        fragment: &mut [u8],
         stats: &mut Stats,
-    ) -> Result<Opened, &'static str> {
+    ) -> Result<InPlace, &'static str> {
         let no_key = self.no_key_reason(side);
         let before_server_hello = self.server_hello.is_none();
         let dir = self.dir(side);
@@ -535,18 +642,12 @@ impl TlsConnection {
             return Err(reason::DECRYPT_FAILED);
         }
         let search = dir.after_gap;
-        let mut tried = false;
-        if side == Side::Client && dir.phase == EARLY && dir.keys[EARLY].is_none() {
-            let candidates = std::mem::take(&mut self.early_candidates);
-            tried = !candidates.is_empty();
-            for mut keys in candidates {
-                if let Ok(opened) = keys.open(record, false) {
-                    self.client.keys[EARLY] = Some(keys);
-                    self.client.failures_in_row = 0;
-                    return Ok(opened);
-                }
-            }
-        }
+        let early = side == Side::Client && dir.phase == EARLY && dir.keys[EARLY].is_none();
+        let candidates = if early {
+            std::mem::take(&mut self.early_candidates)
+        } else {
+            Vec::new()
+        };
         let dir = self.dir(side);
         let first = if before_server_hello {
             EARLY
@@ -558,18 +659,41 @@ impl TlsConnection {
         } else {
             APPLICATION
         };
+        let phases = (first..=last).filter(|p| dir.keys.get(*p).is_some_and(Option::is_some));
+        // A failed trial overwrites the fragment: when another may follow, each starts from a copy.
+        let trials = candidates.len() + phases.count();
+        let received = (trials > 1).then(|| fragment.to_vec());
+        let mut tried = 0;
+        let restore = |fragment: &mut [u8], tried: &mut usize| {
+            if *tried > 0
+                && let Some(received) = &received
+            {
+                fragment.copy_from_slice(received);
+            }
+            *tried += 1;
+        };
+        for mut keys in candidates {
+            restore(fragment, &mut tried);
+            if let Ok(opened) = keys.open_in_place(header, fragment, false) {
+                self.client.keys[EARLY] = Some(keys);
+                self.client.failures_in_row = 0;
+                return Ok(opened);
+            }
+        }
+        let dir = self.dir(side);
         for phase in first..=last {
             let Some(keys) = dir.keys.get_mut(phase).and_then(Option::as_mut) else {
                 continue;
             };
-            tried = true;
-            if let Ok(opened) = keys.open(record, search && phase == dir.phase) {
+            restore(fragment, &mut tried);
+            if let Ok(opened) = keys.open_in_place(header, fragment, search && phase == dir.phase) {
                 dir.phase = phase;
                 dir.after_gap = false;
                 dir.failures_in_row = 0;
                 return Ok(opened);
             }
         }
+        let tried = tried > 0;
         if !tried {
             return Err(no_key);
         }

@@ -4,7 +4,7 @@
 
 use super::cbc::{CbcKey, Mac};
 use super::cipher::{Aead, AeadKey, OpenError, TAG_LEN};
-use super::record::{HEADER_LEN, Record};
+use super::record::HEADER_LEN;
 use super::schedule::{
     DeriveError, HashAlg, KeyBytes, TrafficKeys, tls13_next_secret, tls13_traffic_keys,
 };
@@ -16,13 +16,13 @@ pub const MAX_SEQ_SEARCH: u64 = 32;
 /// TLS 1.2 GCM explicit nonce length.
 const EXPLICIT_NONCE_LEN: usize = 8;
 
-/// A decrypted record.
+/// A record decrypted in place.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Opened {
+pub struct InPlace {
     /// The real content type (TLS 1.3: from the inner plaintext).
     pub content_type: u8,
-    /// The plaintext (TLS 1.3: padding and content type removed).
-    pub plaintext: Vec<u8>,
+    /// Where the plaintext is in the fragment (TLS 1.3: padding and content type removed).
+    pub plaintext: std::ops::Range<usize>,
 }
 
 /// Why a record was not decrypted.
@@ -163,15 +163,32 @@ impl Decryptor {
         Ok(())
     }
 
-    /// Decrypts `record`. With `search`, records may have been lost before it: the next
-    /// [`MAX_SEQ_SEARCH`] sequence numbers are tried too. On success the sequence number
-    /// moves past the record; on failure it stays (see [`Decryptor::skip_record`]).
-    pub fn open(&mut self, record: &Record, search: bool) -> Result<Opened, DecryptError> {
-        let tries = if search { MAX_SEQ_SEARCH + 1 } else { 1 };
+    /// Decrypts `fragment` (the record's body after `header`) in place. With `search`,
+    /// records may have been lost before it: the next [`MAX_SEQ_SEARCH`] sequence numbers
+    /// are tried too, each on the fragment as received. On success the sequence number
+    /// moves past the record and the plaintext is `fragment[range]`; on failure the
+    /// sequence number stays (see [`Decryptor::skip_record`]) and the fragment's bytes
+    /// are unspecified.
+    pub fn open_in_place(
+        &mut self,
+        header: &[u8; HEADER_LEN],
+        fragment: &mut [u8],
+        search: bool,
+    ) -> Result<InPlace, DecryptError> {
+        if !search {
+            let opened = self.open_at(header, fragment, self.seq)?;
+            self.seq = self.seq.saturating_add(1);
+            return Ok(opened);
+        }
+        // A failed trial overwrites the fragment: each further one starts from this copy.
+        let received = fragment.to_vec();
         let mut result = Err(DecryptError::Authentication);
-        for step in 0..tries {
+        for step in 0..=MAX_SEQ_SEARCH {
+            if step > 0 {
+                fragment.copy_from_slice(&received);
+            }
             let seq = self.seq.saturating_add(step);
-            result = self.open_at(record, seq);
+            result = self.open_at(header, fragment, seq);
             match result {
                 Err(DecryptError::Authentication) => continue,
                 Err(DecryptError::TooShort) => break,
@@ -189,64 +206,79 @@ impl Decryptor {
         self.seq = self.seq.saturating_add(1);
     }
 
-    fn open_at(&self, record: &Record, seq: u64) -> Result<Opened, DecryptError> {
-        let fragment = &record.fragment;
+    fn open_at(
+        &self,
+        header: &[u8; HEADER_LEN],
+        fragment: &mut [u8],
+        seq: u64,
+    ) -> Result<InPlace, DecryptError> {
+        let content_type = header[0];
         let key = match &self.key {
             RecordKey::Aead(key) => key,
             RecordKey::Cbc(key) => {
                 let plaintext = key
-                    .open(seq, &record.header, fragment)
+                    .open(seq, header, fragment)
                     .map_err(|_| DecryptError::Authentication)?;
-                return Ok(Opened {
-                    content_type: record.content_type(),
-                    plaintext,
+                let len = plaintext.len();
+                fragment
+                    .get_mut(..len)
+                    .ok_or(DecryptError::TooShort)?
+                    .copy_from_slice(&plaintext);
+                return Ok(InPlace {
+                    content_type,
+                    plaintext: 0..len,
                 });
             }
         };
         match self.framing {
             Framing::Tls12Cbc => Err(DecryptError::Authentication),
             Framing::Tls13 { header_aad } => {
-                let aad: &[u8] = if header_aad { &record.header } else { &[] };
-                let mut plain = key.open(self.xor_nonce(seq), aad, fragment).map_err(auth)?;
+                let aad: &[u8] = if header_aad { header } else { &[] };
+                let plain = key
+                    .open_in_place(self.xor_nonce(seq), aad, fragment)
+                    .map_err(auth)?;
                 // Inner plaintext: content || type || zeros.
                 let end = plain
                     .iter()
                     .rposition(|b| *b != 0)
                     .ok_or(DecryptError::NoContentType)?;
                 let content_type = plain.get(end).copied().ok_or(DecryptError::NoContentType)?;
-                plain.truncate(end);
-                Ok(Opened {
+                Ok(InPlace {
                     content_type,
-                    plaintext: plain,
+                    plaintext: 0..end,
                 })
             }
             Framing::Tls12Gcm => {
                 if fragment.len() < EXPLICIT_NONCE_LEN + TAG_LEN {
                     return Err(DecryptError::TooShort);
                 }
-                let (explicit, sealed) = fragment.split_at(EXPLICIT_NONCE_LEN);
+                let (explicit, sealed) = fragment.split_at_mut(EXPLICIT_NONCE_LEN);
                 let mut nonce = [0u8; 12];
-                for (n, b) in nonce.iter_mut().zip(self.iv.0.iter().chain(explicit)) {
+                for (n, b) in nonce
+                    .iter_mut()
+                    .zip(self.iv.0.iter().chain(explicit.iter()))
+                {
                     *n = *b;
                 }
-                let aad = tls12_aad(seq, &record.header, sealed.len() - TAG_LEN);
-                let plaintext = key.open(nonce, &aad, sealed).map_err(auth)?;
-                Ok(Opened {
-                    content_type: record.content_type(),
-                    plaintext,
+                let aad = tls12_aad(seq, header, sealed.len() - TAG_LEN);
+                let len = key.open_in_place(nonce, &aad, sealed).map_err(auth)?.len();
+                Ok(InPlace {
+                    content_type,
+                    plaintext: EXPLICIT_NONCE_LEN..EXPLICIT_NONCE_LEN + len,
                 })
             }
             Framing::Tls12ChaCha => {
                 if fragment.len() < TAG_LEN {
                     return Err(DecryptError::TooShort);
                 }
-                let aad = tls12_aad(seq, &record.header, fragment.len() - TAG_LEN);
-                let plaintext = key
-                    .open(self.xor_nonce(seq), &aad, fragment)
-                    .map_err(auth)?;
-                Ok(Opened {
-                    content_type: record.content_type(),
-                    plaintext,
+                let aad = tls12_aad(seq, header, fragment.len() - TAG_LEN);
+                let len = key
+                    .open_in_place(self.xor_nonce(seq), &aad, fragment)
+                    .map_err(auth)?
+                    .len();
+                Ok(InPlace {
+                    content_type,
+                    plaintext: 0..len,
                 })
             }
         }
@@ -285,10 +317,34 @@ fn tls12_aad(seq: u64, header: &[u8; HEADER_LEN], plain_len: usize) -> [u8; 13] 
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use super::super::record::Record;
     use super::super::schedule::tests::{
         RFC8448_CLIENT_AP, RFC8448_SERVER_AP, RFC8448_SERVER_HS, hex,
     };
     use super::*;
+
+    /// A decrypted record, copied out (the tests compare whole plaintexts).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub(crate) struct Opened {
+        pub content_type: u8,
+        pub plaintext: Vec<u8>,
+    }
+
+    impl Decryptor {
+        /// [`Decryptor::open_in_place`] on a copy of `record`'s fragment.
+        pub(crate) fn open(
+            &mut self,
+            record: &Record,
+            search: bool,
+        ) -> Result<Opened, DecryptError> {
+            let mut fragment = record.fragment.clone();
+            let opened = self.open_in_place(&record.header, &mut fragment, search)?;
+            Ok(Opened {
+                content_type: opened.content_type,
+                plaintext: fragment[opened.plaintext].to_vec(),
+            })
+        }
+    }
 
     pub(crate) fn record_from(wire: &[u8]) -> Record {
         let mut header = [0u8; HEADER_LEN];

@@ -99,6 +99,16 @@ fn check_header(header: &[u8]) -> Result<usize, RecordError> {
     Ok(len)
 }
 
+/// The record at the front of `bytes`, read where it lies: its fragment length when it
+/// is whole, `None` when more bytes are needed.
+pub fn split_record(bytes: &[u8]) -> Result<Option<usize>, RecordError> {
+    let Some(header) = bytes.get(..HEADER_LEN) else {
+        return Ok(None);
+    };
+    let len = check_header(header)?;
+    Ok((bytes.len() >= HEADER_LEN + len).then_some(len))
+}
+
 /// Incremental record reader for one direction.
 #[derive(Debug, Default)]
 pub struct RecordReader {
@@ -139,6 +149,44 @@ impl RecordReader {
         }
         self.buf.extend_from_slice(bytes);
         true
+    }
+
+    /// Whether the reader holds nothing and expects a record header next: the caller
+    /// may then read the records of a delivery where they lie, with [`split_record`].
+    pub fn at_boundary(&self) -> bool {
+        !self.dead && !self.resync && !self.sslv2_hello && self.held() == 0
+    }
+
+    /// How many bytes from the front of `bytes` complete the partial record held: all
+    /// of `bytes` when they do not, or when that is not yet known (a header still cut,
+    /// a search after a gap, an SSL 2.0-compatible ClientHello).
+    pub fn wanted(&self, bytes: &[u8]) -> usize {
+        let rest = self.buf.get(self.start..).unwrap_or_default();
+        if self.dead || self.resync || self.sslv2_hello || rest.is_empty() {
+            return bytes.len();
+        }
+        let mut header = [0u8; HEADER_LEN];
+        let have = rest.len().min(HEADER_LEN);
+        let from_bytes = HEADER_LEN - have;
+        let (Some(held), Some(more)) = (rest.get(..have), bytes.get(..from_bytes)) else {
+            return bytes.len();
+        };
+        for (h, b) in header.iter_mut().zip(held.iter().chain(more)) {
+            *h = *b;
+        }
+        match check_header(&header) {
+            Ok(len) => (HEADER_LEN + len)
+                .saturating_sub(rest.len())
+                .min(bytes.len()),
+            Err(_) => bytes.len(),
+        }
+    }
+
+    /// The caller found a header no TLS peer sends at a boundary: the rest of the
+    /// direction is not records.
+    pub fn fail(&mut self) {
+        self.dead = true;
+        self.empty();
     }
 
     /// Lets the first record be an SSL 2.0-compatible ClientHello (RFC 5246 appendix E.2).
@@ -480,5 +528,59 @@ mod tests {
                 "cut {cut}"
             );
         }
+    }
+
+    #[test]
+    fn wanted_completes_the_held_record_and_no_more() {
+        let first = record(23, &[7u8; 300]);
+        let second = record(23, b"next");
+        let mut both = first.clone();
+        both.extend_from_slice(&second);
+        // Cut inside the header and inside the fragment: the rest of the first record is wanted.
+        for cut in 1..first.len() {
+            let mut r = RecordReader::default();
+            assert!(r.at_boundary());
+            r.push(&both[..cut]);
+            assert_eq!(r.next_step(), None, "cut {cut}");
+            assert!(!r.at_boundary());
+            let rest = &both[cut..];
+            let want = r.wanted(rest);
+            assert_eq!(want, first.len() - cut, "cut {cut}");
+            r.push(&rest[..want]);
+            assert!(matches!(r.next_step(), Some(Step::Record(rec)) if rec.fragment.len() == 300));
+            assert!(r.at_boundary(), "cut {cut}");
+            assert_eq!(split_record(&rest[want..]), Ok(Some(4)));
+        }
+        // A delivery too short to finish even the header: all of it.
+        let mut r = RecordReader::default();
+        r.push(&first[..2]);
+        assert_eq!(r.wanted(&first[2..4]), 2);
+    }
+
+    #[test]
+    fn wanted_takes_everything_while_searching_or_dead() {
+        let mut r = RecordReader::default();
+        r.push(&[23, 3]);
+        r.gap();
+        assert!(!r.at_boundary(), "a gap means a search for the next header");
+        assert_eq!(r.wanted(&[1, 2, 3]), 3);
+        let mut dead = RecordReader::default();
+        dead.fail();
+        assert!(!dead.at_boundary() && dead.is_dead());
+        assert!(!dead.push(b"x"));
+    }
+
+    #[test]
+    fn split_record_reads_where_the_bytes_lie() {
+        let rec = record(22, b"hello");
+        assert_eq!(split_record(&rec), Ok(Some(5)));
+        for cut in 0..rec.len() {
+            assert_eq!(split_record(&rec[..cut]), Ok(None), "cut {cut}");
+        }
+        assert_eq!(split_record(b"GET / HTTP/1.1"), Err(RecordError::BadHeader));
+        assert_eq!(
+            split_record(&[23, 3, 3, 0xFF, 0xFF]),
+            Err(RecordError::TooLong)
+        );
     }
 }

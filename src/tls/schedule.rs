@@ -69,9 +69,23 @@ pub fn hkdf_expand_label(
     context: &[u8],
     len: usize,
 ) -> Result<KeyBytes, DeriveError> {
+    expand_label(&prk(hash, secret)?, label, context, len)
+}
+
+/// The secret as HKDF's pseudorandom key (its HMAC key is set up once for every label).
+fn prk(hash: HashAlg, secret: &[u8]) -> Result<hkdf::Prk, DeriveError> {
     if secret.len() != hash.output_len() {
         return Err(DeriveError);
     }
+    Ok(hkdf::Prk::new_less_safe(hash.hkdf(), secret))
+}
+
+fn expand_label(
+    prk: &hkdf::Prk,
+    label: &[u8],
+    context: &[u8],
+    len: usize,
+) -> Result<KeyBytes, DeriveError> {
     let out_len = u16::try_from(len).map_err(|_| DeriveError)?.to_be_bytes();
     let full_label_len = u8::try_from(6 + label.len()).map_err(|_| DeriveError)?;
     let context_len = u8::try_from(context.len()).map_err(|_| DeriveError)?;
@@ -83,7 +97,6 @@ pub fn hkdf_expand_label(
         std::slice::from_ref(&context_len),
         context,
     ];
-    let prk = hkdf::Prk::new_less_safe(hash.hkdf(), secret);
     let okm = prk.expand(&info, OutLen(len)).map_err(|_| DeriveError)?;
     let mut out = vec![0u8; len];
     okm.fill(&mut out).map_err(|_| DeriveError)?;
@@ -105,9 +118,10 @@ pub fn tls13_traffic_keys(
     secret: &[u8],
     key_len: usize,
 ) -> Result<TrafficKeys, DeriveError> {
+    let prk = prk(hash, secret)?;
     Ok(TrafficKeys {
-        key: hkdf_expand_label(hash, secret, b"key", b"", key_len)?,
-        iv: hkdf_expand_label(hash, secret, b"iv", b"", 12)?,
+        key: expand_label(&prk, b"key", b"", key_len)?,
+        iv: expand_label(&prk, b"iv", b"", 12)?,
     })
 }
 

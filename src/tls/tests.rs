@@ -1037,3 +1037,78 @@ fn key_update_through_the_stage() {
         run.report.bytes
     );
 }
+
+/// Deliveries of a connection, side by side.
+type Wire = Vec<(Side, Vec<u8>)>;
+
+/// The RFC 8448 connection, then `n` more server records of application data (seq 2..)
+/// as one byte string, and the plaintext they carry.
+fn rfc8448_with_server_records(n: u64) -> (Wire, Vec<u8>, Vec<u8>) {
+    let wire = rfc8448_wire();
+    let mut more = Vec::new();
+    let mut plain = Vec::new();
+    for i in 0..n {
+        let body: Vec<u8> = (0..(i * 97 % 700 + 1)).map(|b| (b + i) as u8).collect();
+        more.extend(seal13(RFC8448_SERVER_AP, 2 + i, 23, &body));
+        plain.extend(body);
+    }
+    (wire, more, plain)
+}
+
+#[test]
+fn records_whole_in_a_delivery_and_records_cut_between_deliveries_give_the_same_plaintext() {
+    let (wire, more, plain) = rfc8448_with_server_records(12);
+    let mut expected: Vec<u8> = (0u8..50).collect();
+    expected.extend(&plain);
+    // The extra records re-cut into three deliveries at assorted points: inside a header,
+    // inside a fragment, at record boundaries.
+    for first_cut in (0..more.len()).step_by(37) {
+        for second_cut in [first_cut, (first_cut + 3).min(more.len()), more.len()] {
+            let mut deliveries = data_only(wire.clone());
+            for part in [
+                &more[..first_cut],
+                &more[first_cut..second_cut],
+                &more[second_cut..],
+            ] {
+                if !part.is_empty() {
+                    deliveries.push((Side::Server, Some(part.to_vec()), 0));
+                }
+            }
+            let run = run_with(&mut TlsStage::new(rfc8448_keylog()), 1, &deliveries);
+            assert_eq!(
+                run.data(Side::Server),
+                expected,
+                "cuts {first_cut} {second_cut}"
+            );
+            assert_eq!(run.report.decryption, Decryption::Decrypted);
+            assert!(
+                run.report.bytes.undecrypted.is_empty(),
+                "cuts {first_cut} {second_cut}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_record_failing_authentication_in_place_costs_only_itself() {
+    let (wire, _, _) = rfc8448_with_server_records(0);
+    let good = seal13(RFC8448_SERVER_AP, 2, 23, b"two");
+    let mut bad = seal13(RFC8448_SERVER_AP, 3, 23, b"three");
+    *bad.last_mut().expect("tag") ^= 1;
+    let after = seal13(RFC8448_SERVER_AP, 4, 23, b"four");
+    let mut deliveries = data_only(wire);
+    let mut one = good.clone();
+    one.extend(&bad);
+    one.extend(&after);
+    deliveries.push((Side::Server, Some(one), 0));
+    let run = run_with(&mut TlsStage::new(rfc8448_keylog()), 1, &deliveries);
+    let mut expected: Vec<u8> = (0u8..50).collect();
+    expected.extend(b"twofour");
+    assert_eq!(run.data(Side::Server), expected);
+    assert_eq!(
+        run.report.bytes.undecrypted.get(reason::DECRYPT_FAILED),
+        Some(&(bad.len() as u64)),
+        "{:?}",
+        run.report.bytes
+    );
+}
