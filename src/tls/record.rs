@@ -81,6 +81,11 @@ pub fn plausible_header(header: &[u8]) -> bool {
     check_header(header).is_ok()
 }
 
+/// The fragment length a header announces (checked when the header was taken).
+fn header_len(header: &[u8; HEADER_LEN]) -> usize {
+    usize::from(u16::from_be_bytes([header[3], header[4]]))
+}
+
 fn check_header(header: &[u8]) -> Result<usize, RecordError> {
     let [ty, major, minor, hi, lo] = match header {
         [a, b, c, d, e, ..] => [*a, *b, *c, *d, *e],
@@ -122,6 +127,10 @@ pub struct RecordReader {
     dead: bool,
     /// The first record may be an SSL 2.0-compatible ClientHello.
     sslv2_hello: bool,
+    /// A record cut at the end of a delivery that began at a record boundary: its
+    /// header, while `buf` holds only its fragment, so that the whole fragment is
+    /// handed on without a copy.
+    cut: Option<[u8; HEADER_LEN]>,
 }
 
 /// One step of the reader.
@@ -147,6 +156,29 @@ impl RecordReader {
         if self.start > 0 && self.start == self.buf.len() {
             self.empty();
         }
+        if let Some(header) = self.cut {
+            self.buf.extend_from_slice(bytes);
+            if self.buf.len() > header_len(&header) {
+                // More than the record: back to one buffer of header and bytes.
+                let mut all = Vec::with_capacity(HEADER_LEN + self.buf.len());
+                all.extend_from_slice(&header);
+                all.extend_from_slice(&self.buf);
+                self.buf = all;
+                self.cut = None;
+            }
+            return true;
+        }
+        if self.at_boundary()
+            && let Some(header) = bytes.first_chunk::<HEADER_LEN>()
+            && let Ok(len) = check_header(header)
+            && bytes.len() < HEADER_LEN + len
+        {
+            let mut fragment = crate::buffers::copy_of(bytes.get(HEADER_LEN..).unwrap_or_default());
+            fragment.reserve_exact(len.saturating_sub(fragment.len()));
+            self.buf = fragment;
+            self.cut = Some(*header);
+            return true;
+        }
         self.buf.extend_from_slice(bytes);
         true
     }
@@ -161,6 +193,11 @@ impl RecordReader {
     /// of `bytes` when they do not, or when that is not yet known (a header still cut,
     /// a search after a gap, an SSL 2.0-compatible ClientHello).
     pub fn wanted(&self, bytes: &[u8]) -> usize {
+        if let Some(header) = &self.cut {
+            return header_len(header)
+                .saturating_sub(self.buf.len())
+                .min(bytes.len());
+        }
         let rest = self.buf.get(self.start..).unwrap_or_default();
         if self.dead || self.resync || self.sslv2_hello || rest.is_empty() {
             return bytes.len();
@@ -213,7 +250,8 @@ impl RecordReader {
 
     /// Bytes held (a partial record, or not yet read).
     pub fn held(&self) -> usize {
-        self.buf.len().saturating_sub(self.start)
+        let header = if self.cut.is_some() { HEADER_LEN } else { 0 };
+        header + self.buf.len().saturating_sub(self.start)
     }
 
     /// Takes away the held bytes (at the end of the stream); returns how many.
@@ -235,12 +273,21 @@ impl RecordReader {
             self.buf.clear();
         }
         self.start = 0;
+        self.cut = None;
     }
 
     /// The next record, skip or failure, or `None` when more bytes are needed.
     pub fn next_step(&mut self) -> Option<Step> {
         if self.dead {
             return None;
+        }
+        if let Some(header) = self.cut {
+            if self.buf.len() < header_len(&header) {
+                return None;
+            }
+            self.cut = None;
+            let fragment = std::mem::take(&mut self.buf);
+            return Some(Step::Record(Record { header, fragment }));
         }
         if self.resync {
             return self.resync_step();
@@ -582,5 +629,45 @@ mod tests {
             split_record(&[23, 3, 3, 0xFF, 0xFF]),
             Err(RecordError::TooLong)
         );
+    }
+
+    #[test]
+    fn record_cut_at_a_boundary_is_handed_on_in_the_buffer_it_was_gathered_in() {
+        let rec = record(23, &[9u8; 1000]);
+        for cut in HEADER_LEN..rec.len() {
+            let mut r = RecordReader::default();
+            r.push(&rec[..cut]);
+            assert_eq!(r.held(), cut);
+            assert_eq!(r.next_step(), None);
+            let ptr = r.buf.as_ptr();
+            assert_eq!(r.wanted(&rec[cut..]), rec.len() - cut);
+            r.push(&rec[cut..]);
+            let Some(Step::Record(got)) = r.next_step() else {
+                panic!("cut {cut}: a record");
+            };
+            assert_eq!(got.fragment.as_ptr(), ptr, "cut {cut}: no copy");
+            assert_eq!((got.header, got.fragment.len()), ([23, 3, 3, 3, 232], 1000));
+            assert!(r.at_boundary() && r.held() == 0);
+        }
+    }
+
+    #[test]
+    fn record_cut_at_a_boundary_then_more_than_it_still_reads_both() {
+        let first = record(23, &[1u8; 40]);
+        let second = record(22, b"next");
+        let mut r = RecordReader::default();
+        r.push(&first[..10]);
+        let mut rest = first[10..].to_vec();
+        rest.extend_from_slice(&second);
+        r.push(&rest);
+        let steps = drain_steps(&mut r);
+        assert!(
+            matches!(steps.as_slice(), [Step::Record(a), Step::Record(b)]
+                if a.fragment == [1u8; 40] && b.fragment == b"next"),
+            "{steps:?}"
+        );
+        let mut r = RecordReader::default();
+        r.push(&first[..10]);
+        assert_eq!(r.gap(), 10, "a gap drops the cut record, header and all");
     }
 }

@@ -105,6 +105,9 @@ struct Reader {
     head_started: bool,
 }
 
+/// Capacity an emptied message buffer keeps; a larger one goes back to the thread's spares.
+const EMPTIED_BUFFER_KEPT: usize = 4096;
+
 impl Reader {
     fn new() -> Self {
         Reader {
@@ -122,13 +125,22 @@ impl Reader {
     fn append(&mut self, data: &[u8], ts_us: i64, frame: u64) {
         let at = self.buf_offset.saturating_add(self.buf.len() as u64);
         self.marks.push_back((at, ts_us, frame));
-        self.buf.extend_from_slice(data);
+        if self.buf.capacity() == 0 {
+            self.buf = crate::buffers::copy_of(data);
+        } else {
+            self.buf.extend_from_slice(data);
+        }
     }
 
-    /// Drops the first `n` buffered bytes.
+    /// Drops the first `n` buffered bytes. An emptied buffer goes back to the thread's
+    /// spares: a connection between messages holds none for its largest delivery.
     fn consume(&mut self, n: usize) {
         let n = n.min(self.buf.len());
-        self.buf.drain(..n);
+        if n == self.buf.len() && self.buf.capacity() > EMPTIED_BUFFER_KEPT {
+            crate::buffers::recycle(std::mem::take(&mut self.buf));
+        } else {
+            self.buf.drain(..n);
+        }
         self.buf_offset = self.buf_offset.saturating_add(n as u64);
         self.scanned = self.scanned.saturating_sub(n);
         while self.marks.len() > 1 && self.marks.get(1).is_some_and(|m| m.0 <= self.buf_offset) {
@@ -358,5 +370,51 @@ impl Conn {
         {
             push_anomaly(&mut m.anomalies, "http.deferred_limit");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_emptied_message_buffer_does_not_keep_its_largest_delivery() {
+        let info = Arc::new(ConnInfo {
+            conn: 1,
+            tcp_stream: Some(1),
+            client_addr: "10.0.0.1:1".into(),
+            server_addr: "10.0.0.2:2".into(),
+            capture: "t".into(),
+            tls_version: None,
+            tls_sni: None,
+        });
+        let mut conn = Conn::new(info, false, HttpLimits::default());
+        let (mut stats, mut out) = (Stats::default(), Vec::new());
+        let body = vec![b'x'; 20_000];
+        let mut first = format!(
+            "POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        first.extend_from_slice(&body);
+        conn.on_data(Side::Client, first, 1, 1, &mut stats, &mut out);
+        assert!(
+            conn.req.buf.capacity() <= EMPTIED_BUFFER_KEPT,
+            "capacity {} after a whole message",
+            conn.req.buf.capacity()
+        );
+        // The next message, cut in two, still reads whole.
+        let second = b"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}".to_vec();
+        let (a, b) = second.split_at(20);
+        conn.on_data(Side::Client, a.to_vec(), 2, 2, &mut stats, &mut out);
+        conn.on_data(Side::Client, b.to_vec(), 3, 3, &mut stats, &mut out);
+        let bodies: Vec<usize> = out
+            .iter()
+            .filter_map(|e| match e {
+                HttpEvent::Request(r) => Some(r.body.len()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(bodies, [20_000, 2]);
     }
 }
