@@ -30,6 +30,22 @@ pub struct ConnInfo {
     pub tls_sni: Option<ArcStr>,
 }
 
+#[cfg(test)]
+impl ConnInfo {
+    /// A plaintext connection 10.0.0.1:1 -> 10.0.0.2:2, stream 1, for the stage tests.
+    pub(crate) fn for_tests() -> ConnInfo {
+        ConnInfo {
+            conn: 1,
+            tcp_stream: Some(1),
+            client_addr: "10.0.0.1:1".into(),
+            server_addr: "10.0.0.2:2".into(),
+            capture: "t".into(),
+            tls_version: None,
+            tls_sni: None,
+        }
+    }
+}
+
 /// Header list in wire order; names compare case-insensitively. All names and values share
 /// one text buffer (two allocations per head instead of two per field).
 #[derive(Clone, Default, PartialEq, Eq)]

@@ -379,15 +379,7 @@ mod tests {
 
     #[test]
     fn an_emptied_message_buffer_does_not_keep_its_largest_delivery() {
-        let info = Arc::new(ConnInfo {
-            conn: 1,
-            tcp_stream: Some(1),
-            client_addr: "10.0.0.1:1".into(),
-            server_addr: "10.0.0.2:2".into(),
-            capture: "t".into(),
-            tls_version: None,
-            tls_sni: None,
-        });
+        let info = Arc::new(ConnInfo::for_tests());
         let mut conn = Conn::new(info, false, HttpLimits::default());
         let (mut stats, mut out) = (Stats::default(), Vec::new());
         let body = vec![b'x'; 20_000];

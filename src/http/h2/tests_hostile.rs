@@ -10,15 +10,7 @@ use crate::http::{ConnInfo, HttpEvent, HttpLimits};
 use std::sync::Arc;
 
 fn conn(limits: HttpLimits) -> Conn {
-    let info = Arc::new(ConnInfo {
-        conn: 1,
-        tcp_stream: Some(1),
-        client_addr: "10.0.0.1:1".into(),
-        server_addr: "10.0.0.2:2".into(),
-        capture: "t".into(),
-        tls_version: None,
-        tls_sni: None,
-    });
+    let info = Arc::new(ConnInfo::for_tests());
     Conn::new(info, false, limits)
 }
 
