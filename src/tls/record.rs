@@ -22,6 +22,12 @@ pub const HEADER_LEN: usize = 5;
 /// connections waiting between records hold no memory for their largest past delivery.
 pub const KEPT_BUFFER_CAPACITY: usize = 4096;
 
+/// A record cut at the end of a delivery gets a buffer of its whole size once at least
+/// 1/this of it has arrived (the few bytes before are moved into it then); until then
+/// the buffer holds only what arrived, so that a header alone never holds a record's
+/// worth of memory.
+pub const CUT_RECORD_RESERVE_SHARE: usize = 16;
+
 /// The record content types of TLS 1.0 to 1.3.
 pub const CONTENT_CHANGE_CIPHER_SPEC: u8 = 20;
 /// Alert records.
@@ -157,8 +163,13 @@ impl RecordReader {
             self.empty();
         }
         if let Some(header) = self.cut {
+            let len = header_len(&header);
+            let have = self.buf.len().saturating_add(bytes.len());
+            if self.buf.capacity() < len && have.saturating_mul(CUT_RECORD_RESERVE_SHARE) >= len {
+                self.buf.reserve_exact(len.saturating_sub(self.buf.len()));
+            }
             self.buf.extend_from_slice(bytes);
-            if self.buf.len() > header_len(&header) {
+            if self.buf.len() > len {
                 // More than the record: back to one buffer of header and bytes.
                 let mut all = Vec::with_capacity(HEADER_LEN + self.buf.len());
                 all.extend_from_slice(&header);
@@ -174,7 +185,9 @@ impl RecordReader {
             && bytes.len() < HEADER_LEN + len
         {
             let mut fragment = crate::buffers::copy_of(bytes.get(HEADER_LEN..).unwrap_or_default());
-            fragment.reserve_exact(len.saturating_sub(fragment.len()));
+            if fragment.len().saturating_mul(CUT_RECORD_RESERVE_SHARE) >= len {
+                fragment.reserve_exact(len.saturating_sub(fragment.len()));
+            }
             self.buf = fragment;
             self.cut = Some(*header);
             return true;
@@ -645,7 +658,9 @@ mod tests {
             let Some(Step::Record(got)) = r.next_step() else {
                 panic!("cut {cut}: a record");
             };
-            assert_eq!(got.fragment.as_ptr(), ptr, "cut {cut}: no copy");
+            if (cut - HEADER_LEN) * CUT_RECORD_RESERVE_SHARE >= 1000 {
+                assert_eq!(got.fragment.as_ptr(), ptr, "cut {cut}: no copy");
+            }
             assert_eq!((got.header, got.fragment.len()), ([23, 3, 3, 3, 232], 1000));
             assert!(r.at_boundary() && r.held() == 0);
         }
@@ -669,5 +684,32 @@ mod tests {
         let mut r = RecordReader::default();
         r.push(&first[..10]);
         assert_eq!(r.gap(), 10, "a gap drops the cut record, header and all");
+    }
+
+    #[test]
+    fn a_header_alone_does_not_reserve_a_records_worth_of_memory() {
+        // Hostile: every connection sends only the header of a longest record.
+        let mut header = vec![23, 3, 3];
+        header.extend_from_slice(&(MAX_RECORD_FRAGMENT as u16).to_be_bytes());
+        let mut r = RecordReader::default();
+        r.push(&header);
+        r.push(&[0u8; 16]);
+        assert_eq!(r.held(), HEADER_LEN + 16);
+        assert!(
+            r.buffer_capacity() < MAX_RECORD_FRAGMENT / 4,
+            "capacity {}",
+            r.buffer_capacity()
+        );
+        // A sizeable share of the record: its buffer is sized to it at once.
+        let share = MAX_RECORD_FRAGMENT / CUT_RECORD_RESERVE_SHARE + 1;
+        let mut first = header.clone();
+        first.extend(vec![0u8; share]);
+        let mut r = RecordReader::default();
+        r.push(&first);
+        assert!(r.buffer_capacity() >= MAX_RECORD_FRAGMENT);
+        r.push(&vec![0u8; MAX_RECORD_FRAGMENT - share]);
+        assert!(
+            matches!(r.next_step(), Some(Step::Record(rec)) if rec.fragment.len() == MAX_RECORD_FRAGMENT)
+        );
     }
 }
