@@ -164,11 +164,7 @@ impl RecordReader {
         }
         if let Some(header) = self.cut {
             let len = header_len(&header);
-            let have = self.buf.len().saturating_add(bytes.len());
-            if self.buf.capacity() < len && have.saturating_mul(CUT_RECORD_RESERVE_SHARE) >= len {
-                self.buf.reserve_exact(len.saturating_sub(self.buf.len()));
-            }
-            self.buf.extend_from_slice(bytes);
+            self.extend_cut(len, bytes);
             if self.buf.len() > len {
                 // More than the record: back to one buffer of header and bytes.
                 let mut all = Vec::with_capacity(HEADER_LEN + self.buf.len());
@@ -184,16 +180,23 @@ impl RecordReader {
             && let Ok(len) = check_header(header)
             && bytes.len() < HEADER_LEN + len
         {
-            let mut fragment = crate::buffers::copy_of(bytes.get(HEADER_LEN..).unwrap_or_default());
-            if fragment.len().saturating_mul(CUT_RECORD_RESERVE_SHARE) >= len {
-                fragment.reserve_exact(len.saturating_sub(fragment.len()));
-            }
-            self.buf = fragment;
+            self.empty();
             self.cut = Some(*header);
+            self.extend_cut(len, bytes.get(HEADER_LEN..).unwrap_or_default());
             return true;
         }
         self.buf.extend_from_slice(bytes);
         true
+    }
+
+    /// Adds `bytes` to the fragment of the cut record (`len` bytes in all), sizing the
+    /// buffer to the whole record once [`CUT_RECORD_RESERVE_SHARE`] allows it.
+    fn extend_cut(&mut self, len: usize, bytes: &[u8]) {
+        let have = self.buf.len().saturating_add(bytes.len());
+        if self.buf.capacity() < len && have.saturating_mul(CUT_RECORD_RESERVE_SHARE) >= len {
+            self.buf.reserve_exact(len.saturating_sub(self.buf.len()));
+        }
+        self.buf.extend_from_slice(bytes);
     }
 
     /// Whether the reader holds nothing and expects a record header next: the caller
