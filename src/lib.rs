@@ -22,7 +22,8 @@
 //! and no two files import each other in a circle (a `mod.rs` re-exporting its children
 //! aside). Outside the order:
 //!
-//! - `anomaly`, `buffers`, `hashing` and `timestamp` are shared utilities: every
+//! - `anomaly`, `buffers`, `hashing` and `timestamp` (and the test-only `testing`) are
+//!   shared utilities: every
 //!   stage may use them, and they use no stage (only each other);
 //! - `cli` and `pipeline` (and the binary's `main`) wire the stages together: they may use
 //!   every module, and no stage or utility uses them.
@@ -49,5 +50,7 @@ pub mod mcp;
 pub mod pipeline;
 pub mod report;
 pub mod rpc;
+#[cfg(test)]
+pub mod testing;
 pub mod timestamp;
 pub mod tls;

@@ -435,7 +435,7 @@ fn isn() -> impl Strategy<Value = u32> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(crate::testing::proptest_cases(512))]
 
     #[test]
     fn reassembly_matches_byte_map(
@@ -467,7 +467,7 @@ fn arbitrary_segment() -> impl Strategy<Value = (u8, bool, u32, u32, u8, usize, 
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(crate::testing::proptest_cases(256))]
 
     /// Garbage in (any flags, wild sequence and ack numbers, truncation, RST,
     /// port reuse, tiny limits): never a panic, streams well formed, buffers

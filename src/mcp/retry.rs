@@ -175,9 +175,10 @@ pub const MAX_REMEMBERED_ATTEMPTS: usize = 65_536;
 /// start facts of sessions active within the window, the set of ids seen (as ranges) and the
 /// attempts above 1. Memory follows the requests of one window, never the capture.
 ///
-/// Rows must come in `exchange_id` order; a row is compared with rows pushed before it, so a
-/// fact that arrives later (a 404 or a start with the same timestamp but a larger id) is not
-/// seen. [`infer_retries`] is the same loop over a slice.
+/// Rows must come in `exchange_id` order; a row is compared with rows pushed before it, and
+/// rule 4's facts (a 404, a re-initialize) count only when they come before the candidate in
+/// request order, so a row's answer never depends on how many later rows are already known.
+/// [`infer_retries`] is the same loop over a slice.
 #[derive(Debug)]
 pub struct RetryInference {
     cfg: InferenceConfig,
@@ -582,11 +583,16 @@ fn decide(
 
     // Rule 4: new id in a new session. A 404 then a header-less initialize is session
     // re-establishment (mcp-wire.md 8), driven by the SDK or the application.
-    if let Some((t404, id404)) = sessions.get(&e.session).and_then(|f| f.first_404) {
-        // `starts` ascend by time (rows are sorted): the first start at or after the 404.
+    // Facts count only in request order, (ts_request, exchange_id): the 404 came before the
+    // candidate, and the re-initialize after the 404 and before the candidate. A row pushed
+    // later cannot change the decision, whatever order the rows were known in.
+    let sent = (c.ts_request, c.exchange_id);
+    let first_404 = sessions.get(&e.session).and_then(|f| f.first_404);
+    if let Some((t404, id404)) = first_404.filter(|&ended| ended < sent) {
+        // `starts` ascend in request order: the first start after the 404.
         let reinit = sessions.get(&c.session).and_then(|f| {
-            let first = f.starts.partition_point(|(t, _)| *t < t404);
-            f.starts.get(first).filter(|(t, _)| *t <= c.ts_request)
+            let first = f.starts.partition_point(|&start| start <= (t404, id404));
+            f.starts.get(first).filter(|&&start| start < sent)
         });
         if let Some((_, init_id)) = reinit {
             return retry(

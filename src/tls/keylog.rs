@@ -612,10 +612,8 @@ mod tests {
             line: Vec::new(),
             at: 0,
         });
-        let started = std::time::Instant::now();
         let mut log = KeyLog::with_limit(500_000);
         log.read_from("big", reader).expect("read");
-        let elapsed = started.elapsed();
         let s = log.stats();
         assert_eq!(s.lines, 1_000_000);
         assert_eq!(s.malformed, 100_000);
@@ -623,7 +621,5 @@ mod tests {
         assert_eq!(s.malformed_lines.get(1), Some(&("big".to_string(), 11)));
         assert_eq!(log.len(), 500_000);
         assert_eq!(s.secrets + s.over_limit, 900_000);
-        eprintln!("million-line key log: {elapsed:?}");
-        assert!(elapsed.as_secs() < 30, "{elapsed:?}");
     }
 }

@@ -125,7 +125,7 @@ fn neutral(lines: Vec<String>) -> Vec<String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(crate::testing::proptest_cases(64))]
 
     #[test]
     fn the_same_exchanges_as_http1_and_http2_give_the_same_events(

@@ -582,6 +582,53 @@ fn r4_reinit_before_the_404_does_not_count() {
 }
 
 #[test]
+fn r4_facts_after_the_candidate_in_request_order_do_not_count() {
+    // The candidate #12 (session B) and the earlier #7 (session A) share a timestamp with A's
+    // 404 and B's initialize; request order is (ts_request, exchange_id). Facts that come
+    // after the candidate cannot have ended the session or re-initialized it, whether or not
+    // they are already known when it is judged.
+    let mut earlier = req(0, "A", "0", P).failed("HTTP_ERROR", 404);
+    earlier.exchange_id = 7;
+    let mut candidate = req(0, "B", "1", P);
+    candidate.exchange_id = 12;
+    let (c, e) = (Prior::of(&candidate), Prior::of(&earlier));
+    let facts = |first_404, starts: &[(i64, u64)]| SessionFacts {
+        first_404,
+        starts: starts.to_vec(),
+        last_us: 0,
+    };
+    let decide_with = |a: SessionFacts, b: SessionFacts| {
+        let sessions: HashMap<u64, SessionFacts> =
+            [(e.session, a), (c.session, b)].into_iter().collect();
+        decide(&c, &e, &InferenceConfig::default(), &sessions)
+    };
+    // A re-initialize after the candidate (#13): 0 ms after #7, so not a repeat.
+    assert_eq!(
+        decide_with(facts(Some((0, 7)), &[]), facts(None, &[(0, 13)])),
+        Link::None
+    );
+    // A 404 after the candidate (#14) ended no session before it.
+    assert_eq!(
+        decide_with(facts(Some((0, 14)), &[]), facts(None, &[(0, 10)])),
+        Link::None
+    );
+    // A start at the 404's time but before it in request order is no re-initialization.
+    assert_eq!(
+        decide_with(facts(Some((0, 7)), &[]), facts(None, &[(0, 6)])),
+        Link::None
+    );
+    // In order (404 #7, initialize #10, candidate #12): application.
+    assert!(matches!(
+        decide_with(facts(Some((0, 7)), &[]), facts(None, &[(0, 6), (0, 10)])),
+        Link::Retry {
+            of: 7,
+            origin: RetryOrigin::Application,
+            ..
+        }
+    ));
+}
+
+#[test]
 fn r4_second_process_new_id_later_is_manual() {
     let rows = run(vec![req(0, "A", "3", P), req(5_012, "B", "1", P)]);
     assert_eq!(link(&rows, 2), (2, Some(1), "manual", None));

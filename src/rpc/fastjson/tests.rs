@@ -465,7 +465,7 @@ fn json_soup() -> impl proptest::strategy::Strategy<Value = String> {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+    #![proptest_config(crate::testing::proptest_cases(512))]
 
     #[test]
     fn random_values_take_the_fast_path(v in json_value()) {

@@ -288,7 +288,7 @@ fn check_any(d: &mut Decoder, block: &[u8]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2048))]
+    #![proptest_config(crate::testing::proptest_cases(2048))]
 
     #[test]
     fn random_bytes_never_panic(

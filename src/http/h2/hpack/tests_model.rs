@@ -129,7 +129,7 @@ fn field() -> impl Strategy<Value = Field> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(crate::testing::proptest_cases(512))]
 
     #[test]
     fn random_lists_round_trip(
