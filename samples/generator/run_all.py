@@ -250,11 +250,15 @@ class Run:
             what += " (NODE_OPTIONS=--tls-keylog)"
         return self._client(label, cmd, logf, wait, what, env)
 
-    def client_py(self, label, steps, mode="auto", wait=True, tls_max=None, tls_ciphers=None):
+    def client_py(self, label, steps, mode="auto", wait=True, tls_max=None, tls_ciphers=None, otel_spans=None):
         logf = self.dir / f"{label}.jsonl"
         cmd = [PY, "py/client.py", "--url", self.url, "--steps", steps, "--mode", mode, "--log", str(logf),
                "--lifetime", "40"]
         what = f"Python SDK client (mode={mode})"
+        if otel_spans:  # the OpenTelemetry SDK in the client process, every finished span to this file
+            cmd += ["--otel-spans", str(otel_spans)]
+            what = (f"Python SDK client (mode={mode}) with the OpenTelemetry SDK (TracerProvider, "
+                    "SimpleSpanProcessor, JSON-lines span exporter)")
         if self.tls:
             cmd += ["--tls-ca", str(CERTS / "ca.pem"), "--keylog", str(self.keys)]
             if tls_max:
@@ -1123,6 +1127,91 @@ def tls_missing_key(port):
              extra=extra)
 
 
+# --- OpenTelemetry trace context in _meta (SEP-414) -------------------------------------------
+# With an OpenTelemetry SDK TracerProvider installed, mcp 2.3.0's JSONRPCDispatcher.send_raw_request
+# (mcp/shared/jsonrpc_dispatcher.py) wraps every outgoing request in a CLIENT span "MCP send <method>
+# [<name>]" and injects that span's W3C traceparent into params._meta (mcp/shared/_otel.py
+# inject_trace_context -> opentelemetry.propagate.inject); notifications (JSONRPCDispatcher.notify) get
+# none. Without an SDK the API's no-op span has an invalid context and the propagator writes nothing.
+
+def parse_traceparent(tp):
+    version, trace_id, span_id, flags = tp.split("-")
+    assert version == "00" and len(trace_id) == 32 and len(span_id) == 16 and len(flags) == 2, tp
+    return trace_id, span_id
+
+
+def otel_py_client(port):
+    r = Run("otel-py-client", port)
+    spans_path = SAMPLES / "otel-py-client.spans.json"
+    if spans_path.exists():
+        spans_path.unlink()
+    r.server_ts("sse")
+    r.proxy("--inject", "status=503&match=retried-after-503")
+    r.capture_start()
+    r.client_py("py-otel-client", "list,echo:traced,fail,prompt_unknown,retry_echo:retried-after-503",
+                otel_spans=spans_path)
+    r.client_ts("ts-client", "list,echo:not traced,delete")
+
+    def annotate(entries, records, logs):
+        link_app_retries(entries, records, logs, "py-otel-client")
+        spans = read_jsonl(spans_path)
+        by_ids = {(s["trace_id"], s["span_id"]): s for s in spans}
+        assert len(by_ids) == len(spans), "span ids repeat"
+        sent = set()
+        for e, rec in zip(entries, records):
+            body = truth.parse_body(rec)
+            meta = (body.get("params") or {}).get("_meta") if isinstance(body, dict) else None
+            tp = (meta or {}).get("traceparent")
+            e["traceparent"] = tp
+            if e["client"] == "ts-client" or e["kind"] != "request":
+                # the TS SDK 1.32.2 has no OpenTelemetry; the Python SDK injects into requests only
+                assert tp is None, (e, tp)
+                if e["kind"] in ("request", "notification"):
+                    e["reason"] += "; no _meta.traceparent"
+                continue
+            assert tp, f"Python client request without traceparent: {e}"
+            assert (meta or {}).get("tracestate") is None, meta
+            span = by_ids[parse_traceparent(tp)]
+            sent.add(parse_traceparent(tp))
+            # the traceparent is the SDK's own CLIENT span of this very request
+            assert span["kind"] == "CLIENT" and span["scope"] == "mcp-python-sdk", span
+            assert span["attributes"]["jsonrpc.request.id"] == e["jsonrpc_id"], (span, e)
+            assert span["attributes"]["mcp.method.name"] == e["rpc_method"], (span, e)
+            # flags 03 seen: sampled + random trace id (W3C Trace Context level 2), as the span has them
+            assert tp.split("-")[3] == span["trace_flags"], (tp, span)
+            e["reason"] += f"; _meta.traceparent = the SDK's CLIENT span {span['name']!r} of this request"
+            if span["parent_span_id"]:
+                parent = by_ids[(span["trace_id"], span["parent_span_id"])]
+                e["reason"] += f" (child of the application span {parent['name']!r})"
+        # every CLIENT span the SDK made went out as one request's traceparent, and nothing else did
+        client_spans = {(s["trace_id"], s["span_id"]) for s in spans if s["kind"] == "CLIENT"}
+        assert client_spans == sent, (client_spans, sent)
+        first = entries[0]
+        if first["rpc_method"] == "server/discover" and first["http_status"] == 400:
+            first["reason"] += "; era probe: the 2026-07-28 client falls back to initialize (not a retry)"
+        failed = find(entries, rpc_method="tools/call", http_status=503)
+        assert len(failed) == 1 and failed[0]["client"] == "py-otel-client", failed
+        retry = [e for e in entries if e["retry_of"] == failed[0]["n"]]
+        assert len(retry) == 1 and retry[0]["outcome"] == "TOOL_SUCCESS", retry
+        a, b = parse_traceparent(failed[0]["traceparent"]), parse_traceparent(retry[0]["traceparent"])
+        assert a[0] == b[0] and a[1] != b[1], (a, b)
+        retry[0]["reason"] += " (same trace as the 503'd attempt, its own span)"
+        prompt = find(entries, rpc_method="prompts/get")
+        assert len(prompt) == 1 and prompt[0]["outcome"] == "JSONRPC_ERROR", prompt
+    r.expect_findings = ["unsafe_retry"]
+    r.finish("Python SDK client with the OpenTelemetry SDK configured (TracerProvider + SimpleSpanProcessor + a "
+             "JSON-lines exporter writing otel-py-client.spans.json) -> TS server (SSE). mcp 2.3.0 opens a CLIENT "
+             "span per outgoing request and injects its W3C traceparent into params._meta: server/discover (400, "
+             "era fallback), initialize, tools/list, echo (success), fail (isError), prompts/get of an unknown "
+             "prompt (JSON-RPC -32602 on 200), then echo answered 503 by the fault proxy and called again by the "
+             "application 300 ms later with a new id; both echo attempts run inside one application span "
+             "(retry_echo), so they share a trace id. Notifications carry no traceparent. Then a TS SDK client "
+             "(no OpenTelemetry: no _meta at all) lists the tools and calls echo in its own session. Each entry's "
+             "`traceparent` is the value sent in params._meta (null when none); the spans file (JSON lines, "
+             "one finished span per line) is the client process's own span export.",
+             annotate, extra={"spans": spans_path.name, "spans_format": "jsonl"})
+
+
 SCENARIOS = {
     "ts-streamable-sse": ts_streamable_sse, "ts-streamable-json": ts_streamable_json, "py-default": py_default,
     "py-legacy-handshake": py_legacy_handshake, "ts-client-py-server": ts_client_py_server,
@@ -1141,6 +1230,7 @@ SCENARIOS = {
     "tls-py-tls12-gcm": tls_py_tls12("tls-py-tls12-gcm", "ECDHE-RSA-AES256-GCM-SHA384", "http/1.1"),
     "tls-py-tls12-chacha": tls_py_tls12("tls-py-tls12-chacha", "ECDHE-RSA-CHACHA20-POLY1305", ""),
     "tls-curl": tls_curl, "tls-missing-key": tls_missing_key,
+    "otel-py-client": otel_py_client,
 }
 
 

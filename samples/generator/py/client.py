@@ -1,10 +1,21 @@
 """MCP client built with the Python SDK (mcp 2.x Client), for the recordings in samples/.
 
 usage: python py/client.py --url URL --steps a,b,c [--mode auto|legacy] [--log FILE]
-Steps: list | echo:TEXT | fail | unknown | slow:N | approve:ITEM (answers the elicitation).
+Steps: list | echo:TEXT | fail | unknown | slow:N | approve:ITEM (answers the elicitation) |
+       prompt_unknown (prompts/get of a prompt the server does not have: a JSON-RPC error) |
+       retry_echo:TEXT (call echo; when it raises, wait 300 ms and call it again: an application retry,
+                        a new JSON-RPC id; with --otel-spans both attempts run inside one application span)
 TLS (tls-* recordings): [--tls-ca CAFILE] [--tls-max 1.2] [--tls-ciphers OPENSSL-LIST] [--keylog FILE]:
 the application passes the SDK an httpx2 client whose ssl.SSLContext trusts CAFILE, is capped at
 that version and those suites, and writes the NSS key log (context.keylog_filename).
+OpenTelemetry (otel-py-client recording): [--otel-spans FILE] installs the OpenTelemetry SDK's
+TracerProvider (service.name samples-py-client) with a SimpleSpanProcessor and a small exporter that
+appends every finished span of this process to FILE as one JSON object per line (JSON lines):
+trace_id / span_id / parent_span_id as 32 / 16 / 16 lowercase hex, name, kind, start/end in ns since
+the epoch, attributes, status, events, instrumentation scope. With a real TracerProvider the SDK's
+JSONRPCDispatcher.send_raw_request opens a CLIENT span per request and injects its W3C traceparent
+into the request's params._meta (mcp/shared/_otel.py inject_trace_context); without one, nothing is
+injected.
 """
 
 import argparse
@@ -18,9 +29,46 @@ import httpx2
 
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp.types import Implementation
 
 LOG = None
+
+
+def setup_otel(path):
+    """OpenTelemetry SDK: every finished span of this process is appended to `path` (JSON lines)."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    class JsonLinesExporter(SpanExporter):
+        def export(self, spans):
+            with open(path, "a") as f:
+                for sp in spans:
+                    ctx, parent = sp.get_span_context(), sp.parent
+                    f.write(json.dumps({
+                        "trace_id": format(ctx.trace_id, "032x"), "span_id": format(ctx.span_id, "016x"),
+                        "parent_span_id": format(parent.span_id, "016x") if parent is not None else None,
+                        "trace_flags": format(int(ctx.trace_flags), "02x"),
+                        "name": sp.name, "kind": sp.kind.name,
+                        "start_time_unix_nano": sp.start_time, "end_time_unix_nano": sp.end_time,
+                        "attributes": dict(sp.attributes or {}),
+                        "status": {"code": sp.status.status_code.name, "description": sp.status.description},
+                        "events": [{"name": ev.name, "time_unix_nano": ev.timestamp,
+                                    "attributes": dict(ev.attributes or {})} for ev in sp.events],
+                        "scope": sp.instrumentation_scope.name if sp.instrumentation_scope else None,
+                        "service_name": sp.resource.attributes.get("service.name"),
+                    }) + "\n")
+            return SpanExportResult.SUCCESS
+
+        def shutdown(self):
+            pass
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "samples-py-client"}))
+    provider.add_span_processor(SimpleSpanProcessor(JsonLinesExporter()))
+    trace.set_tracer_provider(provider)
+    return provider
 
 
 def log(**kw):
@@ -83,6 +131,24 @@ async def run(args):
                 elif name == "slow":
                     r = await client.call_tool("slow", {"steps": int(arg or 2)}, progress_callback=progress)
                     log(step="tools/call", tool="slow", ok=True, **summarize(r))
+                elif name == "prompt_unknown":
+                    try:
+                        await client.get_prompt("no_such_prompt", {})
+                        log(step="prompts/get", ok=True)
+                    except MCPError as e:
+                        log(step="prompts/get", ok=False, code=e.error.code, error=e.error.message)
+                elif name == "retry_echo":
+                    from opentelemetry import trace
+
+                    # an application operation: both attempts are children of this span (one trace)
+                    with trace.get_tracer("samples-py-client").start_as_current_span("retry_echo"):
+                        try:
+                            r = await client.call_tool("echo", {"text": arg or "retry me"})
+                        except MCPError as e:
+                            log(step="app_retry", after_ms=300, code=e.error.code, reason=e.error.message)
+                            await asyncio.sleep(0.3)
+                            r = await client.call_tool("echo", {"text": arg or "retry me"})
+                    log(step="tools/call", tool="echo", ok=True, **summarize(r))
                 elif name == "approve":
                     r = await client.call_tool("approve", {"item": arg or "deploy"})
                     log(step="tools/call", tool="approve", ok=True, **summarize(r))
@@ -105,13 +171,18 @@ def main():
     ap.add_argument("--tls-max")
     ap.add_argument("--tls-ciphers")
     ap.add_argument("--keylog")
+    ap.add_argument("--otel-spans")
     args = ap.parse_args()
     LOG = args.log
+    provider = setup_otel(args.otel_spans) if args.otel_spans else None
     try:
         asyncio.run(asyncio.wait_for(run(args), args.lifetime))
     except Exception as e:  # noqa: BLE001
         log(step="fatal", error=repr(e))
         sys.exit(1)
+    finally:
+        if provider is not None:
+            provider.shutdown()
 
 
 if __name__ == "__main__":
