@@ -257,7 +257,7 @@ pub fn http_rows_with_connections<E: std::error::Error + 'static>(
 }
 
 /// File name shown in the `capture` column.
-fn display_name(path: &str) -> ArcStr {
+pub fn display_name(path: &str) -> ArcStr {
     if path == "-" {
         return arcstr::literal!("-");
     }

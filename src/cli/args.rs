@@ -177,6 +177,30 @@ pub struct AnalyzeArgs {
     /// Exit with status 1 when any row has one of these outcomes or retry-hygiene findings.
     #[arg(long, value_delimiter = ',', value_name = "OUTCOME|FINDING")]
     pub fail_on: Vec<String>,
+    #[command(flatten)]
+    pub otlp: OtlpArgs,
+}
+
+/// OpenTelemetry traces: every exchange as a span (report-schema.md section 6).
+#[derive(Debug, Args)]
+pub struct OtlpArgs {
+    /// Write the spans here as OTLP/JSON lines (one ExportTraceServiceRequest per line).
+    #[arg(long, value_name = "PATH")]
+    pub otlp: Option<std::path::PathBuf>,
+    /// Send the spans to this OTLP/HTTP receiver (`URL/v1/traces`, JSON).
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+    /// A header sent with every OTLP request (authentication); repeatable; never printed.
+    #[arg(long, value_name = "NAME=VALUE", requires = "otlp_endpoint")]
+    pub otlp_header: Vec<String>,
+    /// How long the end of the run waits for spans still queued for the receiver.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "15s",
+        requires = "otlp_endpoint"
+    )]
+    pub otlp_timeout: String,
 }
 
 #[derive(Debug, Args)]

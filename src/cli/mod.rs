@@ -6,6 +6,7 @@
 mod args;
 #[cfg(test)]
 mod defaults_tests;
+mod otlp;
 mod values;
 
 use crate::flow::{ConnectionRecord, FlowLimits};
@@ -225,6 +226,10 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         Some(path) => Some(report::HtmlReport::create(path, args.html_max_rows)?),
         None => None,
     };
+    let mut spans = match otlp::otlp_options(&args.otlp, &args.input.inputs)? {
+        Some(options) => Some(report::otlp::OtlpSink::create(options)?),
+        None => None,
+    };
     let mut tally = Tally::new(args.sessions.is_some());
     // Without -o the terminal summary needs the selected rows themselves.
     let mut selected: Vec<Exchange> = Vec::new();
@@ -236,7 +241,11 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         &mut |row| {
             tally.push(&row);
             failed |= fail_on.matches(&row);
-            if !filter.matches(&row) {
+            let keep = filter.matches(&row);
+            if let Some(s) = spans.as_mut() {
+                s.push(&row, keep)?;
+            }
+            if !keep {
                 return Ok(());
             }
             if let Some(h) = html.as_mut() {
@@ -253,6 +262,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         on_connection,
     )?;
     let undecrypted = connections.finish()?;
+    let otlp_report = spans.map(report::otlp::OtlpSink::finish).transpose()?;
     let info = RunInfo {
         inputs: &totals.inputs,
         stats: &totals.stats,
@@ -272,7 +282,19 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
                 rows: &selected,
                 ..info
             };
-            print_stdout(&report::terminal_summary(&filtered_info, color))?;
+            let mut text = report::terminal_summary(&filtered_info, color);
+            if let Some(r) = &otlp_report {
+                text.push_str(&r.text());
+            }
+            print_stdout(&text)?;
+        }
+    }
+    if let Some((url, stats)) = otlp_report.as_ref().and_then(|r| r.endpoint.as_ref()) {
+        let lost = stats.not_delivered_spans();
+        if lost > 0 {
+            eprintln!(
+                "mcp-trace: {lost} spans were not delivered to {url} (see the run summary's otlp)"
+            );
         }
     }
     if let (Some(path), Some(format), Some(agg)) = (&args.sessions, sessions_format, tally.sessions)
@@ -286,6 +308,9 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     if args.summary.is_some() || html.is_some() {
         let mut summary = report::run_summary(&info);
         tally.counts.fill(&mut summary);
+        if let (Some(r), Some(m)) = (&otlp_report, summary.as_object_mut()) {
+            m.insert("otlp".into(), r.to_json());
+        }
         if let Some(path) = &args.summary {
             write_json(path, &summary)?;
         }

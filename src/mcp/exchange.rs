@@ -4,6 +4,7 @@
 use crate::http::retry_after::RetryAfter;
 use crate::mcp::names::{Kind, Layer, Outcome, RetryOrigin, StreamEnd, Transport};
 use crate::mcp::retry::ToolsPage;
+use crate::mcp::trace_context::TraceParent;
 use crate::rpc::JsonFingerprint;
 pub use arcstr::ArcStr;
 use serde::Serialize;
@@ -127,4 +128,8 @@ pub struct InferenceInputs {
     pub list_cursor: bool,
     /// A `tools/list` result's tools, until the tool catalog has taken them.
     pub tools_page: Option<Box<ToolsPage>>,
+    /// A valid W3C `traceparent` from `params._meta`: the caller's span.
+    pub trace_parent: Option<TraceParent>,
+    /// `params.name` of `prompts/get`.
+    pub prompt_name: Option<ArcStr>,
 }

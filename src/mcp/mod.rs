@@ -16,6 +16,7 @@ mod prepare;
 pub mod retry;
 mod session;
 mod texts;
+mod trace_context;
 
 pub use analyzer::{
     Analyzer, HOLD_LIMIT_US, MAX_BUFFERED_ROWS, MAX_EVENT_IDS_PER_SESSION, MAX_KNOWN_ENDPOINTS,
@@ -30,6 +31,7 @@ pub use prepare::{
     BodyPiece, Prepared, PreparedEnd, PreparedEvents, PreparedPost, PreparedSse, Preparer,
 };
 pub use session::MAX_DERIVED_CONTEXTS;
+pub use trace_context::TraceParent;
 
 /// `--max-attempts` default: one call and two retries.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;

@@ -14,6 +14,7 @@ mod filter;
 mod html;
 mod http_log;
 mod jsonl;
+pub mod otlp;
 mod output;
 #[cfg(feature = "parquet")]
 mod parquet;

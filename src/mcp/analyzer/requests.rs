@@ -7,11 +7,11 @@ use super::http_ctx::{Ctx, ExchangeRole, ctx_key};
 use super::row::Row;
 use crate::anomaly::Stats;
 use crate::http::{BodyEnd, HttpRequest};
-use crate::mcp::Kind;
 use crate::mcp::classify;
 use crate::mcp::prepare::{PreparedPost, prepare_post};
 use crate::mcp::session::{ContextKey, fnv1a, host_of, legacy_session_param, path_of};
 use crate::mcp::texts::Texts;
+use crate::mcp::{Kind, TraceParent};
 use crate::rpc::digest::ElementDigest;
 use crate::rpc::envelope::{Envelope, EnvelopeBody, EnvelopeElement};
 use crate::rpc::{self, RpcId, RpcMessage};
@@ -424,10 +424,17 @@ fn fill_params_facts(r: &mut Row, method: Option<&str>, p: &Value, texts: &mut T
         r.ex.tool_name = p.get("name").and_then(Value::as_str).map(|n| texts.get(n));
         r.params_task = p.get("task").is_some_and(Value::is_object);
     }
+    if method == Some("prompts/get") {
+        r.ex.inference.prompt_name = p.get("name").and_then(Value::as_str).map(|n| texts.get(n));
+    }
     r.ex.inference.has_mrtr_fields =
         p.get("inputResponses").is_some() || p.get("requestState").is_some();
     r.ex.inference.list_cursor = method == Some("tools/list") && p.get("cursor").is_some();
     let meta = p.get("_meta");
+    r.ex.inference.trace_parent = meta
+        .and_then(|m| m.get("traceparent"))
+        .and_then(Value::as_str)
+        .and_then(TraceParent::parse);
     if let Some(v) = meta
         .and_then(|m| m.get(META_PROTOCOL_VERSION))
         .and_then(Value::as_str)

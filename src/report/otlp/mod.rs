@@ -1,0 +1,486 @@
+//! OpenTelemetry traces (report-schema.md section 6): every exchange row as a span, written
+//! as OTLP/JSON lines (`--otlp PATH`, one `ExportTraceServiceRequest` per line, as the
+//! Collector's file exporter writes them) and sent to an OTLP/HTTP receiver
+//! (`--otlp-endpoint`), as rows are released.
+//!
+//! A request that carried a valid `_meta.traceparent` joins the caller's trace under the
+//! caller's span; every other row of a session sits in the session's trace under a session
+//! root span, written at the end of the run. Retries and continuations link to the span of
+//! the exchange they repeat or continue. Memory follows the open links and sessions, each
+//! under a named limit.
+
+mod export;
+mod ids;
+mod model;
+mod span;
+#[cfg(test)]
+mod tests;
+
+pub use export::{
+    DEFAULT_FLUSH_TIMEOUT, Endpoint, ExportStats, MAX_EXPORT_ATTEMPTS, MAX_QUEUED_BATCHES,
+    display_url,
+};
+pub use ids::{RunKey, session_root_span_id, session_trace_id};
+
+use super::ReportError;
+use super::output::PartialFile;
+use crate::hashing::HashMap;
+use crate::mcp::{Exchange, RetryOrigin};
+use arcstr::ArcStr;
+use export::Exporter;
+use model::{
+    ExportRequest, Hex, KeyValue, Resource, ResourceSpans, SPAN_KIND_INTERNAL, STATUS_UNSET, Scope,
+    ScopeSpans, Span, Status, U64Text,
+};
+use span::{LinkTarget, Placement, link, link_targets, span_of, us_to_ns};
+use std::collections::{BTreeMap, VecDeque};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Spans per `ExportTraceServiceRequest` (one line, one POST).
+pub const SPANS_PER_REQUEST: usize = 512;
+/// Exchanges whose trace is remembered for the links of later rows (a retry comes within the
+/// repeat window); an older target's link is written without it (`links_unresolved`).
+pub const MAX_LINK_TARGETS: usize = 262_144;
+/// Spans held until the exchange they link to is released (a retry of a request that is
+/// still open); past it a span is written without its link (`links_unresolved`).
+pub const MAX_HELD_SPANS: usize = 65_536;
+/// Sessions whose root span is kept until the end of the run; past it every root held so
+/// far is written early (`session_roots_written_early`), and a session that goes on gets its
+/// root again, with the same id, at the end.
+pub const MAX_SESSION_ROOTS: usize = 100_000;
+
+/// The instrumentation scope: this tool.
+const SCOPE: Scope = Scope {
+    name: "mcp-trace",
+    version: env!("CARGO_PKG_VERSION"),
+};
+
+/// `service.name` when the client never said its `clientInfo.name`.
+const UNKNOWN_SERVICE: &str = "unknown_service";
+
+/// Where the spans go.
+#[derive(Debug, Clone, Default)]
+pub struct OtlpOptions {
+    /// `--otlp PATH`.
+    pub path: Option<PathBuf>,
+    /// `--otlp-endpoint URL` with its headers.
+    pub endpoint: Option<Endpoint>,
+    /// The inputs' file names, in order: span ids derive from them.
+    pub inputs: Vec<String>,
+}
+
+/// What the export did, for the run summary and the terminal summary.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OtlpReport {
+    /// Exchange spans, and session root spans (a root written early counts again).
+    pub spans: u64,
+    pub session_spans: u64,
+    /// `ExportTraceServiceRequest`s made (lines of the file).
+    pub requests: u64,
+    pub links: u64,
+    /// Links written without their target (too old, or the run ended first).
+    pub links_unresolved: u64,
+    pub session_roots_written_early: u64,
+    /// `--otlp PATH`, when given.
+    pub file: Option<String>,
+    /// `--otlp-endpoint` (shown without credentials) and what was delivered.
+    pub endpoint: Option<(String, ExportStats)>,
+}
+
+impl OtlpReport {
+    /// The run summary's `otlp` object.
+    pub fn to_json(&self) -> serde_json::Value {
+        let endpoint = self.endpoint.as_ref().map(|(url, s)| {
+            serde_json::json!({
+                "url": url,
+                "sent_spans": s.sent_spans,
+                "requests": s.requests,
+                "retries": s.retries,
+                "not_delivered_spans": s.not_delivered_spans(),
+                "not_delivered": s.not_delivered,
+            })
+        });
+        serde_json::json!({
+            "spans": self.spans,
+            "session_spans": self.session_spans,
+            "requests": self.requests,
+            "links": self.links,
+            "links_unresolved": self.links_unresolved,
+            "session_roots_written_early": self.session_roots_written_early,
+            "file": self.file,
+            "endpoint": endpoint,
+        })
+    }
+
+    /// Lines for the terminal summary.
+    pub fn text(&self) -> String {
+        let mut out = String::from("OpenTelemetry\n");
+        out.push_str(&format!(
+            "  {} spans ({} exchanges, {} session roots), {} links",
+            self.spans + self.session_spans,
+            self.spans,
+            self.session_spans,
+            self.links
+        ));
+        if self.links_unresolved > 0 {
+            out.push_str(&format!(
+                " ({} without their target)",
+                self.links_unresolved
+            ));
+        }
+        out.push('\n');
+        if let Some(path) = &self.file {
+            out.push_str(&format!("  written to {path}\n"));
+        }
+        if let Some((url, s)) = &self.endpoint {
+            out.push_str(&format!(
+                "  sent to {url}: {} spans delivered in {} requests ({} retries)",
+                s.sent_spans, s.requests, s.retries
+            ));
+            let lost = s.not_delivered_spans();
+            if lost > 0 {
+                let reasons: Vec<String> = s
+                    .not_delivered
+                    .iter()
+                    .map(|(r, n)| format!("{r} {n}"))
+                    .collect();
+                out.push_str(&format!(", {lost} NOT delivered ({})", reasons.join(", ")));
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// The resource of a span: the observed client.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Service {
+    name: Option<String>,
+    version: Option<String>,
+}
+
+impl Service {
+    fn of(row: &Exchange) -> Service {
+        Service {
+            name: row.client_name.clone(),
+            version: row.client_version.clone(),
+        }
+    }
+
+    fn resource(&self) -> Resource {
+        let mut attributes = vec![KeyValue::str(
+            "service.name",
+            self.name.as_deref().unwrap_or(UNKNOWN_SERVICE),
+        )];
+        if let Some(v) = &self.version {
+            attributes.push(KeyValue::str("service.version", v.as_str()));
+        }
+        Resource { attributes }
+    }
+}
+
+/// A span waiting for the trace of the exchange it links to.
+struct Held {
+    service: Service,
+    span: Span,
+    target: LinkTarget,
+    origin: RetryOrigin,
+}
+
+/// A session's root span, grown as its rows pass.
+#[derive(Debug, Clone)]
+struct Root {
+    service: Service,
+    first_us: i64,
+    last_us: i64,
+    session_id: Option<ArcStr>,
+    protocol_version: Option<String>,
+    client_addr: ArcStr,
+    server_addr: ArcStr,
+    exchanges: u64,
+    failures: u64,
+}
+
+/// Turns released rows into spans and writes them; see the module doc.
+pub struct OtlpSink {
+    run: RunKey,
+    file: Option<PartialFile>,
+    exporter: Option<(Exporter, Endpoint)>,
+    batch: Vec<(Service, Span)>,
+    /// Trace of each recent exchange, for the links of later rows; oldest first in `order`.
+    traces: HashMap<u64, [u8; 16]>,
+    order: VecDeque<u64>,
+    /// Spans waiting, by the exchange they link to.
+    held: HashMap<u64, Vec<Held>>,
+    held_count: usize,
+    roots: BTreeMap<ArcStr, Root>,
+    report: OtlpReport,
+    buf: Vec<u8>,
+}
+
+impl OtlpSink {
+    /// Creates the file (as `<path>.partial` until finished) and starts the sender, before
+    /// any input is read.
+    pub fn create(options: OtlpOptions) -> Result<OtlpSink, ReportError> {
+        let file = options
+            .path
+            .as_deref()
+            .map(PartialFile::create)
+            .transpose()?;
+        let exporter = match options.endpoint {
+            Some(endpoint) => Some((
+                Exporter::spawn(endpoint.clone()).map_err(|e| ReportError::Thread {
+                    message: format!("cannot start the OTLP sender: {e}"),
+                })?,
+                endpoint,
+            )),
+            None => None,
+        };
+        Ok(OtlpSink {
+            run: RunKey::of_inputs(&options.inputs),
+            report: OtlpReport {
+                file: options.path.as_ref().map(|p| p.display().to_string()),
+                ..OtlpReport::default()
+            },
+            file,
+            exporter,
+            batch: Vec::new(),
+            traces: HashMap::default(),
+            order: VecDeque::new(),
+            held: HashMap::default(),
+            held_count: 0,
+            roots: BTreeMap::new(),
+            buf: Vec::new(),
+        })
+    }
+
+    /// The span of one released row; a row the filters left out (`selected` false) gets
+    /// none, but later rows still link to it.
+    pub fn push(&mut self, row: &Exchange, selected: bool) -> Result<(), ReportError> {
+        let place = Placement::of(row);
+        self.remember_trace(row.exchange_id, place.trace_id);
+        if !selected {
+            return self.release_waiters(row.exchange_id, place.trace_id);
+        }
+        if !place.joined {
+            self.grow_root(row)?;
+        }
+        let service = Service::of(row);
+        let mut span = span_of(&self.run, row, place, Vec::new(), 0);
+        self.report.spans += 1;
+        let mut waiting = None;
+        for target in link_targets(row) {
+            match self.traces.get(&target.exchange_id) {
+                Some(&trace) => {
+                    span.links
+                        .push(link(&self.run, target, trace, row.retry_origin));
+                    self.report.links += 1;
+                }
+                None if target.exchange_id < row.exchange_id
+                    && self.held_count < MAX_HELD_SPANS =>
+                {
+                    waiting = Some(target);
+                }
+                None => self.report.links_unresolved += 1,
+            }
+        }
+        match waiting {
+            Some(target) => {
+                self.held.entry(target.exchange_id).or_default().push(Held {
+                    service,
+                    span,
+                    target,
+                    origin: row.retry_origin,
+                });
+                self.held_count += 1;
+            }
+            None => self.emit(service, span)?,
+        }
+        self.release_waiters(row.exchange_id, place.trace_id)
+    }
+
+    /// The spans that waited for exchange `exchange_id`, which lies in trace `trace`.
+    fn release_waiters(&mut self, exchange_id: u64, trace: [u8; 16]) -> Result<(), ReportError> {
+        if let Some(waiters) = self.held.remove(&exchange_id) {
+            self.held_count -= waiters.len();
+            for mut h in waiters {
+                h.span
+                    .links
+                    .push(link(&self.run, h.target, trace, h.origin));
+                self.report.links += 1;
+                self.emit(h.service, h.span)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes what is held (spans whose link target never came, session roots), closes the
+    /// file and lets the sender drain; what could not be delivered is in the report.
+    pub fn finish(mut self) -> Result<OtlpReport, ReportError> {
+        let mut held: Vec<Held> = self.held.drain().flat_map(|(_, v)| v).collect();
+        held.sort_by_key(|h| h.span.start_time_unix_nano.0);
+        for h in held {
+            self.report.links_unresolved += 1;
+            self.emit(h.service, h.span)?;
+        }
+        self.write_roots()?;
+        self.flush()?;
+        if let Some(file) = self.file.take() {
+            file.commit()?;
+        }
+        if let Some((exporter, endpoint)) = self.exporter.take() {
+            let stats = exporter.finish(endpoint.flush_timeout);
+            self.report.endpoint = Some((endpoint.display_url(), stats));
+        }
+        Ok(self.report)
+    }
+
+    fn remember_trace(&mut self, exchange_id: u64, trace: [u8; 16]) {
+        if self.traces.insert(exchange_id, trace).is_none() {
+            self.order.push_back(exchange_id);
+        }
+        while self.order.len() > MAX_LINK_TARGETS {
+            if let Some(old) = self.order.pop_front() {
+                self.traces.remove(&old);
+            }
+        }
+    }
+
+    fn grow_root(&mut self, row: &Exchange) -> Result<(), ReportError> {
+        if !self.roots.contains_key(&row.session_key) && self.roots.len() >= MAX_SESSION_ROOTS {
+            self.report.session_roots_written_early += self.roots.len() as u64;
+            self.write_roots()?;
+        }
+        let end = row
+            .ts_response
+            .unwrap_or(row.inference.ts_request_end)
+            .max(row.ts_request);
+        let root = self
+            .roots
+            .entry(row.session_key.clone())
+            .or_insert_with(|| Root {
+                service: Service::of(row),
+                first_us: row.ts_request,
+                last_us: end,
+                session_id: None,
+                protocol_version: None,
+                client_addr: row.client_addr.clone(),
+                server_addr: row.server_addr.clone(),
+                exchanges: 0,
+                failures: 0,
+            });
+        root.first_us = root.first_us.min(row.ts_request);
+        root.last_us = root.last_us.max(end);
+        root.exchanges += 1;
+        root.failures += u64::from(row.outcome.is_failure());
+        if root.service.name.is_none() {
+            root.service = Service::of(row);
+        }
+        if root.session_id.is_none() {
+            root.session_id.clone_from(&row.session_id);
+        }
+        if root.protocol_version.is_none() {
+            root.protocol_version.clone_from(&row.protocol_version);
+        }
+        Ok(())
+    }
+
+    /// Writes every root held, in session-key order, and forgets them.
+    fn write_roots(&mut self) -> Result<(), ReportError> {
+        let roots = std::mem::take(&mut self.roots);
+        for (key, root) in roots {
+            let mut attributes = Vec::with_capacity(8);
+            if let Some(sid) = root.session_id.as_deref() {
+                attributes.push(KeyValue::str("mcp.session.id", sid));
+            }
+            if let Some(v) = root.protocol_version.as_deref() {
+                attributes.push(KeyValue::str("mcp.protocol.version", v));
+            }
+            attributes.push(KeyValue::str("mcp_trace.session_key", &*key));
+            attributes.push(KeyValue::str("mcp_trace.client_addr", &*root.client_addr));
+            attributes.push(KeyValue::str("mcp_trace.server_addr", &*root.server_addr));
+            attributes.push(KeyValue::int(
+                "mcp_trace.exchanges",
+                i64::try_from(root.exchanges).unwrap_or(i64::MAX),
+            ));
+            attributes.push(KeyValue::int(
+                "mcp_trace.failures",
+                i64::try_from(root.failures).unwrap_or(i64::MAX),
+            ));
+            let start = us_to_ns(root.first_us);
+            let span = Span {
+                trace_id: Hex(session_trace_id(&key)),
+                span_id: Hex(session_root_span_id(&key)),
+                parent_span_id: None,
+                name: "mcp.session".into(),
+                kind: SPAN_KIND_INTERNAL,
+                start_time_unix_nano: U64Text(start),
+                end_time_unix_nano: U64Text(us_to_ns(root.last_us).max(start)),
+                attributes,
+                events: Vec::new(),
+                dropped_events_count: 0,
+                links: Vec::new(),
+                status: Status {
+                    code: STATUS_UNSET,
+                    message: None,
+                },
+            };
+            self.report.session_spans += 1;
+            self.emit(root.service, span)?;
+        }
+        Ok(())
+    }
+
+    fn emit(&mut self, service: Service, span: Span) -> Result<(), ReportError> {
+        self.batch.push((service, span));
+        if self.batch.len() >= SPANS_PER_REQUEST {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// One `ExportTraceServiceRequest` of the batch: a line of the file, a POST.
+    fn flush(&mut self) -> Result<(), ReportError> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.batch);
+        // Resources in order of first appearance.
+        let mut services: Vec<&Service> = Vec::new();
+        for (s, _) in &batch {
+            if !services.contains(&s) {
+                services.push(s);
+            }
+        }
+        let request = ExportRequest {
+            resource_spans: services
+                .iter()
+                .map(|&service| ResourceSpans {
+                    resource: service.resource(),
+                    scope_spans: [ScopeSpans {
+                        scope: SCOPE,
+                        spans: batch
+                            .iter()
+                            .filter(|(s, _)| s == service)
+                            .map(|(_, span)| span)
+                            .collect(),
+                    }],
+                })
+                .collect(),
+        };
+        self.buf.clear();
+        serde_json::to_writer(&mut self.buf, &request).map_err(|e| ReportError::Thread {
+            message: format!("cannot encode OTLP/JSON: {e}"),
+        })?;
+        self.report.requests += 1;
+        if let Some((exporter, _)) = &self.exporter {
+            exporter.send(self.buf.clone(), batch.len() as u64);
+        }
+        if let Some(file) = self.file.as_mut() {
+            self.buf.push(b'\n');
+            file.write_all(&self.buf).map_err(|e| file.io_error(e))?;
+        }
+        Ok(())
+    }
+}
