@@ -195,6 +195,8 @@ fn outputs(sample: &Path) -> Vec<(String, Vec<u8>)> {
         &p("r.html"),
         "--connections",
         &p("c.jsonl"),
+        "--otlp",
+        &p("t.jsonl"),
         "--no-progress",
     ]);
     assert!(ok, "{input}: {}", String::from_utf8_lossy(&log));
@@ -230,6 +232,7 @@ fn outputs(sample: &Path) -> Vec<(String, Vec<u8>)> {
         "s.csv",
         "x.parquet",
         "c.jsonl",
+        "t.jsonl",
     ] {
         outs.push((name.into(), std::fs::read(p(name)).unwrap()));
     }

@@ -11,6 +11,7 @@ mod html_report;
 mod http2_corpus;
 mod http2_mcp;
 mod layers;
+mod otlp;
 mod retry_hygiene;
 mod robustness;
 mod samples_truth;

@@ -7,7 +7,7 @@
 use crate::http::retry_after;
 use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -39,13 +39,16 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// `base` with `/v1/traces` appended unless it already names that path.
+    /// `base` with `/v1/traces` appended to its path unless the path already ends so; a
+    /// query stays after it.
     pub fn traces_url(base: &str) -> String {
-        let base = base.trim_end_matches('/');
-        if base.ends_with("/v1/traces") {
-            base.to_string()
+        let cut = base.find(['?', '#']).unwrap_or(base.len());
+        let (url, rest) = base.split_at(cut);
+        let url = url.trim_end_matches('/');
+        if url.ends_with("/v1/traces") {
+            format!("{url}{rest}")
         } else {
-            format!("{base}/v1/traces")
+            format!("{url}/v1/traces{rest}")
         }
     }
 
@@ -109,10 +112,13 @@ pub struct Exporter {
     shared: Arc<Shared>,
 }
 
-/// State both sides see: the stats, and the deadline set when the run ends.
+/// State both sides see: the stats, the deadline set when the run ends, and the spans
+/// queued or in flight (what an abandoned sender leaves undelivered).
 struct Shared {
     stats: Mutex<ExportStats>,
     deadline: Mutex<Option<Instant>>,
+    unsettled_spans: Mutex<u64>,
+    settled: Condvar,
 }
 
 impl Shared {
@@ -120,6 +126,19 @@ impl Shared {
         self.stats
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn unsettled(&self) -> std::sync::MutexGuard<'_, u64> {
+        self.unsettled_spans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A batch of `spans` is delivered or lost.
+    fn settle(&self, spans: u64) {
+        let mut n = self.unsettled();
+        *n = n.saturating_sub(spans);
+        self.settled.notify_all();
     }
 
     fn deadline(&self) -> Option<Instant> {
@@ -137,6 +156,8 @@ impl Exporter {
         let shared = Arc::new(Shared {
             stats: Mutex::new(ExportStats::default()),
             deadline: Mutex::new(None),
+            unsettled_spans: Mutex::new(0),
+            settled: Condvar::new(),
         });
         let thread = std::thread::Builder::new()
             .name("otlp-export".into())
@@ -155,30 +176,52 @@ impl Exporter {
     /// delivered (`queue_full`).
     pub fn send(&self, body: Vec<u8>, spans: u64) {
         let Some(queue) = &self.queue else { return };
+        *self.shared.unsettled() += spans;
         match queue.try_send(Batch { body, spans }) {
             Ok(()) => {}
             Err(TrySendError::Full(b) | TrySendError::Disconnected(b)) => {
                 self.shared.stats().lose("queue_full", b.spans);
+                self.shared.settle(b.spans);
             }
         }
     }
 
-    /// Lets the queue drain for at most `flush_timeout`, then returns what was done; batches
-    /// still queued then are `flush_timeout`.
+    /// Lets the queue drain for at most `flush_timeout`, then returns what was done. Spans
+    /// still queued or in flight then are `flush_timeout`: the sender is left behind (the
+    /// process is ending) rather than waited for.
     pub fn finish(mut self, flush_timeout: Duration) -> ExportStats {
+        let deadline = Instant::now() + flush_timeout;
         *self
             .shared
             .deadline
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) =
-            Some(Instant::now() + flush_timeout);
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(deadline);
         drop(self.queue.take());
-        if let Some(t) = self.thread.take()
-            && t.join().is_err()
-        {
-            self.shared.stats().lose("sender_failed", 0);
+        let mut unsettled = self.shared.unsettled();
+        while *unsettled > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            unsettled = self
+                .shared
+                .settled
+                .wait_timeout(unsettled, left)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
         }
-        self.shared.stats().clone()
+        let abandoned = std::mem::take(&mut *unsettled);
+        drop(unsettled);
+        let mut stats = self.shared.stats().clone();
+        stats.lose("flush_timeout", abandoned);
+        if abandoned == 0
+            && let Some(t) = self.thread.take()
+        {
+            // Every batch is settled: the sender has only its loop's end left.
+            let _ = t.join();
+            stats = self.shared.stats().clone();
+        }
+        stats
     }
 }
 
@@ -192,14 +235,18 @@ fn send_all(endpoint: &Endpoint, batches: &Receiver<Batch>, shared: &Shared) {
     while let Ok(batch) = batches.recv() {
         if shared.deadline().is_some_and(|d| Instant::now() >= d) {
             shared.stats().lose("flush_timeout", batch.spans);
+            shared.settle(batch.spans);
             continue;
         }
         let (delivered, lost) = deliver(&agent, endpoint, &batch, shared);
-        let mut stats = shared.stats();
-        stats.sent_spans = stats.sent_spans.saturating_add(delivered);
-        if let Some((reason, spans)) = lost {
-            stats.lose(reason, spans);
+        {
+            let mut stats = shared.stats();
+            stats.sent_spans = stats.sent_spans.saturating_add(delivered);
+            if let Some((reason, spans)) = lost {
+                stats.lose(reason, spans);
+            }
         }
+        shared.settle(batch.spans);
     }
 }
 
@@ -221,7 +268,7 @@ fn deliver(
                 stats.retries = stats.retries.saturating_add(1);
             }
         }
-        let wait = match post(agent, endpoint, &batch.body) {
+        let wait = match post(agent, endpoint, &batch.body, shared) {
             Answer::Accepted { rejected } => {
                 let rejected = rejected.min(batch.spans);
                 let lost = (rejected > 0).then(|| ("rejected_by_receiver".to_string(), rejected));
@@ -265,9 +312,19 @@ enum Answer {
     },
 }
 
-fn post(agent: &ureq::Agent, endpoint: &Endpoint, body: &[u8]) -> Answer {
+fn post(agent: &ureq::Agent, endpoint: &Endpoint, body: &[u8], shared: &Shared) -> Answer {
+    // Once the run has ended, no request outlives the flush deadline.
+    let timeout = match shared.deadline() {
+        Some(d) => d
+            .saturating_duration_since(Instant::now())
+            .min(REQUEST_TIMEOUT),
+        None => REQUEST_TIMEOUT,
+    };
     let mut request = agent
         .post(&endpoint.url)
+        .config()
+        .timeout_global(Some(timeout))
+        .build()
         .header("Content-Type", "application/json");
     for (name, value) in &endpoint.headers {
         request = request.header(name.as_str(), value.as_str());
@@ -320,7 +377,9 @@ fn rejected_spans(text: &str) -> u64 {
     let Ok(v) = serde_json::from_str::<serde_json::Value>(text) else {
         return 0;
     };
-    let n = &v["partialSuccess"]["rejectedSpans"];
+    let Some(n) = v.get("partialSuccess").and_then(|p| p.get("rejectedSpans")) else {
+        return 0;
+    };
     n.as_u64()
         .or_else(|| n.as_str().and_then(|s| s.parse().ok()))
         .unwrap_or(0)

@@ -97,7 +97,8 @@ pub struct KeyValue {
     pub value: AnyValue,
 }
 
-/// `AnyValue`: exactly one member, named by its type.
+/// `AnyValue`: exactly one member, named by its type (the proto's names).
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum AnyValue {
@@ -135,11 +136,10 @@ pub struct Hex<const N: usize>(pub [u8; N]);
 
 impl<const N: usize> Serialize for Hex<N> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        use std::fmt::Write;
         let mut text = String::with_capacity(2 * N);
         for b in self.0 {
-            text.push(char::from(DIGITS[usize::from(b >> 4)]));
-            text.push(char::from(DIGITS[usize::from(b & 0xf)]));
+            let _ = write!(text, "{b:02x}");
         }
         s.serialize_str(&text)
     }

@@ -1,1 +1,217 @@
+//! The sink on hand-made rows: links to targets released later, evicted or never seen,
+//! session roots, batching into requests, and the parts of a span.
 
+use super::span::span_name;
+use super::*;
+use crate::mcp::{Outcome, TraceParent};
+use crate::report::test_rows::ex;
+
+/// Runs `rows` through a sink writing to a temp file; returns the lines and the report.
+fn run(rows: &[(Exchange, bool)]) -> (Vec<serde_json::Value>, OtlpReport) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let mut sink = OtlpSink::create(OtlpOptions {
+        path: Some(path.clone()),
+        endpoint: None,
+        inputs: vec!["cap.pcap".into()],
+    })
+    .unwrap();
+    for (row, keep) in rows {
+        sink.push(row, *keep).unwrap();
+    }
+    let report = sink.finish().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (lines, report)
+}
+
+fn spans(lines: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    lines
+        .iter()
+        .flat_map(|l| l["resourceSpans"].as_array().unwrap().clone())
+        .flat_map(|rs| rs["scopeSpans"][0]["spans"].as_array().unwrap().clone())
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn span_id(id: u64) -> String {
+    hex(&RunKey::of_inputs(&["cap.pcap"]).span_id(id))
+}
+
+fn retry_of(mut row: Exchange, of: u64) -> Exchange {
+    row.retry_of = Some(of);
+    row.attempt = 2;
+    row.retry_origin = RetryOrigin::Application;
+    row
+}
+
+#[test]
+fn a_retry_released_before_its_target_waits_for_it() {
+    // #1 stays open (a request never answered) and is released after its retry #2.
+    let mut first = ex(1, 1_000);
+    first.outcome = Outcome::NoResponse;
+    first.inference.trace_parent =
+        TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    let second = retry_of(ex(2, 5_000), 1);
+    let (lines, report) = run(&[(second, true), (first, true)]);
+    let all = spans(&lines);
+    assert_eq!(all.len(), 3, "two exchanges and the session root");
+    let retry = all.iter().find(|s| s["spanId"] == span_id(2)).unwrap();
+    assert_eq!(retry["links"][0]["spanId"], span_id(1));
+    // The target joined its caller's trace: the link points there.
+    assert_eq!(
+        retry["links"][0]["traceId"],
+        "4bf92f3577b34da6a3ce929d0e0e4736"
+    );
+    assert_eq!(report.links, 1);
+    assert_eq!(report.links_unresolved, 0);
+}
+
+#[test]
+fn a_link_whose_target_never_comes_is_written_without_it() {
+    let (lines, report) = run(&[(retry_of(ex(5, 5_000), 3), true)]);
+    let all = spans(&lines);
+    let retry = all.iter().find(|s| s["spanId"] == span_id(5)).unwrap();
+    assert!(retry.get("links").is_none());
+    assert_eq!(report.links_unresolved, 1);
+    // A target with a larger id than the row cannot come later: not held at all.
+    let mut odd = ex(2, 5_000);
+    odd.continuation_of = Some(9);
+    let (_, report) = run(&[(odd, true)]);
+    assert_eq!(report.links_unresolved, 1);
+}
+
+#[test]
+fn a_filtered_row_has_no_span_but_its_retry_links_to_it() {
+    let mut first = ex(1, 1_000);
+    first.outcome = Outcome::HttpError;
+    let (lines, report) = run(&[(first, false), (retry_of(ex(2, 2_000), 1), true)]);
+    let all = spans(&lines);
+    assert_eq!(all.len(), 2, "the retry and its session root");
+    assert_eq!(all[0]["links"][0]["spanId"], span_id(1));
+    assert_eq!(report.spans, 1);
+}
+
+#[test]
+fn the_session_root_covers_its_rows_and_parents_them() {
+    let mut a = ex(1, 1_000_000);
+    a.ts_response = Some(1_500_000);
+    let mut b = ex(2, 2_000_000);
+    b.ts_response = Some(4_000_000);
+    b.outcome = Outcome::ToolError;
+    b.session_id = Some("abc".into());
+    let (lines, report) = run(&[(a, true), (b, true)]);
+    let all = spans(&lines);
+    let root = all.iter().find(|s| s["name"] == "mcp.session").unwrap();
+    assert_eq!(root["startTimeUnixNano"], "1000000000");
+    assert_eq!(root["endTimeUnixNano"], "4000000000");
+    assert_eq!(root["kind"], 1);
+    assert_eq!(root["traceId"], hex(&session_trace_id("s1")));
+    assert_eq!(root["spanId"], hex(&session_root_span_id("s1")));
+    for s in all.iter().filter(|s| s["name"] != "mcp.session") {
+        assert_eq!(s["parentSpanId"], root["spanId"]);
+        assert_eq!(s["traceId"], root["traceId"]);
+    }
+    assert_eq!(report.session_spans, 1);
+    let attrs = root["attributes"].to_string();
+    assert!(attrs.contains(r#""key":"mcp.session.id","value":{"stringValue":"abc"}"#));
+    assert!(attrs.contains(r#""key":"mcp_trace.failures","value":{"intValue":"1"}"#));
+}
+
+#[test]
+fn spans_go_out_in_requests_of_at_most_512() {
+    let rows: Vec<(Exchange, bool)> = (1..=1100u64)
+        .map(|i| (ex(i, i64::try_from(i).unwrap() * 1000), true))
+        .collect();
+    let (lines, report) = run(&rows);
+    assert_eq!(lines.len(), 3);
+    assert_eq!(spans(&lines).len(), 1101);
+    assert_eq!(report.requests, 3);
+    assert_eq!(report.spans, 1100);
+}
+
+#[test]
+fn resources_name_the_observed_client() {
+    let mut a = ex(1, 1_000);
+    a.client_name = Some("claude-code".into());
+    a.client_version = Some("2.1".into());
+    let b = ex(2, 2_000);
+    let (lines, _) = run(&[(a, true), (b, true)]);
+    let resources: Vec<String> = lines[0]["resourceSpans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|rs| rs["resource"]["attributes"].to_string())
+        .collect();
+    // The session root goes with the first client name the session showed.
+    assert_eq!(resources.len(), 2, "{resources:?}");
+    assert!(resources[0].contains("claude-code") && resources[0].contains("2.1"));
+    assert!(resources[1].contains("unknown_service"));
+    let names = |i: usize| -> Vec<String> {
+        lines[0]["resourceSpans"][i]["scopeSpans"][0]["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(0), ["POST request", "mcp.session"]);
+    assert_eq!(names(1), ["POST request"]);
+}
+
+#[test]
+fn names_and_endpoints() {
+    let mut prompt = ex(1, 0);
+    prompt.rpc_method = Some("prompts/get".into());
+    prompt.inference.prompt_name = Some("review".into());
+    assert_eq!(span_name(&prompt), "prompts/get review");
+    let mut get = ex(2, 0);
+    get.http_method = "GET".into();
+    get.kind = crate::mcp::Kind::Stream;
+    assert_eq!(span_name(&get), "GET stream");
+
+    let mut v6 = ex(3, 0);
+    v6.server_addr = "[::1]:3000".into();
+    v6.client_addr = "::1".into();
+    v6.path = "/mcp?api_key=sha256:0123456789ab".into();
+    v6.jsonrpc_id = Some("\"req-7\"".into());
+    let (lines, _) = run(&[(v6, true)]);
+    let attrs = spans(&lines)[0]["attributes"].to_string();
+    for expected in [
+        r#"{"key":"server.address","value":{"stringValue":"::1"}}"#,
+        r#"{"key":"server.port","value":{"intValue":"3000"}}"#,
+        r#"{"key":"client.address","value":{"stringValue":"::1"}}"#,
+        r#"{"key":"url.path","value":{"stringValue":"/mcp"}}"#,
+        r#"{"key":"jsonrpc.request.id","value":{"stringValue":"req-7"}}"#,
+        r#"{"key":"network.protocol.version","value":{"stringValue":"1.1"}}"#,
+    ] {
+        assert!(attrs.contains(expected), "{expected} not in {attrs}");
+    }
+    assert!(!attrs.contains("client.port"), "{attrs}");
+}
+
+#[test]
+fn urls_for_sending_and_for_showing() {
+    assert_eq!(
+        Endpoint::traces_url("http://h:4318"),
+        "http://h:4318/v1/traces"
+    );
+    assert_eq!(
+        Endpoint::traces_url("http://h:4318/v1/traces/"),
+        "http://h:4318/v1/traces"
+    );
+    assert_eq!(
+        Endpoint::traces_url("https://h/otlp/?k=v"),
+        "https://h/otlp/v1/traces?k=v"
+    );
+    assert_eq!(
+        display_url("https://u:p@h:1/x/v1/traces?token=t#f"),
+        "https://h:1/x/v1/traces"
+    );
+}
