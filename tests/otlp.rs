@@ -166,7 +166,7 @@ fn spans_join_the_callers_trace_as_the_sdk_recorded_it() {
         .filter(|(svc, _)| svc == "samples-ts-client")
         .map(|(_, s)| s)
         .collect();
-    let root = ts.iter().find(|s| s["name"] == "mcp.session").unwrap();
+    let root = ts.iter().find(|s| s["name"] == "MCP session").unwrap();
     let key = attrs(root)["mcp_trace.session_key"]
         .as_str()
         .unwrap()
@@ -174,7 +174,7 @@ fn spans_join_the_callers_trace_as_the_sdk_recorded_it() {
     assert_eq!(root["traceId"], sha256_prefix_hex(&key, 16));
     assert!(root.get("parentSpanId").is_none());
     assert_eq!(ts.len(), 7, "6 exchanges and the root");
-    for s in ts.iter().filter(|s| s["name"] != "mcp.session") {
+    for s in ts.iter().filter(|s| s["name"] != "MCP session") {
         assert_eq!(s["traceId"], root["traceId"]);
         assert_eq!(s["parentSpanId"], root["spanId"]);
         assert_eq!(s["kind"], 3);
@@ -207,7 +207,7 @@ fn filters_leave_out_spans_but_not_links() {
     let spans = spans_of(&text);
     let names: Vec<&str> = spans
         .iter()
-        .filter(|(_, s)| s["name"] != "mcp.session")
+        .filter(|(_, s)| s["name"] != "MCP session")
         .map(|(_, s)| s["name"].as_str().unwrap())
         .collect();
     assert_eq!(
@@ -309,6 +309,8 @@ fn a_receiver_that_answers_503_first_gets_every_span_after_a_retry() {
         &[
             "--otlp-endpoint",
             &receiver.url(),
+            "--otlp-protocol",
+            "http/json",
             "--otlp-header",
             "Authorization=Bearer otlp-s3cret-token",
         ],
@@ -409,4 +411,50 @@ fn otlp_flags_are_checked_before_any_input_is_read() {
         assert!(!err.contains("s3cret"), "{err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     }
+}
+
+#[test]
+fn sse_events_are_span_events_up_to_the_limit() {
+    let input = sample("ts-streamable-sse.pcap");
+    let slow = |text: &str| {
+        spans_of(text)
+            .into_iter()
+            .map(|(_, s)| s)
+            .find(|s| s["name"] == "tools/call slow")
+            .unwrap()
+    };
+    let (text, _, _) = analyze_otlp(&input, &[]);
+    let span = slow(&text);
+    let names: Vec<&str> = span["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    // The TS server primes the stream, reports progress twice, then answers.
+    assert_eq!(
+        names,
+        [
+            "priming",
+            "notifications/progress",
+            "notifications/progress",
+            "response"
+        ]
+    );
+    let times: Vec<u64> = span["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["timeUnixNano"].as_str().unwrap().parse().unwrap())
+        .collect();
+    let start: u64 = span["startTimeUnixNano"].as_str().unwrap().parse().unwrap();
+    let end: u64 = span["endTimeUnixNano"].as_str().unwrap().parse().unwrap();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert!(start <= times[0] && *times.last().unwrap() <= end);
+    assert!(span.get("droppedEventsCount").is_none());
+
+    let (text, _, _) = analyze_otlp(&input, &["--otlp-max-events", "1"]);
+    let span = slow(&text);
+    assert_eq!(span["events"].as_array().unwrap().len(), 1);
+    assert_eq!(span["droppedEventsCount"], 3);
 }

@@ -190,9 +190,20 @@ pub struct OtlpArgs {
     /// Send the spans to this OTLP/HTTP receiver (`URL/v1/traces`, JSON).
     #[arg(long, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
+    /// The receiver's encoding: http/protobuf (every receiver takes it) or http/json.
+    #[arg(
+        long,
+        value_name = "PROTOCOL",
+        default_value = "http/protobuf",
+        requires = "otlp_endpoint"
+    )]
+    pub otlp_protocol: String,
     /// A header sent with every OTLP request (authentication); repeatable; never printed.
     #[arg(long, value_name = "NAME=VALUE", requires = "otlp_endpoint")]
     pub otlp_header: Vec<String>,
+    /// Most SSE events written as span events per span; the rest are counted on the span.
+    #[arg(long, value_name = "N", default_value_t = crate::report::otlp::DEFAULT_MAX_EVENTS)]
+    pub otlp_max_events: usize,
     /// How long the end of the run waits for spans still queued for the receiver.
     #[arg(
         long,

@@ -89,6 +89,7 @@ fn pipeline_config(input: &InputArgs) -> Result<Config> {
             rpc: RpcLimits {
                 sse_event_bytes: input.limits.max_sse_event,
             },
+            sse_marks_per_row: 0,
         },
         progress: !input.no_progress && std::io::stderr().is_terminal(),
         threads: match input.threads {
@@ -181,7 +182,12 @@ fn run_analysis(input: &InputArgs, cfg: &Config) -> Result<Analysis> {
 
 fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     // Validate everything before touching input.
-    let cfg = pipeline_config(&args.input)?;
+    let mut cfg = pipeline_config(&args.input)?;
+    let otlp_options = otlp::otlp_options(&args.otlp, &args.input.inputs)?;
+    if otlp_options.is_some() {
+        // Each span carries the SSE events of its exchange.
+        cfg.mcp.sse_marks_per_row = args.otlp.otlp_max_events;
+    }
     let color = use_color(args.input.color);
     let filter = RowFilter {
         outcomes: check_outcomes("outcome", &args.outcome)?,
@@ -226,7 +232,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         Some(path) => Some(report::HtmlReport::create(path, args.html_max_rows)?),
         None => None,
     };
-    let mut spans = match otlp::otlp_options(&args.otlp, &args.input.inputs)? {
+    let mut spans = match otlp_options {
         Some(options) => Some(report::otlp::OtlpSink::create(options)?),
         None => None,
     };

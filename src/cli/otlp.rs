@@ -4,7 +4,7 @@
 use super::args::OtlpArgs;
 use super::values::parse_duration_ms;
 use crate::pipeline::display_name;
-use crate::report::otlp::{Endpoint, OtlpOptions};
+use crate::report::otlp::{Endpoint, OtlpOptions, Protocol};
 use anyhow::{Result, bail};
 use std::time::Duration;
 
@@ -25,8 +25,15 @@ pub fn otlp_options(args: &OtlpArgs, inputs: &[String]) -> Result<Option<OtlpOpt
             }
             let timeout_ms = parse_duration_ms(&args.otlp_timeout)
                 .map_err(|e| anyhow::anyhow!("--otlp-timeout: {e}"))?;
+            let Some(protocol) = Protocol::from_name(&args.otlp_protocol) else {
+                bail!(
+                    "--otlp-protocol: expected http/protobuf or http/json, got {:?}",
+                    args.otlp_protocol
+                );
+            };
             Some(Endpoint {
                 url: Endpoint::traces_url(url),
+                protocol,
                 headers: args
                     .otlp_header
                     .iter()

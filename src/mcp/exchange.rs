@@ -132,4 +132,29 @@ pub struct InferenceInputs {
     pub trace_parent: Option<TraceParent>,
     /// `params.name` of `prompts/get`.
     pub prompt_name: Option<ArcStr>,
+    /// The SSE events counted in `sse_events`, up to [`crate::mcp::McpLimits::sse_marks_per_row`]
+    /// (none unless a report asks for them).
+    pub sse_marks: Vec<SseMark>,
+    /// Events past that limit.
+    pub sse_marks_dropped: u32,
+}
+
+/// One SSE event on an exchange's stream: when it arrived and what it carried (the method of
+/// a notification or server request, `response`, `endpoint`, `priming` for blank data,
+/// `invalid` for data that is no JSON-RPC).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseMark {
+    pub ts_us: i64,
+    pub name: ArcStr,
+}
+
+impl InferenceInputs {
+    /// Keeps `mark` while fewer than `limit` are kept, else counts it as dropped.
+    pub fn note_sse(&mut self, mark: SseMark, limit: usize) {
+        if self.sse_marks.len() < limit {
+            self.sse_marks.push(mark);
+        } else if limit > 0 {
+            self.sse_marks_dropped = self.sse_marks_dropped.saturating_add(1);
+        }
+    }
 }

@@ -23,6 +23,9 @@ pub struct McpLimits {
     pub catalog_tools: usize,
     /// The bounds of the JSON-RPC parsing done on response bodies.
     pub rpc: RpcLimits,
+    /// Most SSE events kept per row ([`crate::mcp::InferenceInputs::sse_marks`], for the
+    /// OTLP span events; `--otlp-max-events`); 0 keeps none.
+    pub sse_marks_per_row: usize,
 }
 
 impl Default for McpLimits {
@@ -33,6 +36,7 @@ impl Default for McpLimits {
             retry_rows: MAX_INDEXED_REQUESTS,
             catalog_tools: MAX_CATALOG_TOOLS,
             rpc: RpcLimits::default(),
+            sse_marks_per_row: 0,
         }
     }
 }

@@ -7,15 +7,16 @@
    prescribes are turned into the base64 that protobuf's JSON mapping takes for bytes. On top
    of what Parse checks: camelCase field names only, 64-bit integers as strings, enums as
    integers (Parse also takes snake_case, bare numbers and enum names), 16-byte trace ids and
-   8-byte span ids, CLIENT exchange spans (the `mcp.session` roots that group them are
+   8-byte span ids, CLIENT exchange spans (the `MCP session` roots that group them are
    INTERNAL), end >= start, a name, `mcp.method.name` on request spans, span ids unique in the
    file; and a second run writes the same bytes. A parent need not be in the file: a request
    that carried a W3C `traceparent` is the child of the client's own span.
 2. A real OTLP/HTTP receiver, Arize Phoenix (PyPI arize-phoenix; tests/python/requirements-otlp.txt),
    started on a free loopback port with a temporary working dir, gets the spans of
    fault-503-app-retry.pcap from `--otlp-endpoint`; read back through its REST API they are
-   the spans of the file: same (trace id, span id) set, names, parents, status and a few
-   attributes. Phoenix's /v1/traces takes `Content-Type: application/x-protobuf` only (415 for
+   the spans of the file: same (trace id, span id) set, names, parents, status, times (to the
+   microsecond Phoenix keeps), event names, and every attribute of the file with its value
+   (mcp.method.name, jsonrpc.request.id, http.response.status_code named). Phoenix's /v1/traces takes `Content-Type: application/x-protobuf` only (415 for
    application/json), so this also checks that the endpoint export sends protobuf.
 
 Without Phoenix the receiver test skips, unless MCP_TRACE_REQUIRE_OTLP_RECEIVER=1, where a
@@ -59,7 +60,7 @@ HEX = {"traceId": re.compile(r"[0-9a-f]{32}"), "spanId": re.compile(r"[0-9a-f]{1
        "parentSpanId": re.compile(r"[0-9a-f]{16}")}
 FIELD_NAME = re.compile(r"[a-z][A-Za-z0-9]*")  # protobuf JSON names: lowerCamelCase
 STRING_INTS = ("startTimeUnixNano", "endTimeUnixNano", "timeUnixNano", "intValue")
-SESSION_SPAN = "mcp.session"
+SESSION_SPAN = "MCP session"
 # Every packet cut to 200 bytes: no JSON-RPC body to read a method from.
 NO_JSON_BODIES = {"snaplen-200.pcap"}
 COMPARED_ATTRIBUTES = ("mcp.method.name", "jsonrpc.request.id", "http.response.status_code")
@@ -482,3 +483,46 @@ def test_spans_sent_to_a_real_receiver_come_back(phoenix, tmp_path):
     # The sample's point: a 503 answered to tools/call, then the application's retry.
     statuses = [attributes(s).get("http.response.status_code") for s in want.values()]
     assert 503 in statuses, statuses
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. The endpoint's protobuf body is the file's JSON line, message for message
+
+
+def test_protobuf_body_is_the_json_line(tmp_path):
+    """A loopback receiver keeps what `--otlp-endpoint` POSTs (the default http/protobuf);
+    parsed with the official definitions it equals the `--otlp` file's line parsed from JSON."""
+    require_bin()
+    import http.server
+    import threading
+
+    got = []
+
+    class Keep(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            got.append((self.path, self.headers["Content-Type"], body))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Keep)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        for sample in ("otel-py-client.pcap", "ts-streamable-sse.pcap"):
+            got.clear()
+            out = analyze(sample, tmp_path / f"{sample}.jsonl",
+                          "--otlp-endpoint", f"http://127.0.0.1:{server.server_port}")
+            lines = parse_file(out)
+            assert len(got) == len(lines) >= 1, sample
+            for (path, content_type, body), from_json in zip(got, lines):
+                assert path == "/v1/traces"
+                assert content_type == "application/x-protobuf"
+                from_proto = ExportTraceServiceRequest.FromString(body)
+                assert from_proto == from_json, sample
+    finally:
+        server.shutdown()

@@ -6,8 +6,8 @@ use super::Analyzer;
 use super::http_ctx::Carrier;
 use crate::anomaly::Stats;
 use crate::hashing::HashMap;
-use crate::mcp::Kind;
 use crate::mcp::classify::Final;
+use crate::mcp::{Kind, SseMark};
 use crate::rpc::{RpcId, RpcMessage};
 use arcstr::ArcStr;
 use serde_json::Value;
@@ -336,6 +336,11 @@ impl Analyzer {
                 && let Some(r) = self.rows.get_mut(i)
             {
                 r.ex.sse_events = r.ex.sse_events.saturating_add(1);
+                let mark = SseMark {
+                    ts_us: ts,
+                    name: arcstr::literal!("response"),
+                };
+                r.ex.inference.note_sse(mark, self.limits.sse_marks_per_row);
             }
             return;
         }

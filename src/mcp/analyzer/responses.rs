@@ -10,8 +10,9 @@ use crate::http::{BodyEnd, ResponseHead};
 use crate::mcp::classify::{self, Final};
 use crate::mcp::prepare::{BodyPiece, PreparedEnd, PreparedSse, is_event_stream};
 use crate::mcp::session::{legacy_session_param, path_of};
-use crate::mcp::{Kind, Transport};
+use crate::mcp::{Kind, SseMark, Transport};
 use crate::rpc::{RpcError, RpcMessage};
+use arcstr::ArcStr;
 use serde_json::Value;
 
 /// How a response ended (the HTTP stage's `ResponseEnd`).
@@ -119,6 +120,11 @@ impl Analyzer {
                     r.ex.session_key = session_key.clone();
                     r.session_key = session_key;
                     r.ex.sse_events = r.ex.sse_events.saturating_add(1);
+                    let mark = SseMark {
+                        ts_us: ev.ts_us,
+                        name: arcstr::literal!("endpoint"),
+                    };
+                    r.ex.inference.note_sse(mark, self.limits.sse_marks_per_row);
                 }
                 self.absorb_row(row);
                 match sid {
@@ -161,9 +167,17 @@ impl Analyzer {
             ),
             ExchangeRole::Other => return,
         };
+        let limit = self.limits.sse_marks_per_row;
+        let mark = (limit > 0).then(|| SseMark {
+            ts_us: ev.ts_us,
+            name: self.sse_mark_name(parsed.as_ref()),
+        });
         for &i in local.iter().chain(stream_row.iter()) {
             if let Some(r) = self.rows.get_mut(i) {
                 r.ex.sse_events = r.ex.sse_events.saturating_add(1);
+                if let Some(m) = &mark {
+                    r.ex.inference.note_sse(m.clone(), limit);
+                }
             }
         }
         if let Some(id) = &ev.id {
@@ -207,6 +221,19 @@ impl Analyzer {
                     );
                 }
             }
+        }
+    }
+
+    /// What an SSE event carried, as a span event's name: the method of its (first)
+    /// message, `response`, `priming` for blank data, `invalid` for data that is no JSON-RPC.
+    fn sse_mark_name(&mut self, parsed: Option<&Result<Vec<RpcMessage>, RpcError>>) -> ArcStr {
+        match parsed {
+            None => arcstr::literal!("priming"),
+            Some(Err(_)) => arcstr::literal!("invalid"),
+            Some(Ok(msgs)) => match msgs.first().and_then(RpcMessage::method) {
+                Some(method) => self.texts.get(method),
+                None => arcstr::literal!("response"),
+            },
         }
     }
 

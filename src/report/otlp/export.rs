@@ -1,5 +1,5 @@
-//! OTLP/HTTP export (`--otlp-endpoint`): batches POSTed as OTLP/JSON to `URL/v1/traces` by one
-//! background thread, through a bounded queue. A batch is tried again on a connection
+//! OTLP/HTTP export (`--otlp-endpoint`): batches POSTed as protobuf (or OTLP/JSON) to
+//! `URL/v1/traces` by one background thread, through a bounded queue. A batch is tried again on a connection
 //! failure and on 429, 502, 503 and 504, after the `Retry-After` the receiver asked for or an
 //! exponential backoff; what could not be delivered is counted by reason, never dropped
 //! silently. Header values (`--otlp-header`) are sent, never printed.
@@ -27,11 +27,40 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// `--otlp-timeout` default: how long the end of the run waits for queued batches.
 pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// The body encoding (`--otlp-protocol`, named as `OTEL_EXPORTER_OTLP_PROTOCOL` names them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// `http/protobuf`: binary protobuf, which every OTLP/HTTP receiver accepts.
+    #[default]
+    HttpProtobuf,
+    /// `http/json`: the same JSON as the `--otlp` file.
+    HttpJson,
+}
+
+impl Protocol {
+    /// By its `OTEL_EXPORTER_OTLP_PROTOCOL` name.
+    pub fn from_name(name: &str) -> Option<Protocol> {
+        match name {
+            "http/protobuf" => Some(Protocol::HttpProtobuf),
+            "http/json" => Some(Protocol::HttpJson),
+            _ => None,
+        }
+    }
+
+    fn content_type(self) -> &'static str {
+        match self {
+            Protocol::HttpProtobuf => "application/x-protobuf",
+            Protocol::HttpJson => "application/json",
+        }
+    }
+}
+
 /// Where and how to send.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     /// The URL the batches are POSTed to (`.../v1/traces`).
     pub url: String,
+    pub protocol: Protocol,
     /// `--otlp-header` pairs, sent with every request.
     pub headers: Vec<(String, String)>,
     /// How long the end of the run waits for the queue to drain.
@@ -325,7 +354,7 @@ fn post(agent: &ureq::Agent, endpoint: &Endpoint, body: &[u8], shared: &Shared) 
         .config()
         .timeout_global(Some(timeout))
         .build()
-        .header("Content-Type", "application/json");
+        .header("Content-Type", endpoint.protocol.content_type());
     for (name, value) in &endpoint.headers {
         request = request.header(name.as_str(), value.as_str());
     }

@@ -12,13 +12,14 @@
 mod export;
 mod ids;
 mod model;
+mod proto;
 mod span;
 #[cfg(test)]
 mod tests;
 
 pub use export::{
     DEFAULT_FLUSH_TIMEOUT, Endpoint, ExportStats, MAX_EXPORT_ATTEMPTS, MAX_QUEUED_BATCHES,
-    display_url,
+    Protocol, display_url,
 };
 pub use ids::{RunKey, session_root_span_id, session_trace_id};
 
@@ -37,6 +38,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::path::PathBuf;
 
+/// `--otlp-max-events` default: SSE events written per span.
+pub const DEFAULT_MAX_EVENTS: usize = 128;
 /// Spans per `ExportTraceServiceRequest` (one line, one POST).
 pub const SPANS_PER_REQUEST: usize = 512;
 /// Exchanges whose trace is remembered for the links of later rows (a retry comes within the
@@ -267,7 +270,7 @@ impl OtlpSink {
             self.grow_root(row)?;
         }
         let service = Service::of(row);
-        let mut span = span_of(&self.run, row, place, Vec::new(), 0);
+        let mut span = span_of(&self.run, row, place);
         self.report.spans += 1;
         let mut waiting = None;
         for target in link_targets(row) {
@@ -413,7 +416,7 @@ impl OtlpSink {
                 trace_id: Hex(session_trace_id(&key)),
                 span_id: Hex(session_root_span_id(&key)),
                 parent_span_id: None,
-                name: "mcp.session".into(),
+                name: "MCP session".into(),
                 kind: SPAN_KIND_INTERNAL,
                 start_time_unix_nano: U64Text(start),
                 end_time_unix_nano: U64Text(us_to_ns(root.last_us).max(start)),
@@ -474,8 +477,12 @@ impl OtlpSink {
             message: format!("cannot encode OTLP/JSON: {e}"),
         })?;
         self.report.requests += 1;
-        if let Some((exporter, _)) = &self.exporter {
-            exporter.send(self.buf.clone(), batch.len() as u64);
+        if let Some((exporter, endpoint)) = &self.exporter {
+            let body = match endpoint.protocol {
+                Protocol::HttpProtobuf => proto::encode(&request),
+                Protocol::HttpJson => self.buf.clone(),
+            };
+            exporter.send(body, batch.len() as u64);
         }
         if let Some(file) = self.file.as_mut() {
             self.buf.push(b'\n');

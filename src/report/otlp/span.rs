@@ -70,15 +70,18 @@ pub fn link(run: &RunKey, target: LinkTarget, trace_id: [u8; 16], origin: RetryO
     }
 }
 
-/// The span of `row`, placed by `place`, without links (added once resolved) and with the
-/// SSE events given.
-pub fn span_of(
-    run: &RunKey,
-    row: &Exchange,
-    place: Placement,
-    events: Vec<Event>,
-    dropped_events: u32,
-) -> Span {
+/// The span of `row`, placed by `place`, with its SSE events and without links (added once
+/// resolved).
+pub fn span_of(run: &RunKey, row: &Exchange, place: Placement) -> Span {
+    let events = row
+        .inference
+        .sse_marks
+        .iter()
+        .map(|m| Event {
+            time_unix_nano: U64Text(us_to_ns(m.ts_us)),
+            name: m.name.to_string(),
+        })
+        .collect();
     let start_ns = us_to_ns(row.ts_request);
     let end_us = row
         .ts_response
@@ -95,7 +98,7 @@ pub fn span_of(
         end_time_unix_nano: U64Text(us_to_ns(end_us).max(start_ns)),
         attributes: attributes(row),
         events,
-        dropped_events_count: dropped_events,
+        dropped_events_count: row.inference.sse_marks_dropped,
         links: Vec::new(),
         status: Status {
             code: if failed { STATUS_ERROR } else { STATUS_UNSET },

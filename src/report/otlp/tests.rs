@@ -108,13 +108,13 @@ fn the_session_root_covers_its_rows_and_parents_them() {
     b.session_id = Some("abc".into());
     let (lines, report) = run(&[(a, true), (b, true)]);
     let all = spans(&lines);
-    let root = all.iter().find(|s| s["name"] == "mcp.session").unwrap();
+    let root = all.iter().find(|s| s["name"] == "MCP session").unwrap();
     assert_eq!(root["startTimeUnixNano"], "1000000000");
     assert_eq!(root["endTimeUnixNano"], "4000000000");
     assert_eq!(root["kind"], 1);
     assert_eq!(root["traceId"], hex(&session_trace_id("s1")));
     assert_eq!(root["spanId"], hex(&session_root_span_id("s1")));
-    for s in all.iter().filter(|s| s["name"] != "mcp.session") {
+    for s in all.iter().filter(|s| s["name"] != "MCP session") {
         assert_eq!(s["parentSpanId"], root["spanId"]);
         assert_eq!(s["traceId"], root["traceId"]);
     }
@@ -161,7 +161,7 @@ fn resources_name_the_observed_client() {
             .map(|s| s["name"].as_str().unwrap().to_string())
             .collect()
     };
-    assert_eq!(names(0), ["POST request", "mcp.session"]);
+    assert_eq!(names(0), ["POST request", "MCP session"]);
     assert_eq!(names(1), ["POST request"]);
 }
 
