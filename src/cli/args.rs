@@ -204,6 +204,15 @@ pub struct OtlpArgs {
     /// Most SSE events written as span events per span; the rest are counted on the span.
     #[arg(long, value_name = "N", default_value_t = crate::report::otlp::DEFAULT_MAX_EVENTS)]
     pub otlp_max_events: usize,
+    /// Most recent exchanges whose trace is kept for the links of later retries.
+    #[arg(long, value_name = "N", default_value_t = crate::report::otlp::MAX_LINK_TARGETS)]
+    pub otlp_max_link_targets: usize,
+    /// Most spans held until the exchange they link to is released.
+    #[arg(long, value_name = "N", default_value_t = crate::report::otlp::MAX_HELD_SPANS)]
+    pub otlp_max_held_spans: usize,
+    /// Most session root spans held until the end of the run.
+    #[arg(long, value_name = "N", default_value_t = crate::report::otlp::MAX_SESSION_ROOTS)]
+    pub otlp_max_session_roots: usize,
     /// How long the end of the run waits for spans still queued for the receiver.
     #[arg(
         long,

@@ -4,7 +4,7 @@
 use super::args::OtlpArgs;
 use super::values::parse_duration_ms;
 use crate::pipeline::display_name;
-use crate::report::otlp::{Endpoint, OtlpOptions, Protocol};
+use crate::report::otlp::{Endpoint, OtlpLimits, OtlpOptions, Protocol};
 use anyhow::{Result, bail};
 use std::time::Duration;
 
@@ -49,6 +49,11 @@ pub fn otlp_options(args: &OtlpArgs, inputs: &[String]) -> Result<Option<OtlpOpt
         path: args.otlp.clone(),
         endpoint,
         inputs: inputs.iter().map(|p| display_name(p).to_string()).collect(),
+        limits: OtlpLimits {
+            link_targets: args.otlp_max_link_targets,
+            held_spans: args.otlp_max_held_spans,
+            session_roots: args.otlp_max_session_roots.max(1),
+        },
     }))
 }
 

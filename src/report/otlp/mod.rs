@@ -42,13 +42,13 @@ use std::path::PathBuf;
 pub const DEFAULT_MAX_EVENTS: usize = 128;
 /// Spans per `ExportTraceServiceRequest` (one line, one POST).
 pub const SPANS_PER_REQUEST: usize = 512;
-/// Exchanges whose trace is remembered for the links of later rows (a retry comes within the
+/// `--otlp-max-link-targets` default: exchanges whose trace is remembered for the links of later rows (a retry comes within the
 /// repeat window); an older target's link is written without it (`links_unresolved`).
 pub const MAX_LINK_TARGETS: usize = 262_144;
-/// Spans held until the exchange they link to is released (a retry of a request that is
+/// `--otlp-max-held-spans` default: spans held until the exchange they link to is released (a retry of a request that is
 /// still open); past it a span is written without its link (`links_unresolved`).
 pub const MAX_HELD_SPANS: usize = 65_536;
-/// Sessions whose root span is kept until the end of the run; past it every root held so
+/// `--otlp-max-session-roots` default: sessions whose root span is kept until the end of the run; past it every root held so
 /// far is written early (`session_roots_written_early`), and a session that goes on gets its
 /// root again, with the same id, at the end.
 pub const MAX_SESSION_ROOTS: usize = 100_000;
@@ -62,6 +62,24 @@ const SCOPE: Scope = Scope {
 /// `service.name` when the client never said its `clientInfo.name`.
 const UNKNOWN_SERVICE: &str = "unknown_service";
 
+/// The sink's bounds on what it holds between rows (see the constants).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OtlpLimits {
+    pub link_targets: usize,
+    pub held_spans: usize,
+    pub session_roots: usize,
+}
+
+impl Default for OtlpLimits {
+    fn default() -> Self {
+        OtlpLimits {
+            link_targets: MAX_LINK_TARGETS,
+            held_spans: MAX_HELD_SPANS,
+            session_roots: MAX_SESSION_ROOTS,
+        }
+    }
+}
+
 /// Where the spans go.
 #[derive(Debug, Clone, Default)]
 pub struct OtlpOptions {
@@ -71,6 +89,7 @@ pub struct OtlpOptions {
     pub endpoint: Option<Endpoint>,
     /// The inputs' file names, in order: span ids derive from them.
     pub inputs: Vec<String>,
+    pub limits: OtlpLimits,
 }
 
 /// What the export did, for the run summary and the terminal summary.
@@ -208,6 +227,7 @@ struct Root {
 /// Turns released rows into spans and writes them; see the module doc.
 pub struct OtlpSink {
     run: RunKey,
+    limits: OtlpLimits,
     file: Option<PartialFile>,
     exporter: Option<(Exporter, Endpoint)>,
     batch: Vec<(Service, Span)>,
@@ -242,6 +262,7 @@ impl OtlpSink {
         };
         Ok(OtlpSink {
             run: RunKey::of_inputs(&options.inputs),
+            limits: options.limits,
             report: OtlpReport {
                 file: options.path.as_ref().map(|p| p.display().to_string()),
                 ..OtlpReport::default()
@@ -281,7 +302,7 @@ impl OtlpSink {
                     self.report.links += 1;
                 }
                 None if target.exchange_id < row.exchange_id
-                    && self.held_count < MAX_HELD_SPANS =>
+                    && self.held_count < self.limits.held_spans =>
                 {
                     waiting = Some(target);
                 }
@@ -343,7 +364,7 @@ impl OtlpSink {
         if self.traces.insert(exchange_id, trace).is_none() {
             self.order.push_back(exchange_id);
         }
-        while self.order.len() > MAX_LINK_TARGETS {
+        while self.order.len() > self.limits.link_targets {
             if let Some(old) = self.order.pop_front() {
                 self.traces.remove(&old);
             }
@@ -351,7 +372,9 @@ impl OtlpSink {
     }
 
     fn grow_root(&mut self, row: &Exchange) -> Result<(), ReportError> {
-        if !self.roots.contains_key(&row.session_key) && self.roots.len() >= MAX_SESSION_ROOTS {
+        if !self.roots.contains_key(&row.session_key)
+            && self.roots.len() >= self.limits.session_roots
+        {
             self.report.session_roots_written_early += self.roots.len() as u64;
             self.write_roots()?;
         }

@@ -8,12 +8,17 @@ use crate::report::test_rows::ex;
 
 /// Runs `rows` through a sink writing to a temp file; returns the lines and the report.
 fn run(rows: &[(Exchange, bool)]) -> (Vec<serde_json::Value>, OtlpReport) {
+    run_with(rows, OtlpLimits::default())
+}
+
+fn run_with(rows: &[(Exchange, bool)], limits: OtlpLimits) -> (Vec<serde_json::Value>, OtlpReport) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.jsonl");
     let mut sink = OtlpSink::create(OtlpOptions {
         path: Some(path.clone()),
         endpoint: None,
         inputs: vec!["cap.pcap".into()],
+        limits,
     })
     .unwrap();
     for (row, keep) in rows {
@@ -214,4 +219,67 @@ fn urls_for_sending_and_for_showing() {
         display_url("https://u:p@h:1/x/v1/traces?token=t#f"),
         "https://h:1/x/v1/traces"
     );
+}
+
+#[test]
+fn hostile_many_retries_of_requests_still_open_stay_within_the_held_limit() {
+    // 10,000 retries whose targets (ids 1..=10,000) are released only at the end: past the
+    // limit of 100 held spans the rest go out at once without their link.
+    let limits = OtlpLimits {
+        held_spans: 100,
+        ..OtlpLimits::default()
+    };
+    let n = 10_000u64;
+    let mut rows: Vec<(Exchange, bool)> =
+        (1..=n).map(|i| (retry_of(ex(n + i, 0), i), true)).collect();
+    rows.extend((1..=n).map(|i| (ex(i, 0), true)));
+    let mut sink = OtlpSink::create(OtlpOptions {
+        limits,
+        ..OtlpOptions::default()
+    })
+    .unwrap();
+    for (row, keep) in &rows {
+        sink.push(row, *keep).unwrap();
+        assert!(sink.held_count <= 100);
+    }
+    let report = sink.finish().unwrap();
+    assert_eq!(report.links, 100);
+    assert_eq!(report.links_unresolved, n - 100);
+    assert_eq!(report.spans, 2 * n);
+}
+
+#[test]
+fn hostile_old_link_targets_are_forgotten_past_the_limit() {
+    let limits = OtlpLimits {
+        link_targets: 10,
+        ..OtlpLimits::default()
+    };
+    let mut rows: Vec<(Exchange, bool)> = (1..=50u64).map(|i| (ex(i, 0), true)).collect();
+    rows.push((retry_of(ex(51, 0), 45), true)); // remembered
+    rows.push((retry_of(ex(52, 0), 5), true)); // forgotten: written without its link at the end
+    let (_, report) = run_with(&rows, limits);
+    assert_eq!((report.links, report.links_unresolved), (1, 1));
+}
+
+#[test]
+fn hostile_many_sessions_write_their_roots_early() {
+    let limits = OtlpLimits {
+        session_roots: 10,
+        ..OtlpLimits::default()
+    };
+    let rows: Vec<(Exchange, bool)> = (1..=35u64)
+        .map(|i| {
+            let mut r = ex(i, 0);
+            r.session_key = format!("s{i}").into();
+            (r, true)
+        })
+        .collect();
+    let (lines, report) = run_with(&rows, limits);
+    assert_eq!(report.session_spans, 35);
+    assert_eq!(report.session_roots_written_early, 30);
+    let roots = spans(&lines)
+        .iter()
+        .filter(|s| s["name"] == "MCP session")
+        .count();
+    assert_eq!(roots, 35);
 }
