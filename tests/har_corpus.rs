@@ -1,4 +1,5 @@
-//! Integration tests: har_corpus. Every HAR of ../shared/corpus/har/ read by
+//! Integration tests: har_corpus. The HAR files of the corpus (its slice in
+//! `tests/data/corpus/har`; all of ../shared/corpus/har/ for the ignored tests) read by
 //! `har::read_har`, checked against mitmproxy's own interpretation
 //! (`har_files/*.json`, see the corpus MANIFEST) and against what each
 //! `flows/*.har` is known to contain.
@@ -24,17 +25,14 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-fn corpus() -> Option<PathBuf> {
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/corpus/har/mitmproxy"
-    ));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("notice: {} absent; HAR corpus tests skipped", dir.display());
-        None
-    }
+/// The whole mitmproxy folder of `../shared/corpus` (ignored tests only).
+fn corpus() -> PathBuf {
+    crate::support::corpus("har/mitmproxy")
+}
+
+/// Its slice in `tests/data/corpus`: `flows/`, `corrupted_har/`, two of `har_files/`.
+fn slice() -> PathBuf {
+    crate::support::corpus_slice("har/mitmproxy")
 }
 
 /// One entry's events regrouped.
@@ -273,8 +271,9 @@ fn compare_with_mitmproxy(har_path: &Path) -> Agreement {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn har_files_agree_with_mitmproxy() {
-    let Some(dir) = corpus() else { return };
+    let dir = corpus();
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("har_files"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -300,7 +299,7 @@ fn har_files_agree_with_mitmproxy() {
 
 #[test]
 fn with_bom_reads_like_postdata() {
-    let Some(dir) = corpus() else { return };
+    let dir = slice();
     let (a, _) = read(&dir.join("har_files/postdata.har"));
     let (b, _) = read(&dir.join("har_files/with-bom.har"));
     assert_eq!(
@@ -313,8 +312,9 @@ fn with_bom_reads_like_postdata() {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn safari_connection_ids_share_connections() {
-    let Some(dir) = corpus() else { return };
+    let dir = corpus();
     let (x, _) = read(&dir.join("har_files/safari.har"));
     let on_1: Vec<u32> = x
         .iter()
@@ -337,7 +337,7 @@ fn safari_connection_ids_share_connections() {
 
 #[test]
 fn event_stream_har_without_body_is_incomplete() {
-    let Some(dir) = corpus() else { return };
+    let dir = slice();
     let (x, stats) = read(&dir.join("flows/event_stream.har"));
     assert_eq!(x.len(), 2);
     for e in &x {
@@ -353,7 +353,7 @@ fn event_stream_har_without_body_is_incomplete() {
 
 #[test]
 fn error_and_incomplete_logs_are_no_response() {
-    let Some(dir) = corpus() else { return };
+    let dir = slice();
     let (x, stats) = read(&dir.join("flows/error_log.har"));
     assert_eq!(x.len(), 2);
     assert!(x[0].no_response);
@@ -372,7 +372,7 @@ fn error_and_incomplete_logs_are_no_response() {
 
 #[test]
 fn corrupted_gzip_body_is_counted_not_fatal() {
-    let Some(dir) = corpus() else { return };
+    let dir = slice();
     let (x, stats) = read(&dir.join("flows/corrupted_gzip_body.har"));
     assert_eq!(x.len(), 1);
     assert_eq!(x[0].body.len(), 24);
@@ -385,7 +385,7 @@ fn corrupted_gzip_body_is_counted_not_fatal() {
 
 #[test]
 fn websocket_extensions_ignored() {
-    let Some(dir) = corpus() else { return };
+    let dir = slice();
     let (x, stats) = read(&dir.join("flows/websocket.har"));
     assert_eq!(x.len(), 3);
     for e in &x {
@@ -402,7 +402,7 @@ fn websocket_extensions_ignored() {
 
 #[test]
 fn successful_and_diff_data_bodies_match_har_text() {
-    let Some(dir) = corpus() else { return };
+    let dir = slice();
     for (file, n) in [("flows/successful_log.har", 2), ("flows/diff_data.har", 5)] {
         let path = dir.join(file);
         let raw: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -441,7 +441,7 @@ fn successful_and_diff_data_bodies_match_har_text() {
 
 #[test]
 fn zhar_reads_like_its_har() {
-    let Some(dir) = corpus() else { return };
+    let dir = slice();
     let data = std::fs::read(dir.join("flows/compressed.zhar")).unwrap();
     assert!(is_compressed_har(&data));
     // A format probe sees only the first bytes: enough to decide.
@@ -468,7 +468,7 @@ fn zhar_reads_like_its_har() {
 
 #[test]
 fn corrupted_har_files_are_clear_errors() {
-    let Some(dir) = corpus() else { return };
+    let dir = slice();
     for (file, want) in [
         (
             "corrupted_har/brokenfile.har",
@@ -489,8 +489,9 @@ fn corrupted_har_files_are_clear_errors() {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn every_corpus_file_and_its_prefixes_never_panic() {
-    let Some(dir) = corpus() else { return };
+    let dir = corpus();
     let mut files = Vec::new();
     for sub in ["har_files", "flows", "corrupted_har"] {
         for e in std::fs::read_dir(dir.join(sub)).unwrap() {
@@ -632,10 +633,7 @@ fn har_events_through_the_mcp_stage() {
 fn samples_har_match_ground_truth() {
     use mcp_trace::mcp::{Analyzer, InferenceConfig};
     let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/samples"));
-    let Ok(listing) = std::fs::read_dir(dir) else {
-        eprintln!("notice: samples/ absent; skipped");
-        return;
-    };
+    let listing = std::fs::read_dir(dir).unwrap();
     let mut hars: Vec<PathBuf> = listing
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "har"))

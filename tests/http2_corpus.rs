@@ -1,7 +1,7 @@
 //! `mcp-trace http` on the public HTTP/2 corpus (`../shared/corpus/http2`, from Suricata's
 //! and Wireshark's test suites): every exchange tshark reports (its `expected.jsonl`) is
-//! found with the same TCP stream, HTTP/2 stream id, method, path and status. Skipped with
-//! a message when the corpus is absent.
+//! found with the same TCP stream, HTTP/2 stream id, method, path and status. Ignored by
+//! default: `cargo test -- --ignored` runs them, and fails when the corpus is absent.
 //!
 //! Where we differ from tshark, by design (each case below says which applies):
 //! - `Upgrade: h2c`: tshark lists the upgraded request twice (the HTTP/1.1 request with its
@@ -205,11 +205,9 @@ fn http_rows(capture: &Path, args: &[&str]) -> Vec<Exchange> {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn http2_exchanges_match_tshark() {
-    if !Path::new(CORPUS).is_dir() {
-        println!("skipped: {CORPUS} is absent");
-        return;
-    }
+    crate::support::corpus("http2");
     let mut checked = 0usize;
     for &(case, capture, diff) in CASES {
         let want = expected(CORPUS, case, diff);
@@ -226,11 +224,9 @@ fn http2_exchanges_match_tshark() {
 const TLS_CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/tls");
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn http2_over_tls_exchanges_match_tshark() {
-    if !Path::new(TLS_CORPUS).is_dir() {
-        println!("skipped: {TLS_CORPUS} is absent");
-        return;
-    }
+    crate::support::corpus("tls");
     let cases: &[(&str, &str, Option<&str>, Difference)] = &[
         (
             "http2-brotli",

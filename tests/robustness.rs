@@ -37,22 +37,12 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn corpus_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus"));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("notice: {} is absent; corpus files skipped", dir.display());
-        None
-    }
-}
-
 fn full_size() -> bool {
     std::env::var("MCP_TRACE_ROBUST_FULL").is_ok_and(|v| v == "1")
 }
 
-/// Every sample and corpus input: pcap, pcapng, gzip'd pcap, HAR.
-fn input_files() -> Vec<PathBuf> {
+/// Every capture below `dir`: pcap, pcapng, gzip'd pcap, HAR.
+fn input_files(dir: &Path) -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
@@ -73,12 +63,17 @@ fn input_files() -> Vec<PathBuf> {
         }
     }
     let mut files = Vec::new();
-    walk(&repo().join("samples"), &mut files);
-    if let Some(c) = corpus_dir() {
-        walk(&c, &mut files);
-    }
+    walk(dir, &mut files);
     files.sort();
     files
+}
+
+fn samples() -> Vec<PathBuf> {
+    input_files(&repo().join("samples"))
+}
+
+fn corpus_files() -> Vec<PathBuf> {
+    input_files(&crate::support::corpus(""))
 }
 
 /// Outcome of one `mcp-trace analyze` run.
@@ -384,8 +379,21 @@ const KNOWN_FAILURES: &[(&str, usize, &str)] = &[];
 
 #[test]
 fn mutated_inputs_exit_cleanly() {
-    let files = input_files();
+    let files = samples();
     assert!(files.len() >= 20, "samples missing: {files:?}");
+    mutated_files_exit_cleanly(&files);
+}
+
+#[test]
+#[ignore = "needs ../shared/corpus"]
+fn mutated_corpus_inputs_exit_cleanly() {
+    let files = corpus_files();
+    assert!(files.len() >= 100, "corpus incomplete: {files:?}");
+    mutated_files_exit_cleanly(&files);
+}
+
+/// Every mutated variant of every file exits 0 or 2, without a panic or hang.
+fn mutated_files_exit_cleanly(files: &[PathBuf]) {
     let per_file = mutations_per_file();
     let mut jobs = Vec::new();
     for (i, path) in files.iter().enumerate() {
@@ -456,11 +464,21 @@ fn mutated_inputs_exit_cleanly() {
 }
 
 #[test]
-fn identities_hold_on_every_sample_and_corpus_file() {
+fn identities_hold_on_every_sample() {
+    identities_hold_on(&samples());
+}
+
+#[test]
+#[ignore = "needs ../shared/corpus"]
+fn identities_hold_on_every_corpus_file() {
+    identities_hold_on(&corpus_files());
+}
+
+fn identities_hold_on(files: &[PathBuf]) {
     let mut broken = Vec::new();
     let mut checked = 0;
-    for path in input_files() {
-        let run = analyze(&path, HANG_TIMEOUT);
+    for path in files {
+        let run = analyze(path, HANG_TIMEOUT);
         let name = path.display().to_string();
         if let Err(why) = check_run(&name, &run) {
             broken.push(why);
@@ -1167,17 +1185,16 @@ fn head_too_large_does_not_loop() {
     assert!(anomaly(run.summary.as_ref().unwrap(), "http.head_too_large") >= 1);
 }
 
-/// Byte accounting of the packet stages, through the library on every sample
-/// and corpus capture: TCP payload bytes captured in decoded segments against
+/// Byte accounting of the packet stages, through the library on every capture of `files`: TCP payload bytes captured in decoded segments against
 /// `tcp_payload_bytes + duplicate_bytes + sum(tcp_bytes_unused)`.
 /// Returns `(name, seen, delivered, duplicate + unused, gap)` per capture.
-fn byte_accounting() -> Vec<(String, u64, u64, u64, u64)> {
+fn byte_accounting(files: &[PathBuf]) -> Vec<(String, u64, u64, u64, u64)> {
     use mcp_trace::anomaly::Stats;
     use mcp_trace::capture::{Merger, Source, open};
     use mcp_trace::decode::{Decoded, Decoder};
     use mcp_trace::flow::{FlowLimits, FlowTable};
     let mut rows = Vec::new();
-    for path in input_files() {
+    for path in files {
         let p = path.to_string_lossy().to_string();
         let Ok(Source::Packets(reader)) = open(&p, 0) else {
             continue;
@@ -1214,10 +1231,33 @@ fn byte_accounting() -> Vec<(String, u64, u64, u64, u64)> {
 }
 
 #[test]
+fn tcp_byte_accounting_on_samples() {
+    let rows = byte_accounting(&samples());
+    assert!(
+        rows.len() >= 20,
+        "too little checked: {} captures",
+        rows.len()
+    );
+    check_byte_accounting(&rows);
+}
+
+#[test]
+#[ignore = "needs ../shared/corpus"]
 fn tcp_byte_accounting() {
-    let rows = byte_accounting();
+    let rows = byte_accounting(&[samples(), corpus_files()].concat());
+    let seen: u64 = rows.iter().map(|r| r.1).sum();
+    assert!(
+        rows.len() >= 20 && seen > 1_000_000,
+        "too little checked: {} captures",
+        rows.len()
+    );
+    check_byte_accounting(&rows);
+}
+
+/// Every captured payload byte is delivered once or counted as a duplicate.
+fn check_byte_accounting(rows: &[(String, u64, u64, u64, u64)]) {
     let mut unexplained = Vec::new();
-    for (name, seen, delivered, dup, gap) in &rows {
+    for (name, seen, delivered, dup, gap) in rows {
         let accounted = delivered + dup;
         if accounted != *seen {
             unexplained.push(format!(
@@ -1231,11 +1271,5 @@ fn tcp_byte_accounting() {
         "tcp bytes: {} captures, {seen} payload bytes seen, {gaps} gap bytes",
         rows.len()
     );
-    assert!(
-        rows.len() >= 20 && seen > 1_000_000,
-        "too little checked: {} captures",
-        rows.len()
-    );
-    // Every captured payload byte is delivered once or counted as a duplicate.
     assert!(unexplained.is_empty(), "{}", unexplained.join("\n"));
 }

@@ -1,10 +1,10 @@
 //! `mcp-trace http --keylog` on the public TLS corpus (`../shared/corpus/tls`, from
 //! Wireshark's test suite): every HTTP/1.x request tshark decrypted (its `expected.jsonl`)
 //! is found with the same TCP stream, method, path and status, and no secret of the key
-//! log appears in any output. Skipped with a message when the corpus is absent.
+//! log appears in any output. The tests that read the corpus are ignored by default (Wireshark's
+//! captures are GPL, so not vendored): `cargo test -- --ignored` runs them.
 
 use serde_json::Value;
-use std::path::Path;
 use std::process::Command;
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/tls");
@@ -93,11 +93,9 @@ fn secrets_of(path: &str) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn http_with_keylog_finds_every_request_tshark_decrypted_and_no_secret() {
-    if !Path::new(CORPUS).exists() {
-        eprintln!("{CORPUS} absent: skipping");
-        return;
-    }
+    crate::support::corpus("tls");
     for (case, capture, keys) in CASES {
         let dir = format!("{CORPUS}/{case}");
         let mut args = Vec::new();
@@ -123,12 +121,10 @@ fn http_with_keylog_finds_every_request_tshark_decrypted_and_no_secret() {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn without_the_key_log_nothing_is_guessed() {
     let dir = format!("{CORPUS}/tls12-chacha20poly1305");
-    if !Path::new(&dir).exists() {
-        eprintln!("{dir} absent: skipping");
-        return;
-    }
+    crate::support::corpus("tls/tls12-chacha20poly1305");
     let (found, _) = http_log(&[format!("{dir}/tls12-chacha20poly1305.pcap")]);
     assert_eq!(found, vec![]);
 }
@@ -166,11 +162,9 @@ fn summary(args: &[String], threads: &str) -> Value {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn tls_bytes_add_up_and_every_connection_is_decrypted_on_one_thread_and_on_four() {
-    if !Path::new(CORPUS).exists() {
-        eprintln!("{CORPUS} absent: skipping");
-        return;
-    }
+    crate::support::corpus("tls");
     for (case, capture, keys) in CASES {
         let dir = format!("{CORPUS}/{case}");
         let mut args: Vec<String> = keys
@@ -203,12 +197,10 @@ fn tls_bytes_add_up_and_every_connection_is_decrypted_on_one_thread_and_on_four(
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn malformed_key_log_lines_are_counted_with_their_line_numbers_and_no_secret() {
     let dir = format!("{CORPUS}/tls12-chacha20poly1305");
-    if !Path::new(&dir).exists() {
-        eprintln!("{dir} absent: skipping");
-        return;
-    }
+    crate::support::corpus("tls/tls12-chacha20poly1305");
     let tmp = tempfile::tempdir().unwrap();
     let keys = tmp.path().join("broken.keys");
     let good = std::fs::read_to_string(format!("{dir}/tls12-chacha20poly1305.keys")).unwrap();
@@ -236,12 +228,10 @@ fn malformed_key_log_lines_are_counted_with_their_line_numbers_and_no_secret() {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn the_terminal_summary_names_connections_not_decrypted_and_malformed_key_log_lines() {
     let dir = format!("{CORPUS}/tls12-chacha20poly1305");
-    if !Path::new(&dir).exists() {
-        eprintln!("{dir} absent: skipping");
-        return;
-    }
+    crate::support::corpus("tls/tls12-chacha20poly1305");
     let tmp = tempfile::tempdir().unwrap();
     let keys = tmp.path().join("other.keys");
     std::fs::write(&keys, "# no secret of this capture\nCLIENT_RANDOM zz 00\n").unwrap();

@@ -915,7 +915,14 @@ mod tests {
             for cut in 0..=data.len() {
                 let mut f = frame(lt, data[..cut].to_vec());
                 f.orig_len = data.len() as u32;
-                let _ = Decoder::new().decode(&f);
+                // A cut frame yields at most the payload bytes it holds, never others.
+                if let Decoded::Segment(seg) = Decoder::new().decode(&f) {
+                    assert!(seg.payload.len() <= cut, "link type {lt}, cut {cut}");
+                    assert!(
+                        PAYLOAD.starts_with(&seg.payload),
+                        "link type {lt}, cut {cut}"
+                    );
+                }
             }
         }
     }

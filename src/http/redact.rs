@@ -306,7 +306,17 @@ mod tests {
             "http://@/?=#",
             "é?é=é",
         ] {
-            let _ = redact_target(t);
+            // Quoted in a line before a secret target, an odd target redacts as it does
+            // alone, and the secret is still hashed.
+            let line = format!("{t} /x?token=s3cr3t-value");
+            let hashed = format!(" /x?token={}", short_hash(b"s3cr3t-value"));
+            let redacted = redact_target(&line);
+            assert!(!redacted.contains("s3cr3t"), "{line}");
+            assert_eq!(
+                redacted.strip_suffix(hashed.as_str()),
+                Some(redact_target(t).as_ref()),
+                "{line}"
+            );
         }
     }
 }

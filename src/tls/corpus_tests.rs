@@ -2,8 +2,9 @@
 //! with their key logs) through capture -> decode -> flow -> TLS: every
 //! HTTP/1 request line tshark decrypts is found in the decrypted client bytes,
 //! h2 connections start with the client preface, each connection gets the
-//! expected `decryption` value and its bytes add up. Each test prints a notice
-//! and passes when the corpus is absent.
+//! expected `decryption` value and its bytes add up. Wireshark's captures are
+//! GPL, so not vendored: the tests are ignored by default and fail when the corpus
+//! is absent (`cargo test -- --ignored`).
 
 use super::*;
 use crate::capture::{self, Source};
@@ -20,13 +21,13 @@ struct Outcome {
     stats: Stats,
 }
 
-fn run(case: &str, capture_file: &str, key_files: &[&str], use_dsb: bool) -> Option<Outcome> {
+fn run(case: &str, capture_file: &str, key_files: &[&str], use_dsb: bool) -> Outcome {
     let dir = format!("{CORPUS}/{case}");
     let path = format!("{dir}/{capture_file}");
-    if !std::path::Path::new(&path).exists() {
-        eprintln!("corpus file {path} absent: skipping");
-        return None;
-    }
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "needs ../shared/corpus: {path} is absent"
+    );
     let mut keylog = KeyLog::new();
     for name in key_files {
         let file = std::fs::File::open(format!("{dir}/{name}")).expect("key file");
@@ -95,11 +96,11 @@ fn run(case: &str, capture_file: &str, key_files: &[&str], use_dsb: bool) -> Opt
         );
         reports.insert(r.stream, r);
     }
-    Some(Outcome {
+    Outcome {
         client,
         reports,
         stats,
-    })
+    }
 }
 
 /// Request lines (`METHOD path`) in decrypted client bytes.
@@ -150,15 +151,14 @@ fn decryptions(o: &Outcome) -> Vec<&'static str> {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn tls13_rfc8446_full_handshake_and_0rtt_resumption() {
-    let Some(o) = run(
+    let o = run(
         "tls13-rfc8446",
         "tls13-rfc8446.pcap",
         &["tls13-rfc8446.keys"],
         false,
-    ) else {
-        return;
-    };
+    );
     assert_eq!(found_requests(&o), expected_requests("tls13-rfc8446"));
     assert_eq!(decryptions(&o), vec!["decrypted", "decrypted"]);
     let resumed: Vec<_> = o.reports.values().map(|r| r.facts.resumed).collect();
@@ -181,15 +181,14 @@ fn tls13_rfc8446_full_handshake_and_0rtt_resumption() {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn tls13_rfc8446_without_early_secret_skips_only_the_0rtt_request() {
-    let Some(o) = run(
+    let o = run(
         "tls13-rfc8446",
         "tls13-rfc8446.pcap",
         &["tls13-rfc8446-noearly.keys"],
         false,
-    ) else {
-        return;
-    };
+    );
     let want: Vec<_> = expected_requests("tls13-rfc8446")
         .into_iter()
         .filter(|r| r.2 != "/early")
@@ -204,16 +203,15 @@ fn tls13_rfc8446_without_early_secret_skips_only_the_0rtt_request() {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn tls13_draft20_chacha20() {
     let case = "tls13-20-chacha20poly1305";
-    let Some(o) = run(
+    let o = run(
         case,
         "tls13-20-chacha20poly1305.pcap",
         &["tls13-20-chacha20poly1305.keys"],
         false,
-    ) else {
-        return;
-    };
+    );
     assert_eq!(found_requests(&o), expected_requests(case));
     assert_eq!(decryptions(&o), vec!["decrypted", "decrypted"]);
     let r = o.reports.get(&0).expect("stream 0");
@@ -228,16 +226,15 @@ fn tls13_draft20_chacha20() {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn tls12_chacha20_seven_suites() {
     let case = "tls12-chacha20poly1305";
-    let Some(o) = run(
+    let o = run(
         case,
         "tls12-chacha20poly1305.pcap",
         &["tls12-chacha20poly1305.keys"],
         false,
-    ) else {
-        return;
-    };
+    );
     assert_eq!(found_requests(&o), expected_requests(case));
     assert_eq!(decryptions(&o), vec!["decrypted"; 7]);
     let suites: Vec<_> = o
@@ -252,10 +249,9 @@ fn tls12_chacha20_seven_suites() {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn tls12_secrets_from_decryption_secrets_blocks() {
-    let Some(o) = run("tls12-dsb", "tls12-dsb.pcapng", &[], true) else {
-        return;
-    };
+    let o = run("tls12-dsb", "tls12-dsb.pcapng", &[], true);
     assert_eq!(found_requests(&o), expected_requests("tls12-dsb"));
     assert_eq!(decryptions(&o), vec!["decrypted", "decrypted"]);
     let r = o.reports.get(&0).expect("stream 0");
@@ -264,21 +260,21 @@ fn tls12_secrets_from_decryption_secrets_blocks() {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn tls12_aes256gcm_psk() {
     let case = "tls12-aes256gcm-psk";
-    let Some(o) = run(
+    let o = run(
         case,
         "tls12-aes256gcm.pcap",
         &["tls12-aes256gcm.tshark-exported.keys"],
         false,
-    ) else {
-        return;
-    };
+    );
     assert_eq!(found_requests(&o), expected_requests(case));
     assert_eq!(decryptions(&o), vec!["decrypted"]);
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn h2_over_tls12_starts_with_the_preface() {
     for (case, file, keys, dsb) in [
         (
@@ -295,9 +291,7 @@ fn h2_over_tls12_starts_with_the_preface() {
             true,
         ),
     ] {
-        let Some(o) = run(case, file, keys, dsb) else {
-            continue;
-        };
+        let o = run(case, file, keys, dsb);
         assert_eq!(decryptions(&o), vec!["decrypted"], "{case}");
         let r = o.reports.get(&0).expect("stream 0");
         assert_eq!(r.facts.alpn.as_deref(), Some("h2"), "{case}");
@@ -310,6 +304,7 @@ fn h2_over_tls12_starts_with_the_preface() {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn tls12_cbc_suites_decrypt() {
     for (case, file, keys, suite) in [
         (
@@ -326,9 +321,7 @@ fn tls12_cbc_suites_decrypt() {
             "TLS_RSA_WITH_AES_128_CBC_SHA",
         ),
     ] {
-        let Some(o) = run(case, file, &[keys], false) else {
-            continue;
-        };
+        let o = run(case, file, &[keys], false);
         assert_eq!(found_requests(&o), expected_requests(case), "{case}");
         assert_eq!(decryptions(&o), vec!["decrypted"], "{case}");
         let r = o.reports.values().next().expect("a connection");
@@ -338,6 +331,7 @@ fn tls12_cbc_suites_decrypt() {
 }
 
 #[test]
+#[ignore = "needs ../shared/corpus"]
 fn ccm_tls10_and_ssl3_captures_are_unsupported_with_the_suite_name() {
     for (case, file, keys, suite) in [
         (
@@ -353,22 +347,18 @@ fn ccm_tls10_and_ssl3_captures_are_unsupported_with_the_suite_name() {
             "TLS_PSK_WITH_AES_128_CCM",
         ),
     ] {
-        let Some(o) = run(case, file, &[keys], false) else {
-            continue;
-        };
+        let o = run(case, file, &[keys], false);
         assert_eq!(decryptions(&o), vec!["unsupported_cipher"], "{case}");
         let r = o.reports.values().next().expect("a connection");
         assert_eq!(r.facts.cipher_name().as_deref(), Some(suite), "{case}");
         assert!(o.client.is_empty(), "{case}: nothing handed on");
     }
-    let Some(o) = run(
+    let o = run(
         "rsasnakeoil2",
         "rsasnakeoil2.pcap",
         &["rsasnakeoil2.tshark-exported.keys"],
         false,
-    ) else {
-        return;
-    };
+    );
     assert_eq!(
         decryptions(&o),
         vec!["unsupported_cipher", "unsupported_cipher"]

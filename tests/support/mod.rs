@@ -22,6 +22,31 @@ use etherparse::PacketBuilder;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// A file or folder of the reference corpus (`../shared/corpus`, beside the checkout). Only
+/// `#[ignore = "needs ../shared/corpus"]` tests call this: run by `cargo test -- --ignored`,
+/// where a missing corpus is a failure, not a pass.
+pub fn corpus(rel: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/corpus")
+        .join(rel);
+    assert!(
+        path.exists(),
+        "needs ../shared/corpus: {} is absent",
+        path.display()
+    );
+    path
+}
+
+/// A file or folder of the corpus slices vendored in `tests/data/corpus` (same layout as the
+/// corpus, see its README), which every clone has.
+pub fn corpus_slice(rel: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/corpus")
+        .join(rel);
+    assert!(path.exists(), "{} is absent", path.display());
+    path
+}
+
 /// Start of every synthetic capture: 2023-11-14T22:13:20Z in µs.
 pub const T0_US: i64 = 1_700_000_000_000_000;
 
