@@ -4,9 +4,9 @@
 //! once with one clear line and exit status 2.
 
 mod args;
-#[cfg(test)]
-mod defaults_tests;
 mod otlp;
+#[cfg(test)]
+mod tests;
 mod values;
 
 use crate::flow::{ConnectionRecord, FlowLimits};

@@ -33,11 +33,7 @@
 //! The stage that consumes stream events implements [`StreamStage`] (see `stage.rs`).
 
 mod assembler;
-#[cfg(test)]
-mod corpus_tests;
 mod history;
-#[cfg(test)]
-mod proptests;
 pub mod record;
 pub mod seq;
 mod slab;

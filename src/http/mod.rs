@@ -21,13 +21,9 @@
 //! log.rs         `mcp-trace http`'s rows
 //! ```
 
-#[cfg(test)]
-mod connection_tests;
 mod decompress;
 mod event;
 mod exchanges;
-#[cfg(test)]
-mod fixture_tests;
 mod h1;
 pub mod h2;
 mod limits;
@@ -37,6 +33,8 @@ pub mod redact;
 pub mod retry_after;
 mod router;
 mod stage;
+#[cfg(test)]
+mod tests;
 
 pub use decompress::DECODED_BODY_LIMIT;
 pub use event::{

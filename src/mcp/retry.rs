@@ -672,6 +672,4 @@ fn clip(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod hygiene_tests;
-#[cfg(test)]
 mod tests;

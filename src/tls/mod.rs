@@ -53,8 +53,6 @@
 pub mod cbc;
 pub mod cipher;
 mod connection;
-#[cfg(test)]
-mod corpus_tests;
 pub mod decrypt;
 pub mod facts;
 pub mod handshake;

@@ -22,10 +22,6 @@ mod stream;
 mod streams;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_equiv;
-#[cfg(test)]
-mod tests_hostile;
 
 pub(super) use conn::{Conn, PREFACE};
 pub use conn::{H2_STREAM_LIMIT, HEADER_TABLE_LIMIT};

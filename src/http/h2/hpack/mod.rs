@@ -24,12 +24,6 @@ mod huffman_codes;
 mod table;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_corpus;
-#[cfg(test)]
-mod tests_hostile;
-#[cfg(test)]
-mod tests_model;
 
 use table::{DynamicTable, ENTRY_OVERHEAD};
 

@@ -13,9 +13,9 @@
 //!   both sides, then `Closed`);
 //! - `#swapped` the flow guessed the sides wrong (server bytes arrive as `Client`).
 
-use super::*;
 use crate::anomaly::Stats;
 use crate::flow::{CloseReason, GapLen, Side, StreamEvent, StreamEventKind, StreamStage};
+use crate::http::*;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone)]

@@ -4,8 +4,8 @@
 //! `tests/data/hpack-test-case/`: stories of the public corpus (other encoders);
 //! `tests/data/hpack-gen/`: stories made by python-hyper's `hpack` encoder (`make.py`).
 
-use super::tests::hex;
-use super::*;
+use super::hex;
+use crate::http::h2::hpack::*;
 use std::path::{Path, PathBuf};
 
 type Fields = Vec<(Vec<u8>, Vec<u8>)>;

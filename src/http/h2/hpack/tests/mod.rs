@@ -1,5 +1,9 @@
 //! RFC 7541 Appendix C, with and without Huffman, the table checked after every block.
 
+mod corpus;
+mod hostile;
+mod model;
+
 use super::*;
 
 pub(super) fn hex(s: &str) -> Vec<u8> {

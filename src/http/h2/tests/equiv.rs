@@ -1,9 +1,9 @@
 //! HTTP/2 and HTTP/1.1 give the same events for the same exchanges (apart from the
 //! version and the stream id), and an `Upgrade: h2c` connection reads on as HTTP/2.
 
-use super::frames::{flag, kind};
-use super::tests::{block, client_start, frame, joined, run, server_start, settings};
+use super::{block, client_start, frame, joined, run, server_start, settings};
 use crate::flow::Side;
+use crate::http::h2::frames::{flag, kind};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]

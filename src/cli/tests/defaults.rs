@@ -3,8 +3,8 @@
 //! the flag parses back to that constant.
 
 #![allow(clippy::unwrap_used)]
-use super::args::Cli;
-use super::pipeline_config;
+use crate::cli::args::Cli;
+use crate::cli::pipeline_config;
 use crate::flow::FlowLimits;
 use crate::http::HttpLimits;
 use crate::mcp::McpLimits;
@@ -12,7 +12,7 @@ use clap::{CommandFactory, Parser};
 
 fn analyze_defaults() -> crate::pipeline::Config {
     let cli = Cli::try_parse_from(["mcp-trace", "analyze", "in.pcap"]).unwrap();
-    let super::args::Command::Analyze(args) = cli.command else {
+    let crate::cli::args::Command::Analyze(args) = cli.command else {
         panic!("not analyze")
     };
     pipeline_config(&args.input).unwrap()
@@ -46,7 +46,7 @@ fn help_shows_the_stages_defaults() {
         let end = start + rest[start..].find(']').unwrap();
         rest[start..end].to_string()
     };
-    let size = |flag: &str| super::values::parse_size(&default_of(flag)).unwrap();
+    let size = |flag: &str| crate::cli::values::parse_size(&default_of(flag)).unwrap();
     let number = |flag: &str| default_of(flag).parse::<usize>().unwrap();
     let (flow, http, mcp) = (
         FlowLimits::default(),
@@ -59,7 +59,8 @@ fn help_shows_the_stages_defaults() {
         flow.max_buffered_bytes_per_direction
     );
     assert_eq!(
-        super::values::parse_duration_ms(&default_of("flow-idle-timeout")).unwrap() * 1_000_000,
+        crate::cli::values::parse_duration_ms(&default_of("flow-idle-timeout")).unwrap()
+            * 1_000_000,
         flow.idle_timeout_ns
     );
     assert_eq!(size("max-header"), http.head_bytes);
@@ -75,7 +76,7 @@ fn help_shows_the_stages_defaults() {
 
 #[test]
 fn default_texts_are_in_the_largest_unit_and_parse_back() {
-    use super::values::{duration_text, parse_duration_ms, parse_size, size_text};
+    use crate::cli::values::{duration_text, parse_duration_ms, parse_size, size_text};
     assert_eq!(size_text(64 * 1024), "64KiB");
     assert_eq!(size_text(16 << 20), "16MiB");
     assert_eq!(size_text(2 << 30), "2GiB");

@@ -6,10 +6,10 @@
 //! GPL, so not vendored: the tests are ignored by default and fail when the corpus
 //! is absent (`cargo test -- --ignored`).
 
-use super::*;
 use crate::capture::{self, Source};
 use crate::decode::{Decoded, Decoder};
 use crate::flow::{FlowLimits, FlowTable, Side};
+use crate::tls::*;
 use std::collections::BTreeMap;
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/tls");

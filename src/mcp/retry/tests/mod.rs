@@ -2,6 +2,8 @@
 //! the TS client (`node`) at 10.0.0.5 that succeeded 100 ms later; the `With` methods change
 //! one fact each; `run` assigns exchange ids 1..n and infers with the default thresholds.
 
+mod hygiene_rows;
+
 use super::*;
 use crate::rpc::text_fingerprint;
 
@@ -131,7 +133,7 @@ fn link(rows: &[Exchange], id: u64) -> (u32, Option<u64>, &str, Option<u64>) {
 }
 
 /// The rule's clause of `retry_evidence` (retry-hygiene clauses follow it after `; `; they
-/// are tested in `hygiene_tests`).
+/// are tested in `tests::hygiene_rows`).
 fn evidence(rows: &[Exchange], id: u64) -> Option<&str> {
     rows[id as usize - 1]
         .retry_evidence

@@ -2,6 +2,9 @@
 //! hostile input. Header blocks come from a tiny test-only HPACK encoder (literals without
 //! indexing, no Huffman, and indexed static entries).
 
+mod equiv;
+mod hostile;
+
 use super::frames::{flag, kind};
 use crate::anomaly::Stats;
 use crate::flow::{CloseReason, GapLen, Side, StreamEvent, StreamEventKind, StreamStage};

@@ -1,9 +1,9 @@
 //! The HTTP stage's part of the connection record and the TLS facts of the exchanges.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use super::{HttpEvent, HttpStage};
 use crate::anomaly::Stats;
 use crate::flow::{CloseReason, ConnectionRecord, Side, StreamEvent, StreamEventKind, StreamStage};
+use crate::http::{HttpEvent, HttpStage};
 
 fn at(ms: i64, kind: StreamEventKind) -> StreamEvent {
     StreamEvent {

@@ -2,8 +2,8 @@
 //! `tools/call` of `send` from one client in session `S` that succeeded 100 ms later; the
 //! builder methods change one fact each; `run` numbers the rows 1..n and infers.
 
-use super::*;
 use crate::http::retry_after::{RetryAfter, parse};
+use crate::mcp::retry::*;
 use crate::rpc::text_fingerprint;
 
 const EP: &str = "10.0.0.1:3000/mcp";

@@ -1,8 +1,8 @@
 //! Malformed and hostile blocks: every one gives a named error (or a bounded list), never a
 //! panic, and a failed decoder refuses what follows.
 
-use super::tests::{appendix_c_blocks, decode_all, hex};
-use super::*;
+use super::{appendix_c_blocks, decode_all, hex};
+use crate::http::h2::hpack::*;
 use proptest::prelude::*;
 
 /// Decodes `block` with a fresh decoder (4096 table, no list bound).

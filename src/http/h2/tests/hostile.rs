@@ -1,11 +1,11 @@
 //! Hostile HTTP/2: each attack finishes with its anomaly named and the connection's state
 //! bounded (checked on the connection itself, not only on its output).
 
-use super::conn::Conn;
-use super::frames::{flag, kind};
-use super::tests::{block, client_start, enc, frame, request, server_start};
+use super::{block, client_start, enc, frame, request, server_start};
 use crate::anomaly::Stats;
 use crate::flow::{CloseReason, GapLen, Side};
+use crate::http::h2::conn::Conn;
+use crate::http::h2::frames::{flag, kind};
 use crate::http::{ConnInfo, HttpEvent, HttpLimits};
 use std::sync::Arc;
 

@@ -12,9 +12,9 @@
 //! without FIN or ACK is unknowable). Without a handshake the start is the
 //! first arriving segment of that direction (mid-stream pickup).
 
-use super::*;
 use crate::anomaly::Stats;
 use crate::decode::{Segment, TcpFlags};
+use crate::flow::*;
 use proptest::prelude::*;
 use std::net::SocketAddr;
 

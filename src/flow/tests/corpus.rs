@@ -2,10 +2,10 @@
 //! ../shared/corpus/MANIFEST.md): the named traces from their slice in
 //! `tests/data/corpus`, every trace of `../shared/corpus` in an ignored test.
 
-use super::*;
 use crate::anomaly::Stats;
 use crate::capture::{self, Source};
 use crate::decode::{Decoded, Decoder};
+use crate::flow::*;
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
 const SLICE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/corpus");

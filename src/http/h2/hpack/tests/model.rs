@@ -2,10 +2,10 @@
 //! (indexed, literal with, without or never indexing, name indexed or not, Huffman or raw),
 //! random size updates; the decoder must give back the list, and its table the model's size.
 
-use super::huffman;
-use super::table::DynamicTable;
-use super::tests_hostile::int;
-use super::*;
+use super::hostile::int;
+use crate::http::h2::hpack::huffman;
+use crate::http::h2::hpack::table::DynamicTable;
+use crate::http::h2::hpack::*;
 use proptest::prelude::*;
 use std::collections::VecDeque;
 

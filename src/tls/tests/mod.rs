@@ -2,6 +2,8 @@
 //! published TLS 1.3 trace and from TLS 1.2 records sealed here with keys
 //! derived from a known master secret.
 
+mod corpus;
+
 use super::cbc::Mac;
 use super::cbc::tests::seal as cbc_seal;
 use super::cipher::{Aead, AeadKey};

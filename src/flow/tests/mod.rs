@@ -1,5 +1,8 @@
 //! Behaviour tests of the flow stage through its public API, one case per rule.
 
+mod corpus;
+mod proptests;
+
 use super::*;
 use crate::anomaly::Stats;
 use crate::decode::{Segment, TcpFlags};

@@ -1,0 +1,3 @@
+//! Tests of the command line.
+
+mod defaults;

@@ -1,0 +1,4 @@
+//! Tests of the HTTP stage: whole connections, and the HTTP fixtures.
+
+mod connection;
+mod fixture;
