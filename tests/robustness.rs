@@ -14,9 +14,11 @@
 // Test code: a panic is a test failure with a message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use crate::support::pcap_file::{LINKTYPE_ETHERNET, PcapFormat};
+use crate::support::pcap_file::{
+    ACK, Endpoint, LINKTYPE_ETHERNET, PSH, PcapFormat, PcapSink, SYN, TcpConn, tcp_frame,
+};
 use serde_json::Value;
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -493,53 +495,12 @@ fn identities_hold_on(files: &[PathBuf]) {
 }
 
 // ---------------------------------------------------------------------------
-// Hostile captures, generated here: a tiny classic pcap writer (Ethernet,
-// IPv4, TCP; checksums left 0, which the decoder ignores on purpose).
+// Hostile captures, generated here by the shared conversation builder
+// (`pcap_file::TcpConn`), streamed to the file as they are built.
 
-const FIN: u8 = 0x01;
-const SYN: u8 = 0x02;
-const PSH: u8 = 0x08;
-const ACK: u8 = 0x10;
 /// 2023-11-14T22:13:20Z in µs.
 const T0_US: i64 = 1_700_000_000_000_000;
 const MSS: usize = 1460;
-
-type Endpoint = ([u8; 4], u16);
-
-/// Ethernet + IPv4 + TCP frame.
-fn tcp_frame(
-    src: Endpoint,
-    dst: Endpoint,
-    seq: u32,
-    ack: u32,
-    flags: u8,
-    payload: &[u8],
-) -> Vec<u8> {
-    let mut f = Vec::with_capacity(54 + payload.len());
-    f.extend_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00]);
-    let total = u16::try_from(40 + payload.len()).unwrap();
-    f.extend_from_slice(&[0x45, 0]);
-    f.extend_from_slice(&total.to_be_bytes());
-    f.extend_from_slice(&[0, 0, 0x40, 0, 64, 6, 0, 0]);
-    f.extend_from_slice(&src.0);
-    f.extend_from_slice(&dst.0);
-    f.extend_from_slice(&src.1.to_be_bytes());
-    f.extend_from_slice(&dst.1.to_be_bytes());
-    f.extend_from_slice(&seq.to_be_bytes());
-    f.extend_from_slice(&ack.to_be_bytes());
-    f.extend_from_slice(&[0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
-    f.extend_from_slice(payload);
-    f
-}
-
-/// Streams a classic pcap (µs timestamps, LINKTYPE_ETHERNET) to a file.
-/// Every record moves the clock by `step_us` (negative: time runs backwards).
-struct PcapWriter {
-    w: BufWriter<std::fs::File>,
-    record: Vec<u8>,
-    now_us: i64,
-    step_us: i64,
-}
 
 /// Streamed records, written one at a time so that a hostile capture never sits in memory.
 const FORMAT: PcapFormat = PcapFormat {
@@ -549,108 +510,16 @@ const FORMAT: PcapFormat = PcapFormat {
     snaplen: 262_144,
 };
 
-impl PcapWriter {
-    fn create(path: &Path) -> PcapWriter {
-        let mut w = BufWriter::new(std::fs::File::create(path).unwrap());
-        w.write_all(&FORMAT.header()).unwrap();
-        PcapWriter {
-            w,
-            record: Vec::new(),
-            now_us: T0_US,
-            step_us: 10,
-        }
-    }
+type PcapWriter = PcapSink<BufWriter<std::fs::File>>;
 
-    fn record(&mut self, frame: &[u8]) {
-        self.now_us += self.step_us;
-        self.record.clear();
-        FORMAT.packet(&mut self.record, self.now_us, frame);
-        self.w.write_all(&self.record).unwrap();
-    }
-
-    fn finish(mut self) {
-        self.w.flush().unwrap();
-    }
-}
-
-/// One TCP connection being written: the next sequence number of each side.
-struct Conn {
-    client: Endpoint,
-    server: Endpoint,
-    cseq: u32,
-    sseq: u32,
-}
-
-impl Conn {
-    /// Three-way handshake with the given initial sequence numbers.
-    fn open(w: &mut PcapWriter, client: Endpoint, server: Endpoint, cisn: u32, sisn: u32) -> Conn {
-        w.record(&tcp_frame(client, server, cisn, 0, SYN, &[]));
-        w.record(&tcp_frame(
-            server,
-            client,
-            sisn,
-            cisn.wrapping_add(1),
-            SYN | ACK,
-            &[],
-        ));
-        w.record(&tcp_frame(
-            client,
-            server,
-            cisn.wrapping_add(1),
-            sisn.wrapping_add(1),
-            ACK,
-            &[],
-        ));
-        Conn {
-            client,
-            server,
-            cseq: cisn.wrapping_add(1),
-            sseq: sisn.wrapping_add(1),
-        }
-    }
-
-    /// `data` from one side, in MSS-sized segments.
-    fn send(&mut self, w: &mut PcapWriter, from_client: bool, data: &[u8]) {
-        for piece in data.chunks(MSS) {
-            let (src, dst, seq, ack) = if from_client {
-                (self.client, self.server, &mut self.cseq, self.sseq)
-            } else {
-                (self.server, self.client, &mut self.sseq, self.cseq)
-            };
-            w.record(&tcp_frame(src, dst, *seq, ack, PSH | ACK, piece));
-            *seq = seq.wrapping_add(piece.len() as u32);
-        }
-    }
-
-    /// FIN from both sides, each acknowledged.
-    fn close(&mut self, w: &mut PcapWriter) {
-        w.record(&tcp_frame(
-            self.client,
-            self.server,
-            self.cseq,
-            self.sseq,
-            FIN | ACK,
-            &[],
-        ));
-        self.cseq = self.cseq.wrapping_add(1);
-        w.record(&tcp_frame(
-            self.server,
-            self.client,
-            self.sseq,
-            self.cseq,
-            FIN | ACK,
-            &[],
-        ));
-        self.sseq = self.sseq.wrapping_add(1);
-        w.record(&tcp_frame(
-            self.client,
-            self.server,
-            self.cseq,
-            self.sseq,
-            ACK,
-            &[],
-        ));
-    }
+/// A classic pcap (µs timestamps, LINKTYPE_ETHERNET) streamed to `path`, a record every 10 µs.
+fn pcap_writer(path: &Path) -> PcapWriter {
+    PcapSink::new(
+        BufWriter::new(std::fs::File::create(path).unwrap()),
+        FORMAT,
+        T0_US,
+        10,
+    )
 }
 
 const CLIENT: Endpoint = ([10, 0, 0, 1], 40001);
@@ -749,14 +618,14 @@ fn hostile_syn_flood_of_distinct_flows() {
     let s = hostile_bounded(
         "syn-flood",
         |p| {
-            let mut w = PcapWriter::create(p);
+            let mut w = pcap_writer(p);
             w.step_us = 1;
             for i in 0..n as u32 {
                 let [_, a, b, c] = i.to_be_bytes();
                 let src = ([10, a, b, c], 1024 + (i % 50_000) as u16);
-                w.record(&tcp_frame(src, SERVER, i.wrapping_mul(7919), 0, SYN, &[]));
+                w.raw(&tcp_frame(src, SERVER, i.wrapping_mul(7919), 0, SYN, &[]));
             }
-            w.finish();
+            w.finish().unwrap();
         },
         &["flow.evicted"],
         SYN_FLOOD_RSS_LIMIT_KB,
@@ -776,14 +645,14 @@ fn hostile_syn_flood_with_the_connections_table() {
         "syn-flood-connections",
         &["--connections", table.to_str().unwrap()],
         |p| {
-            let mut w = PcapWriter::create(p);
+            let mut w = pcap_writer(p);
             w.step_us = 1;
             for i in 0..n as u32 {
                 let [_, a, b, c] = i.to_be_bytes();
                 let src = ([10, a, b, c], 1024 + (i % 50_000) as u16);
-                w.record(&tcp_frame(src, SERVER, i.wrapping_mul(7919), 0, SYN, &[]));
+                w.raw(&tcp_frame(src, SERVER, i.wrapping_mul(7919), 0, SYN, &[]));
             }
-            w.finish();
+            w.finish().unwrap();
         },
         &["flow.evicted"],
         SYN_FLOOD_RSS_LIMIT_KB,
@@ -802,8 +671,8 @@ fn hostile_chunked_body_that_never_ends() {
     let s = hostile(
         "chunked-forever",
         |p| {
-            let mut w = PcapWriter::create(p);
-            let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
+            let mut w = pcap_writer(p);
+            let mut c = TcpConn::open(&mut w, CLIENT, SERVER, (1000, 5000));
             c.send(&mut w, true, &mcp_post(TOOLS_CALL));
             c.send(
                 &mut w,
@@ -817,7 +686,7 @@ fn hostile_chunked_body_that_never_ends() {
                 c.send(&mut w, false, &chunk);
             }
             // No last chunk, no FIN: the capture ends inside the body.
-            w.finish();
+            w.finish().unwrap();
         },
         &["http.truncated_body"],
     );
@@ -856,8 +725,8 @@ fn hostile_gzip_bomb() {
     let s = hostile(
         "gzip-bomb",
         |p| {
-            let mut w = PcapWriter::create(p);
-            let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
+            let mut w = pcap_writer(p);
+            let mut c = TcpConn::open(&mut w, CLIENT, SERVER, (1000, 5000));
             c.send(&mut w, true, &mcp_post(TOOLS_CALL));
             let head = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n\
@@ -866,8 +735,8 @@ fn hostile_gzip_bomb() {
             );
             c.send(&mut w, false, head.as_bytes());
             c.send(&mut w, false, &body);
-            c.close(&mut w);
-            w.finish();
+            c.close(&mut w, false);
+            w.finish().unwrap();
         },
         &["http.decompression_limit"],
     );
@@ -887,16 +756,16 @@ fn hostile_gzip_bombs_at_once() {
     body.extend_from_slice(&0u32.to_le_bytes());
     body.extend_from_slice(&0u32.to_le_bytes());
     let build = |p: &Path| {
-        let mut w = PcapWriter::create(p);
+        let mut w = pcap_writer(p);
         let head = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n\
              Content-Length: {}\r\n\r\n",
             body.len()
         );
-        let mut conns: Vec<Conn> = (0..bombs)
+        let mut conns: Vec<TcpConn> = (0..bombs)
             .map(|i| {
                 let client = ([10, 0, 1, i as u8 + 1], 40001);
-                let mut c = Conn::open(&mut w, client, SERVER, 1000, 5000);
+                let mut c = TcpConn::open(&mut w, client, SERVER, (1000, 5000));
                 c.send(&mut w, true, &mcp_post(TOOLS_CALL));
                 c.send(&mut w, false, head.as_bytes());
                 c
@@ -908,9 +777,9 @@ fn hostile_gzip_bombs_at_once() {
             }
         }
         for c in &mut conns {
-            c.close(&mut w);
+            c.close(&mut w, false);
         }
-        w.finish();
+        w.finish().unwrap();
     };
     // Two threads (the reader runs the HTTP stage) and three (two HTTP workers, whose rounds
     // are sent in parts) bound what waits between the threads differently.
@@ -931,8 +800,8 @@ fn hostile_header_of_many_megabytes() {
     let s = hostile(
         "huge-header",
         |p| {
-            let mut w = PcapWriter::create(p);
-            let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
+            let mut w = pcap_writer(p);
+            let mut c = TcpConn::open(&mut w, CLIENT, SERVER, (1000, 5000));
             let mut req = b"POST /mcp HTTP/1.1\r\nHost: x\r\nX-Pad: ".to_vec();
             req.extend(std::iter::repeat_n(b'a', mib << 20));
             req.extend_from_slice(b"\r\nContent-Length: 2\r\n\r\n{}");
@@ -942,8 +811,8 @@ fn hostile_header_of_many_megabytes() {
                 false,
                 b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
             );
-            c.close(&mut w);
-            w.finish();
+            c.close(&mut w, false);
+            w.finish().unwrap();
         },
         &["http.head_too_large"],
     );
@@ -956,8 +825,8 @@ fn hostile_sse_stream_of_tiny_events() {
     let s = hostile(
         "sse-flood",
         |p| {
-            let mut w = PcapWriter::create(p);
-            let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
+            let mut w = pcap_writer(p);
+            let mut c = TcpConn::open(&mut w, CLIENT, SERVER, (1000, 5000));
             c.send(&mut w, true, &mcp_post(TOOLS_CALL));
             c.send(
                 &mut w,
@@ -966,8 +835,8 @@ fn hostile_sse_stream_of_tiny_events() {
             );
             let events = b"data: x\n\n".repeat(n);
             c.send(&mut w, false, &events);
-            c.close(&mut w);
-            w.finish();
+            c.close(&mut w, false);
+            w.finish().unwrap();
         },
         &["rpc.sse_data_not_json"],
     );
@@ -985,8 +854,8 @@ fn build_deep_json(p: &Path) {
     result.extend(std::iter::repeat_n(b'[', depth));
     result.extend(std::iter::repeat_n(b']', depth));
     result.extend_from_slice(b"}}");
-    let mut w = PcapWriter::create(p);
-    let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
+    let mut w = pcap_writer(p);
+    let mut c = TcpConn::open(&mut w, CLIENT, SERVER, (1000, 5000));
     c.send(&mut w, true, &mcp_post(&body));
     let head = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
@@ -994,8 +863,8 @@ fn build_deep_json(p: &Path) {
     );
     c.send(&mut w, false, head.as_bytes());
     c.send(&mut w, false, &result);
-    c.close(&mut w);
-    w.finish();
+    c.close(&mut w, false);
+    w.finish().unwrap();
 }
 
 #[test]
@@ -1020,9 +889,9 @@ fn hostile_sequence_numbers_around_the_wrap() {
     let s = hostile(
         "seq-wrap",
         |p| {
-            let mut w = PcapWriter::create(p);
+            let mut w = pcap_writer(p);
             // A clean exchange whose both directions cross 2^32.
-            let mut c = Conn::open(&mut w, CLIENT, SERVER, 0xffff_f000, 0xffff_ff00);
+            let mut c = TcpConn::open(&mut w, CLIENT, SERVER, (0xffff_f000, 0xffff_ff00));
             let mut big = TOOLS_CALL[..TOOLS_CALL.len() - 2].to_vec();
             big.extend_from_slice(br#","pad":""#);
             big.extend(std::iter::repeat_n(b'p', 8000));
@@ -1038,19 +907,26 @@ fn hostile_sequence_numbers_around_the_wrap() {
             );
             c.send(&mut w, false, head.as_bytes());
             c.send(&mut w, false, result.as_bytes());
-            c.close(&mut w);
+            c.close(&mut w, false);
             // A second connection whose segments jump half the sequence space
             // back and forth around the wrap.
             let other = ([10, 0, 0, 3], 40002);
-            let mut d = Conn::open(&mut w, other, SERVER, 0xffff_fff0, 7);
+            let mut d = TcpConn::open(&mut w, other, SERVER, (0xffff_fff0, 7));
             d.send(&mut w, true, b"POST /mcp HTTP/1.1\r\n");
             for jump in [0x8000_0000u32, 0x7fff_ffff, 0x8000_0001, 0xffff_fff0, 0x10] {
-                let seq = d.cseq.wrapping_add(jump);
-                w.record(&tcp_frame(other, SERVER, seq, d.sseq, PSH | ACK, b"junk"));
+                let seq = d.client_seq.wrapping_add(jump);
+                w.raw(&tcp_frame(
+                    other,
+                    SERVER,
+                    seq,
+                    d.server_seq,
+                    PSH | ACK,
+                    b"junk",
+                ));
             }
             d.send(&mut w, true, b"Host: x\r\nContent-Length: 2\r\n\r\n{}");
-            d.close(&mut w);
-            w.finish();
+            d.close(&mut w, false);
+            w.finish().unwrap();
         },
         &["flow.seq_out_of_window"],
     );
@@ -1063,10 +939,10 @@ fn hostile_sequence_numbers_around_the_wrap() {
 /// One MCP exchange whose packets go back 1 ms each, with a jump back by a
 /// day inside the response.
 fn build_ts_backwards(p: &Path) {
-    let mut w = PcapWriter::create(p);
+    let mut w = pcap_writer(p);
     w.now_us = T0_US + 86_400_000_000;
     w.step_us = -1000;
-    let mut c = Conn::open(&mut w, CLIENT, SERVER, 1000, 5000);
+    let mut c = TcpConn::open(&mut w, CLIENT, SERVER, (1000, 5000));
     c.send(&mut w, true, &mcp_post(TOOLS_CALL));
     let result = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
     let head = format!(
@@ -1076,8 +952,8 @@ fn build_ts_backwards(p: &Path) {
     c.send(&mut w, false, head.as_bytes());
     w.now_us -= 86_400_000_000;
     c.send(&mut w, false, result);
-    c.close(&mut w);
-    w.finish();
+    c.close(&mut w, false);
+    w.finish().unwrap();
 }
 
 #[test]

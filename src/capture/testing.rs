@@ -1,6 +1,9 @@
-//! Classic pcap files for tests: the one writer that unit tests (`crate::capture::testing`)
-//! and integration tests (`tests/support`, which includes this file by `#[path]`) build
+//! Classic pcap files and TCP conversations for tests: the one writer and the one
+//! conversation builder that unit tests (`crate::capture::testing`), integration tests
+//! (`tests/support`, which includes this file by `#[path]`) and the robustness tests build
 //! their captures with. Plain `std`, so it compiles in either crate.
+// Each crate that includes this file uses a part of it.
+#![allow(dead_code)]
 
 /// `LINKTYPE_ETHERNET`.
 pub const LINKTYPE_ETHERNET: u32 = 1;
@@ -92,6 +95,216 @@ impl PcapFormat {
 /// A [`PcapFormat::default`] file of `(time in µs, frame)` packets, in the order given.
 pub fn pcap<'a>(packets: impl IntoIterator<Item = (i64, &'a [u8])>) -> Vec<u8> {
     PcapFormat::default().file(packets)
+}
+
+/// An IPv4 address and TCP port.
+pub type Endpoint = ([u8; 4], u16);
+
+/// TCP flag bits.
+pub const FIN: u8 = 0x01;
+pub const SYN: u8 = 0x02;
+pub const RST: u8 = 0x04;
+pub const PSH: u8 = 0x08;
+pub const ACK: u8 = 0x10;
+
+/// Ethernet + IPv4 + TCP frame, without options; checksums are left 0, which the decoder
+/// ignores on purpose.
+pub fn tcp_frame(
+    src: Endpoint,
+    dst: Endpoint,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    payload: &[u8],
+) -> Vec<u8> {
+    let mut f = Vec::with_capacity(54 + payload.len());
+    f.extend_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00]);
+    let total = u16::try_from(40 + payload.len()).unwrap_or(u16::MAX);
+    f.extend_from_slice(&[0x45, 0]);
+    f.extend_from_slice(&total.to_be_bytes());
+    f.extend_from_slice(&[0, 0, 0x40, 0, 64, 6, 0, 0]);
+    f.extend_from_slice(&src.0);
+    f.extend_from_slice(&dst.0);
+    f.extend_from_slice(&src.1.to_be_bytes());
+    f.extend_from_slice(&dst.1.to_be_bytes());
+    f.extend_from_slice(&seq.to_be_bytes());
+    f.extend_from_slice(&ack.to_be_bytes());
+    f.extend_from_slice(&[0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+    f.extend_from_slice(payload);
+    f
+}
+
+/// Where a conversation's frames go, one at a time: a list in memory, or a file written as
+/// it is built (so that a hostile capture never sits in memory). The sink keeps the clock.
+pub trait Sink {
+    fn frame(&mut self, frame: Vec<u8>);
+}
+
+/// Frames without times, in the order sent (the caller times them).
+impl Sink for Vec<Vec<u8>> {
+    fn frame(&mut self, frame: Vec<u8>) {
+        self.push(frame);
+    }
+}
+
+/// One TCP connection being built: the next sequence number of each side. Every frame
+/// acknowledges everything the peer has sent.
+#[derive(Debug, Clone)]
+pub struct TcpConn {
+    pub client: Endpoint,
+    pub server: Endpoint,
+    pub client_seq: u32,
+    pub server_seq: u32,
+    /// Largest payload of one data segment.
+    pub mss: usize,
+    /// Whether the peer acknowledges every data segment with its own packet.
+    pub ack_each: bool,
+}
+
+impl TcpConn {
+    /// The three-way handshake with the given initial sequence numbers; segments of 1460
+    /// bytes, not acknowledged one by one.
+    pub fn open(sink: &mut impl Sink, client: Endpoint, server: Endpoint, isn: (u32, u32)) -> Self {
+        let mut c = TcpConn {
+            client,
+            server,
+            client_seq: isn.0,
+            server_seq: isn.1,
+            mss: 1460,
+            ack_each: false,
+        };
+        sink.frame(tcp_frame(client, server, isn.0, 0, SYN, &[]));
+        c.client_seq = c.client_seq.wrapping_add(1);
+        c.segment(sink, false, SYN | ACK, &[]);
+        c.server_seq = c.server_seq.wrapping_add(1);
+        c.segment(sink, true, ACK, &[]);
+        c
+    }
+
+    /// One frame from one side at its next sequence number (which it does not move).
+    pub fn segment(&self, sink: &mut impl Sink, from_client: bool, flags: u8, payload: &[u8]) {
+        let frame = if from_client {
+            tcp_frame(
+                self.client,
+                self.server,
+                self.client_seq,
+                self.server_seq,
+                flags,
+                payload,
+            )
+        } else {
+            tcp_frame(
+                self.server,
+                self.client,
+                self.server_seq,
+                self.client_seq,
+                flags,
+                payload,
+            )
+        };
+        sink.frame(frame);
+    }
+
+    /// Moves one side's next sequence number on by `n`.
+    pub fn advance(&mut self, from_client: bool, n: usize) {
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        if from_client {
+            self.client_seq = self.client_seq.wrapping_add(n);
+        } else {
+            self.server_seq = self.server_seq.wrapping_add(n);
+        }
+    }
+
+    /// `data` from one side in segments of at most `mss` bytes.
+    pub fn send(&mut self, sink: &mut impl Sink, from_client: bool, data: &[u8]) {
+        self.send_losing(sink, from_client, data, None);
+    }
+
+    /// [`TcpConn::send`], with segment number `lost` (from 0) not captured: its sequence
+    /// space is used, and acknowledged when `ack_each`, so the flow stage reports a gap.
+    pub fn send_losing(
+        &mut self,
+        sink: &mut impl Sink,
+        from_client: bool,
+        data: &[u8],
+        lost: Option<usize>,
+    ) {
+        for (i, piece) in data.chunks(self.mss.max(1)).enumerate() {
+            if lost != Some(i) {
+                self.segment(sink, from_client, PSH | ACK, piece);
+            }
+            self.advance(from_client, piece.len());
+            if self.ack_each {
+                self.segment(sink, !from_client, ACK, &[]);
+            }
+        }
+    }
+
+    /// FIN from one side, then from the other, then the last ACK (an orderly close).
+    pub fn close(&mut self, sink: &mut impl Sink, server_first: bool) {
+        for from_client in [!server_first, server_first] {
+            self.segment(sink, from_client, FIN | ACK, &[]);
+            self.advance(from_client, 1);
+        }
+        self.segment(sink, !server_first, ACK, &[]);
+    }
+
+    /// RST from one side.
+    pub fn reset(&self, sink: &mut impl Sink, from_server: bool) {
+        self.segment(sink, !from_server, RST | ACK, &[]);
+    }
+}
+
+/// Streams a classic pcap to a writer, one record per frame. Every record moves the clock
+/// by `step_us` (negative: time runs backwards).
+pub struct PcapSink<W: std::io::Write> {
+    out: W,
+    format: PcapFormat,
+    record: Vec<u8>,
+    pub now_us: i64,
+    pub step_us: i64,
+    /// The first write error; later frames are dropped.
+    pub error: Option<std::io::Error>,
+}
+
+impl<W: std::io::Write> PcapSink<W> {
+    /// Writes the file header; the first record is at `start_us + step_us`.
+    pub fn new(mut out: W, format: PcapFormat, start_us: i64, step_us: i64) -> Self {
+        let error = out.write_all(&format.header()).err();
+        PcapSink {
+            out,
+            format,
+            record: Vec::new(),
+            now_us: start_us,
+            step_us,
+            error,
+        }
+    }
+
+    /// A frame as it is, at the next tick of the clock.
+    pub fn raw(&mut self, frame: &[u8]) {
+        self.now_us += self.step_us;
+        self.record.clear();
+        self.format.packet(&mut self.record, self.now_us, frame);
+        if self.error.is_none() {
+            self.error = self.out.write_all(&self.record).err();
+        }
+    }
+
+    /// Flushes, and gives back the writer or the first error.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+impl<W: std::io::Write> Sink for PcapSink<W> {
+    fn frame(&mut self, frame: Vec<u8>) {
+        self.raw(&frame);
+    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
 //! Test support: builders for captures and fixtures.
 //!
-//! [`Capture`] writes a classic pcap (Ethernet/IPv4/TCP, microsecond
-//! timestamps) built packet by packet with `etherparse::PacketBuilder`: a
-//! three-way handshake per connection, correct seq/ack numbers, data split
-//! at the connection's MSS, and FIN or RST endings. [`Conn`] is the
-//! conversation DSL on top: `post`, `respond_json`, `sse_head`, `sse_event`...
+//! [`Capture`] holds a classic pcap (Ethernet/IPv4/TCP, microsecond
+//! timestamps) built packet by packet by the shared conversation builder
+//! (`pcap_file::TcpConn`): a three-way handshake per connection, correct
+//! seq/ack numbers, data split at the connection's MSS, and FIN or RST endings.
+//! [`Conn`] is the HTTP conversation DSL on top: `post`, `respond_json`,
+//! `sse_head`, `sse_event`...
 //! [`run_analyze`] runs the real binary on a capture and returns its JSON lines.
 // Test code: a panic is a test failure with a message.
 #![allow(
@@ -18,7 +19,7 @@
 #[path = "../../src/capture/testing.rs"]
 pub mod pcap_file;
 
-use etherparse::PacketBuilder;
+use pcap_file::{Sink, TcpConn};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -50,9 +51,6 @@ pub fn corpus_slice(rel: &str) -> PathBuf {
 /// Start of every synthetic capture: 2023-11-14T22:13:20Z in µs.
 pub const T0_US: i64 = 1_700_000_000_000_000;
 
-const CLIENT_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
-const SERVER_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
-
 /// Packets of one capture, in the order written.
 #[derive(Debug)]
 pub struct Capture {
@@ -82,91 +80,33 @@ impl Capture {
         self.now_us += ms * 1000;
     }
 
-    /// Open a TCP connection from 10.0.0.1:<next port> to 10.0.0.2:`server_port` (handshake included).
+    /// Open a TCP connection from 10.0.0.1:<next port> to 10.0.0.2:`server_port` (handshake
+    /// included); every data segment is acknowledged by the peer.
     pub fn connect(&mut self, server_port: u16) -> Conn {
         self.next_port += 1;
-        let mut c = Conn {
-            client: ([10, 0, 0, 1], self.next_port),
-            server: ([10, 0, 0, 2], server_port),
-            client_seq: 1000,
-            server_seq: 5000,
-            mss: 1460,
-        };
-        self.packet(&c, true, Flags::Syn, &[]);
-        c.client_seq += 1;
-        self.packet(&c, false, Flags::SynAck, &[]);
-        c.server_seq += 1;
-        self.packet(&c, true, Flags::Ack, &[]);
-        c
-    }
-
-    fn packet(&mut self, c: &Conn, from_client: bool, flags: Flags, payload: &[u8]) {
-        self.now_us += 1;
-        let (src, dst, smac, dmac, seq, ack) = if from_client {
-            (
-                c.client,
-                c.server,
-                CLIENT_MAC,
-                SERVER_MAC,
-                c.client_seq,
-                c.server_seq,
-            )
-        } else {
-            (
-                c.server,
-                c.client,
-                SERVER_MAC,
-                CLIENT_MAC,
-                c.server_seq,
-                c.client_seq,
-            )
-        };
-        let b = PacketBuilder::ethernet2(smac, dmac)
-            .ipv4(src.0, dst.0, 64)
-            .tcp(src.1, dst.1, seq, 65535);
-        let b = match flags {
-            Flags::Syn => b.syn(),
-            Flags::SynAck => b.syn().ack(ack),
-            Flags::Ack => b.ack(ack),
-            Flags::Data => b.ack(ack).psh(),
-            Flags::Fin => b.ack(ack).fin(),
-            Flags::Rst => b.ack(ack).rst(),
-        };
-        let mut out = Vec::with_capacity(b.size(payload.len()));
-        b.write(&mut out, payload).unwrap();
-        self.records.push((self.now_us, out));
+        let mut tcp = TcpConn::open(
+            self,
+            ([10, 0, 0, 1], self.next_port),
+            ([10, 0, 0, 2], server_port),
+            (1000, 5000),
+        );
+        tcp.ack_each = true;
+        Conn { tcp }
     }
 
     /// Bytes from one side, split at the MSS, each segment acknowledged by the peer.
     pub fn send(&mut self, c: &mut Conn, from_client: bool, data: &[u8]) {
-        for seg in data.chunks(c.mss.max(1)) {
-            self.packet(c, from_client, Flags::Data, seg);
-            let n = seg.len() as u32;
-            if from_client {
-                c.client_seq = c.client_seq.wrapping_add(n);
-            } else {
-                c.server_seq = c.server_seq.wrapping_add(n);
-            }
-            self.packet(c, !from_client, Flags::Ack, &[]);
-        }
+        c.tcp.send(self, from_client, data);
     }
 
     /// FIN from one side, then FIN from the other (an orderly close).
     pub fn close(&mut self, c: &mut Conn, server_first: bool) {
-        for from_client in [!server_first, server_first] {
-            self.packet(c, from_client, Flags::Fin, &[]);
-            if from_client {
-                c.client_seq = c.client_seq.wrapping_add(1);
-            } else {
-                c.server_seq = c.server_seq.wrapping_add(1);
-            }
-        }
-        self.packet(c, !server_first, Flags::Ack, &[]);
+        c.tcp.close(self, server_first);
     }
 
     /// RST from one side.
     pub fn reset(&mut self, c: &mut Conn, from_server: bool) {
-        self.packet(c, !from_server, Flags::Rst, &[]);
+        c.tcp.reset(self, from_server);
     }
 
     /// Classic pcap bytes (magic a1b2c3d4, v2.4, LINKTYPE_ETHERNET).
@@ -182,25 +122,18 @@ impl Capture {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Flags {
-    Syn,
-    SynAck,
-    Ack,
-    Data,
-    Fin,
-    Rst,
+/// Every frame one µs after the one before.
+impl Sink for Capture {
+    fn frame(&mut self, frame: Vec<u8>) {
+        self.now_us += 1;
+        self.records.push((self.now_us, frame));
+    }
 }
 
-/// One TCP connection's state.
+/// One TCP connection of the capture, with the HTTP it carries.
 #[derive(Debug, Clone)]
 pub struct Conn {
-    pub client: ([u8; 4], u16),
-    pub server: ([u8; 4], u16),
-    pub client_seq: u32,
-    pub server_seq: u32,
-    /// Largest segment payload.
-    pub mss: usize,
+    pub tcp: TcpConn,
 }
 
 impl Conn {
@@ -337,9 +270,9 @@ mod tests {
     fn pcap_layout_and_tcp_numbers() {
         let mut cap = Capture::new();
         let mut c = cap.connect(8080);
-        c.mss = 10;
+        c.tcp.mss = 10;
         cap.send(&mut c, true, &[b'x'; 25]);
-        assert_eq!(c.client_seq, 1001 + 25);
+        assert_eq!(c.tcp.client_seq, 1001 + 25);
         cap.close(&mut c, true);
         let bytes = cap.to_pcap();
         assert_eq!(&bytes[..4], &[0xd4, 0xc3, 0xb2, 0xa1]);

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use super::{Config, RunError, RunTotals, analyze_streaming};
-use etherparse::PacketBuilder;
+use crate::capture::testing::TcpConn;
 use serde_json::Value;
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
@@ -168,79 +168,32 @@ pub(super) const T0_US: i64 = 1_700_000_000_000_000;
 
 /// One TCP connection of the built capture: its packets, in its own order.
 pub(super) struct Conn {
-    client: ([u8; 4], u16),
-    server: ([u8; 4], u16),
-    client_seq: u32,
-    server_seq: u32,
+    tcp: TcpConn,
     pub(super) packets: Vec<Vec<u8>>,
 }
 
-#[derive(Clone, Copy)]
-pub(super) enum Flags {
-    Syn,
-    SynAck,
-    Ack,
-    Data,
-    Fin,
-    Rst,
-}
-
 impl Conn {
+    /// Connection `n`: its handshake; data in 300-byte segments, each acknowledged.
     pub(super) fn open(n: u16) -> Conn {
         let hi = u8::try_from(n / 200).unwrap();
         let lo = u8::try_from(n % 200).unwrap();
-        let mut c = Conn {
-            client: ([10, 1, hi, lo + 1], 40000 + n),
-            server: ([10, 2, 0, 1 + u8::from(n.is_multiple_of(3))], 8080),
-            client_seq: 1000 * u32::from(n),
-            server_seq: 7000 * u32::from(n),
-            packets: Vec::new(),
-        };
-        c.packet(true, Flags::Syn, &[]);
-        c.client_seq += 1;
-        c.packet(false, Flags::SynAck, &[]);
-        c.server_seq += 1;
-        c.packet(true, Flags::Ack, &[]);
-        c
+        let mut packets = Vec::new();
+        let mut tcp = TcpConn::open(
+            &mut packets,
+            ([10, 1, hi, lo + 1], 40000 + n),
+            ([10, 2, 0, 1 + u8::from(n.is_multiple_of(3))], 8080),
+            (1000 * u32::from(n), 7000 * u32::from(n)),
+        );
+        tcp.mss = 300;
+        tcp.ack_each = true;
+        Conn { tcp, packets }
     }
 
-    pub(super) fn packet(&mut self, from_client: bool, flags: Flags, payload: &[u8]) {
-        let (src, dst, seq, ack) = if from_client {
-            (self.client, self.server, self.client_seq, self.server_seq)
-        } else {
-            (self.server, self.client, self.server_seq, self.client_seq)
-        };
-        let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
-            .ipv4(src.0, dst.0, 64)
-            .tcp(src.1, dst.1, seq, 65535);
-        let b = match flags {
-            Flags::Syn => b.syn(),
-            Flags::SynAck => b.syn().ack(ack),
-            Flags::Ack => b.ack(ack),
-            Flags::Data => b.ack(ack).psh(),
-            Flags::Fin => b.ack(ack).fin(),
-            Flags::Rst => b.ack(ack).rst(),
-        };
-        let mut out = Vec::new();
-        b.write(&mut out, payload).unwrap();
-        self.packets.push(out);
-    }
-
-    /// Bytes from one side in 300-byte segments, each acknowledged; `drop` loses one
-    /// segment (the ACK after it covers it, so the flow stage reports a gap).
+    /// Bytes from one side; `drop` loses one segment (the ACK after it covers it, so the
+    /// flow stage reports a gap).
     pub(super) fn send(&mut self, from_client: bool, data: &[u8], drop: Option<usize>) {
-        for (i, seg) in data.chunks(300).enumerate() {
-            if drop != Some(i) {
-                self.packet(from_client, Flags::Data, seg);
-            }
-            let n = u32::try_from(seg.len()).unwrap();
-            if from_client {
-                self.client_seq += n;
-            } else {
-                self.server_seq += n;
-            }
-            self.packet(!from_client, Flags::Ack, &[]);
-        }
+        self.tcp
+            .send_losing(&mut self.packets, from_client, data, drop);
     }
 
     fn post(&mut self, id: u32, method: &str, text_len: usize) {
@@ -252,7 +205,7 @@ impl Conn {
             "POST /mcp HTTP/1.1\r\nHost: s\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\nMcp-Session-Id: s{}\r\n\
              Content-Length: {}\r\n\r\n{body}",
-            self.client.1,
+            self.tcp.client.1,
             body.len()
         );
         self.send(true, req.as_bytes(), None);
@@ -296,11 +249,7 @@ impl Conn {
     }
 
     fn close(&mut self) {
-        self.packet(true, Flags::Fin, &[]);
-        self.client_seq += 1;
-        self.packet(false, Flags::Fin, &[]);
-        self.server_seq += 1;
-        self.packet(true, Flags::Ack, &[]);
+        self.tcp.close(&mut self.packets, false);
     }
 }
 
@@ -340,7 +289,7 @@ fn built_capture(conns: u16) -> (Vec<u8>, usize, u64) {
                     b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{\"jsonrpc\"",
                     None,
                 );
-                c.packet(false, Flags::Rst, &[]);
+                c.tcp.reset(&mut c.packets, true);
             }
             _ => {
                 c.post(98, "resources/read", 10);
