@@ -17,7 +17,7 @@ fn reassemble(rel: &str) -> (Vec<StreamEvent>, Stats) {
 
 /// Run capture -> decode -> flow over one file.
 fn reassemble_file(path: &str) -> (Vec<StreamEvent>, Stats) {
-    let Source::Packets(reader) = capture::open(&path, 0).unwrap() else {
+    let Source::Packets(reader) = capture::open(path, 0).unwrap() else {
         panic!("{path} is not a packet capture");
     };
     let mut stats = Stats::default();
