@@ -24,13 +24,14 @@
 use crate::anomaly::Stats;
 use crate::capture::{self, CaptureError, InputInfo, Merger, Source};
 use crate::decode::{Decoded, Decoder};
-use crate::flow::{Chain, ConnectionRecord, FlowLimits, FlowTable, StreamEvent, StreamStage};
+use crate::flow::{FlowLimits, FlowTable};
 use crate::har;
 use crate::http::HttpLimits;
 use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
 use crate::mcp::{
     Analyzer, Exchange, InferenceConfig, McpLimits, Prepared, PreparedEvents, Preparer,
 };
+use crate::stream::{Chain, ConnectionRecord, StreamEvent, StreamStage};
 use crate::tls::{KeyLog, TlsStage};
 use arcstr::ArcStr;
 use std::convert::Infallible;

@@ -9,7 +9,7 @@ mod defaults_tests;
 mod otlp;
 mod values;
 
-use crate::flow::{ConnectionRecord, FlowLimits};
+use crate::flow::FlowLimits;
 use crate::http::HttpLimits;
 use crate::mcp::McpLimits;
 use crate::mcp::retry::{FINDING_NAMES, Finding, findings_of};
@@ -18,6 +18,7 @@ use crate::pipeline::{self, Analysis, Config};
 use crate::report::{self, Format, RowFilter, RunInfo, SessionAggregator, SessionRow, TableWriter};
 use crate::report::{ConnectionRow, HttpFormat, Undecrypted, write_http_rows};
 use crate::rpc::RpcLimits;
+use crate::stream::ConnectionRecord;
 use crate::tls::KeyLog;
 use anyhow::{Result, bail};
 use args::{AnalyzeArgs, ColorChoice, Command, HttpArgs, InputArgs, ShowArgs};

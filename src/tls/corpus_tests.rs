@@ -8,7 +8,8 @@
 use super::*;
 use crate::capture::{self, Source};
 use crate::decode::{Decoded, Decoder};
-use crate::flow::{FlowLimits, FlowTable, Side};
+use crate::flow::{FlowLimits, FlowTable};
+use crate::stream::Side;
 use std::collections::BTreeMap;
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/tls");

@@ -37,7 +37,7 @@
 //! 4. After a gap the record reader looks for the next plausible header
 //!    within [`record::RESYNC_SCAN_LIMIT`] bytes, and the next record is tried
 //!    at the next [`decrypt::MAX_SEQ_SEARCH`] sequence numbers. The gap is
-//!    handed on as [`GapLen::Unknown`](crate::flow::GapLen): the plaintext length of lost records
+//!    handed on as [`GapLen::Unknown`](crate::stream::GapLen): the plaintext length of lost records
 //!    is unknown, and no number is made up.
 //! 5. A record that fails authentication is counted (`decrypt_failed`) and
 //!    skipped; after [`MAX_FAILURES_IN_ROW`] failures in a row the direction is
@@ -66,12 +66,12 @@ pub mod session;
 mod tests;
 
 pub use connection::{TlsConnection, TlsContext};
-pub use facts::{Decryption, TlsBytes, TlsFacts};
+pub use facts::{TlsBytes, TlsFacts};
 pub use keylog::{KeyLog, KeyLogStats};
 
 use crate::anomaly::Stats;
-use crate::flow::{ConnectionRecord, StreamEvent, StreamEventKind, StreamStage};
 use crate::hashing::HashMap;
+use crate::stream::{ConnectionRecord, Decryption, StreamEvent, StreamEventKind, StreamStage};
 use arcstr::ArcStr;
 use std::sync::Arc;
 
@@ -292,17 +292,18 @@ fn closed_record(events: &mut [StreamEvent]) -> Option<&mut ConnectionRecord> {
 /// the flow stage's `plaintext` and no facts).
 fn fill_record(record: &mut ConnectionRecord, conn: &TlsConnection) {
     let decryption = conn.decryption();
-    record.decryption = decryption.as_str();
+    let tls = &mut record.tls;
+    tls.decryption = decryption;
     if decryption == Decryption::Plaintext {
         return;
     }
     let facts = conn.facts();
-    record.tls_version = facts.version_name().map(ArcStr::from);
-    record.tls_cipher = facts.cipher_name().map(ArcStr::from);
-    record.tls_sni = facts.sni.as_deref().map(ArcStr::from);
-    record.alpn = facts.alpn.as_deref().map(ArcStr::from);
+    tls.version = facts.version_name().map(ArcStr::from);
+    tls.cipher = facts.cipher_name().map(ArcStr::from);
+    tls.sni = facts.sni.as_deref().map(ArcStr::from);
+    tls.alpn = facts.alpn.as_deref().map(ArcStr::from);
     // Unknown (null) when the ServerHello was not captured.
-    record.tls_resumed = facts.resumed;
+    tls.resumed = facts.resumed;
 }
 
 fn count_connection(decryption: Decryption, stats: &mut Stats) {

@@ -4,8 +4,8 @@
 
 use super::frames::{flag, kind};
 use crate::anomaly::Stats;
-use crate::flow::{CloseReason, GapLen, Side, StreamEvent, StreamEventKind, StreamStage};
 use crate::http::{HttpEvent, HttpLimits, HttpStage};
+use crate::stream::{CloseReason, GapLen, Side, StreamEvent, StreamEventKind, StreamStage};
 
 pub(crate) mod enc {
     //! The test encoder.

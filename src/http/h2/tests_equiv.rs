@@ -3,7 +3,7 @@
 
 use super::frames::{flag, kind};
 use super::tests::{block, client_start, frame, joined, run, server_start, settings};
-use crate::flow::Side;
+use crate::stream::Side;
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]

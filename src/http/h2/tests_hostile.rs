@@ -5,8 +5,8 @@ use super::conn::Conn;
 use super::frames::{flag, kind};
 use super::tests::{block, client_start, enc, frame, request, server_start};
 use crate::anomaly::Stats;
-use crate::flow::{CloseReason, GapLen, Side};
 use crate::http::{ConnInfo, HttpEvent, HttpLimits};
+use crate::stream::{CloseReason, GapLen, Side};
 use std::sync::Arc;
 
 fn conn(limits: HttpLimits) -> Conn {

@@ -8,10 +8,11 @@ use super::{
 };
 use crate::anomaly::Stats;
 use crate::capture::Merger;
-use crate::flow::{FlowLimits, StreamEvent, StreamEventKind, StreamStage};
+use crate::flow::FlowLimits;
 use crate::http::HttpEvent;
 use crate::mcp::{McpLimits, PreparedEvents, Preparer};
 use crate::pipeline::{Event, ReadTotals, read_streams};
+use crate::stream::{StreamEvent, StreamEventKind, StreamStage};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::SyncSender;
 

@@ -4,7 +4,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use mcp_trace::anomaly::Stats;
-use mcp_trace::flow::{Side, StreamEvent, StreamEventKind, StreamStage};
+use mcp_trace::stream::{Side, StreamEvent, StreamEventKind, StreamStage};
 use mcp_trace::http::{HttpEvent, HttpStage};
 use std::collections::HashMap;
 

@@ -3,7 +3,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use mcp_trace::anomaly::Stats;
-use mcp_trace::flow::StreamStage;
+use mcp_trace::stream::StreamStage;
 use mcp_trace::http::{HttpEvent, HttpStage};
 use std::collections::HashMap;
 

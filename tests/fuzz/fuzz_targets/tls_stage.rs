@@ -4,8 +4,9 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use mcp_trace::anomaly::Stats;
-use mcp_trace::flow::{Side, StreamEvent, StreamEventKind, StreamStage};
-use mcp_trace::tls::{Decryption, KeyLog, TlsStage, keylog::DSB_TLS_KEY_LOG};
+use mcp_trace::stream::{Side, StreamEvent, StreamEventKind, StreamStage};
+use mcp_trace::stream::Decryption;
+use mcp_trace::tls::{KeyLog, TlsStage, keylog::DSB_TLS_KEY_LOG};
 use std::collections::HashMap;
 
 /// Per stream and side: bytes in, bytes out.

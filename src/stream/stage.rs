@@ -99,7 +99,7 @@ where
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
-    use crate::flow::{CloseReason, Side, StreamEventKind};
+    use crate::stream::{CloseReason, Side, StreamEventKind};
 
     /// Holds each stream's data until its stream closes, then hands it on as one `Data`
     /// event (the shape of a stage that buffers records before it can decode them).
