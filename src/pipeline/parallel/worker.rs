@@ -4,7 +4,7 @@ use super::{FromWorker, Gone, Ledger, ROUND_BYTES, ToWorker};
 use crate::anomaly::Stats;
 use crate::http::HttpEvent;
 use crate::mcp::{McpLimits, PreparedEvents, Preparer};
-use crate::pipeline::Event;
+use crate::pipeline::packets::Event;
 use crate::stream::StreamStage;
 use std::sync::mpsc::{Receiver, SyncSender};
 
@@ -44,7 +44,6 @@ pub(super) fn http_worker<S: StreamStage<Output = HttpEvent>>(
                 tx.send(FromWorker::Round(batch, unfinished, held))
                     .map_err(|_| Gone)?;
             }
-            ToWorker::Secrets(ty, data) => stage.add_capture_secrets(ty, &data),
             ToWorker::Finish => {
                 stage.finish(&mut stats, &mut out);
                 // `finish` flushes in stream order; the stream id orders them across workers.
