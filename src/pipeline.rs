@@ -135,6 +135,18 @@ struct Totals {
     bytes_read: u64,
 }
 
+impl Totals {
+    /// The run's totals, for a run that began at `started`.
+    fn since(self, started: Instant) -> RunTotals {
+        RunTotals {
+            stats: self.stats,
+            inputs: self.inputs,
+            elapsed_s: started.elapsed().as_secs_f64(),
+            bytes_read: self.bytes_read,
+        }
+    }
+}
+
 /// Where a run's output goes as it is released: its rows (`Row`: MCP exchanges for
 /// [`analyze_into`], HTTP rows for [`http_into`]) and each TCP connection's row of the
 /// connections table. The first error stops the run ([`RunError::Sink`]).
@@ -255,12 +267,7 @@ pub fn analyze_into<S: Sink<Box<Exchange>>>(
     for record in connections {
         sink.connection(record).map_err(RunError::Sink)?;
     }
-    Ok(RunTotals {
-        stats: totals.stats,
-        inputs: totals.inputs,
-        elapsed_s: started.elapsed().as_secs_f64(),
-        bytes_read: totals.bytes_read,
-    })
+    Ok(totals.since(started))
 }
 
 /// `mcp-trace http`: every HTTP exchange, MCP or not, kept in memory.
@@ -301,12 +308,7 @@ pub fn http_into<S: Sink<HttpRow>>(
     for row in log.finish() {
         sink.row(row).map_err(RunError::Sink)?;
     }
-    Ok(RunTotals {
-        stats: totals.stats,
-        inputs: totals.inputs,
-        elapsed_s: started.elapsed().as_secs_f64(),
-        bytes_read: totals.bytes_read,
-    })
+    Ok(totals.since(started))
 }
 
 /// File name shown in the `capture` column.

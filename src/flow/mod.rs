@@ -1,7 +1,8 @@
 //! Flow stage: [`crate::decode::Segment`]s -> ordered byte streams per
 //! direction, as [`StreamEvent`](crate::stream::StreamEvent)s.
 //!
-//! Missing data is an explicit [`StreamEventKind::Gap`](crate::stream::StreamEventKind::Gap) with its size, never
+//! Missing data is an explicit gap
+//! ([`StreamEventKind::Gap`](crate::stream::StreamEventKind::Gap)) with its size, never
 //! concatenated bytes. Retransmissions keep the first copy. Memory is bounded
 //! by [`FlowLimits`]; hitting a limit records an anomaly and a gap.
 //! Input is one segment per packet, in capture order; see [`FlowTable`] for
