@@ -5,8 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 use mcp_trace::anomaly::Stats;
 use mcp_trace::capture::{CaptureSecrets, SecretsBlock};
-use mcp_trace::stream::{Side, StreamEvent, StreamEventKind, StreamStage};
-use mcp_trace::stream::Decryption;
+use mcp_trace::stream::{Decryption, Side, StreamEvent, StreamEventKind, StreamStage};
 use mcp_trace::tls::{KeyLog, TlsStage, keylog::DSB_TLS_KEY_LOG};
 use std::collections::HashMap;
 
