@@ -19,8 +19,10 @@
 use mcp_trace::anomaly::Stats;
 use mcp_trace::capture::{self, Source};
 use mcp_trace::decode::{Decoded, Decoder};
-use mcp_trace::flow::{FlowLimits, FlowTable, Side, StreamEvent, StreamEventKind};
-use mcp_trace::tls::{Decryption, KeyLog, TlsStage};
+use mcp_trace::flow::{FlowLimits, FlowTable};
+use mcp_trace::stream::Decryption;
+use mcp_trace::stream::{Side, StreamEvent, StreamEventKind};
+use mcp_trace::tls::{KeyLog, TlsStage};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Instant;

@@ -4,6 +4,7 @@
 //! one module per stage:
 //!
 //! ```text
+//! stream   the words flow, tls and http share: StreamEvent, StreamStage + Chain, ConnectionRecord
 //! capture  files (pcap, pcapng, .gz, stdin)  -> Frame      (and "this input is a HAR")
 //! decode   Frame          -> Segment        link, IP (fragments), TCP headers
 //! flow     Segment        -> StreamEvent    TCP reassembly: ordered bytes and explicit gaps
@@ -17,7 +18,8 @@
 //!
 //! # Stage order
 //!
-//! The stages, in order: capture, decode, flow, tls, http, har, rpc, mcp, report. A module
+//! The stages, in order: stream, capture, decode, flow, tls, http, har, rpc, mcp, report
+//! (`stream` is a vocabulary, not a step: first, so that it imports no stage). A module
 //! of one stage may use the modules of its own and of earlier stages, never of a later one,
 //! and no two files import each other in a circle (a `mod.rs` re-exporting its children
 //! aside). Outside the order:
@@ -31,7 +33,7 @@
 //! `tests/layers.rs` checks these rules on the source and names every violation.
 //!
 //! `cli` turns arguments into a validated config; `pipeline` runs the stages on it.
-//! The stages between flow and the sink are [`flow::StreamStage`]s, chained once by
+//! The stages between flow and the sink are [`stream::StreamStage`]s, chained once by
 //! `pipeline`.
 //!
 //! Every stage counts what it could not use in [`anomaly::Stats`]: nothing is silently lost.
@@ -50,6 +52,7 @@ pub mod mcp;
 pub mod pipeline;
 pub mod report;
 pub mod rpc;
+pub mod stream;
 #[cfg(test)]
 pub mod testing;
 pub mod timestamp;

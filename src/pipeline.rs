@@ -6,9 +6,10 @@
 //! HAR inputs skip the packet stages and join at the sink. Nothing here
 //! interprets data; it only moves it and counts it.
 //!
-//! [`analyze_streaming`] hands each exchange to the caller as the analyzer
-//! releases it (every [`DRAIN_EVERY_EVENTS`] HTTP events), so memory follows
-//! live state rather than the capture. With a HAR input the analyzer is drained
+//! Every run hands its output to one [`Sink`]: [`analyze_into`] each exchange as the analyzer
+//! releases it (every [`DRAIN_EVERY_EVENTS`] HTTP events), so memory follows live state
+//! rather than the capture; [`http_into`] the HTTP rows. Both hand it each connection's row
+//! of the connections table. [`analyze`] and [`http_rows`] collect the rows in memory. With a HAR input the analyzer is drained
 //! only at the end: HAR entries are read after the packet inputs and may
 //! precede them in time, and ids follow time.
 //!
@@ -17,26 +18,32 @@
 //! event, finish at the end of input, and ask what it still holds
 //! ([`StreamStage::held_since_us`], the release watermark).
 //!
+//! ```text
+//! pipeline.rs   the entry points and the wiring: inputs, the stream chain, HAR inputs
+//!   packets.rs  the packet loop (capture, decode, flow) every thread count runs
+//!   parallel/   --threads >= 2: that loop on a reader thread, the chain on workers
+//! ```
+//!
 //! With [`Config::threads`] >= 2 the packet stages run on a reader thread and the stream
 //! chain on workers sharded by stream, or on the reader for 2 (see `parallel/`); the sink
 //! still gets the same events in the same order, on the caller's thread.
 
 use crate::anomaly::Stats;
-use crate::capture::{self, CaptureError, InputInfo, Merger, Source};
-use crate::decode::{Decoded, Decoder};
-use crate::flow::{Chain, ConnectionRecord, FlowLimits, FlowTable, StreamEvent, StreamStage};
+use crate::capture::{self, CaptureError, CaptureSecrets, InputInfo, Merger, Source};
+use crate::flow::FlowLimits;
 use crate::har;
 use crate::http::HttpLimits;
 use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
-use crate::mcp::{
-    Analyzer, Exchange, InferenceConfig, McpLimits, Prepared, PreparedEvents, Preparer,
-};
+use crate::mcp::{Analyzer, Exchange, InferenceConfig, McpLimits, PreparedEvents, Preparer};
+use crate::stream::{Chain, ConnectionRecord, StreamStage};
 use crate::tls::{KeyLog, TlsStage};
 use arcstr::ArcStr;
+use packets::{Event, Item, read_streams};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
+mod packets;
 mod parallel;
 #[cfg(test)]
 mod tests;
@@ -48,10 +55,16 @@ type StreamChain = Chain<TlsStage, HttpStage>;
 /// Streams are dealt to threads by stream id, so a connection's TLS state stays on one
 /// thread; the key log is shared read-only. The TLS 1.2 sessions a resumed handshake takes
 /// its master secret from are each thread's own: a resumption dealt to another thread than
-/// its full handshake finds no key unless its own random is logged.
-fn stream_chain(names: &[ArcStr], limits: HttpLimits, keylog: &Arc<KeyLog>) -> StreamChain {
+/// its full handshake finds no key unless its own random is logged. The capture's own
+/// secrets come to every TLS stage through the handle the capture reader fills.
+fn stream_chain(
+    names: &[ArcStr],
+    limits: HttpLimits,
+    keylog: &Arc<KeyLog>,
+    secrets: &CaptureSecrets,
+) -> StreamChain {
     Chain::new(
-        TlsStage::shared(Arc::clone(keylog), false),
+        TlsStage::shared(Arc::clone(keylog), false).with_capture_secrets(secrets.clone()),
         HttpStage::with_limits(names.to_vec(), limits),
     )
 }
@@ -122,18 +135,75 @@ struct Totals {
     bytes_read: u64,
 }
 
+impl Totals {
+    /// The run's totals, for a run that began at `started`.
+    fn since(self, started: Instant) -> RunTotals {
+        RunTotals {
+            stats: self.stats,
+            inputs: self.inputs,
+            elapsed_s: started.elapsed().as_secs_f64(),
+            bytes_read: self.bytes_read,
+        }
+    }
+}
+
+/// Where a run's output goes as it is released: its rows (`Row`: MCP exchanges for
+/// [`analyze_into`], HTTP rows for [`http_into`]) and each TCP connection's row of the
+/// connections table. The first error stops the run ([`RunError::Sink`]).
+pub trait Sink<Row> {
+    type Error: std::error::Error + 'static;
+
+    /// A row, as soon as it is final.
+    fn row(&mut self, row: Row) -> Result<(), Self::Error>;
+
+    /// A connection's record, when the connection has closed and every row it produced has
+    /// been handed on (HAR input: none).
+    fn connection(&mut self, record: ConnectionRecord) -> Result<(), Self::Error>;
+}
+
+/// A [`Sink`] of two closures: rows to the first, connection records to the second.
+pub struct FnSink<R, C>(pub R, pub C);
+
+impl<Row, R, C, E> Sink<Row> for FnSink<R, C>
+where
+    R: FnMut(Row) -> Result<(), E>,
+    C: FnMut(ConnectionRecord) -> Result<(), E>,
+    E: std::error::Error + 'static,
+{
+    type Error = E;
+
+    fn row(&mut self, row: Row) -> Result<(), E> {
+        (self.0)(row)
+    }
+
+    fn connection(&mut self, record: ConnectionRecord) -> Result<(), E> {
+        (self.1)(record)
+    }
+}
+
+/// A [`Sink`] that keeps the rows and drops the connection records.
+impl<Row> Sink<Row> for Vec<Row> {
+    type Error = Infallible;
+
+    fn row(&mut self, row: Row) -> Result<(), Infallible> {
+        self.push(row);
+        Ok(())
+    }
+
+    fn connection(&mut self, _: ConnectionRecord) -> Result<(), Infallible> {
+        Ok(())
+    }
+}
+
 /// `mcp-trace analyze`: every stage, MCP exchanges out, all kept in memory and sorted by
-/// `exchange_id`. [`analyze_streaming`] is the bounded-memory form.
+/// `exchange_id`. [`analyze_into`] is the bounded-memory form.
 pub fn analyze(paths: &[String], cfg: &Config) -> Result<Analysis, RunError<Infallible>> {
-    let mut rows = Vec::new();
-    let totals = analyze_streaming(paths, cfg, &mut |ex| {
-        rows.push(*ex);
-        Ok::<(), Infallible>(())
-    })?;
+    let mut rows: Vec<Box<Exchange>> = Vec::new();
+    let totals = analyze_into(paths, cfg, &mut rows)?;
     // Rows set aside while open come when they end (see `mcp::Analyzer`).
     rows.sort_by_key(|r| r.exchange_id);
     Ok(Analysis {
-        rows,
+        rows: rows.into_iter().map(|r| *r).collect(),
         stats: totals.stats,
         inputs: totals.inputs,
         elapsed_s: totals.elapsed_s,
@@ -141,33 +211,21 @@ pub fn analyze(paths: &[String], cfg: &Config) -> Result<Analysis, RunError<Infa
     })
 }
 
-/// `mcp-trace analyze`, streaming: each exchange goes to `on_row` as soon as it is final, in
+/// `mcp-trace analyze`, streaming: each exchange goes to `sink` as soon as it is final, in
 /// `exchange_id` order except rows that stayed open long (written when they end; see
-/// `mcp::Analyzer`). The first `on_row` error stops the run.
-pub fn analyze_streaming<E: std::error::Error + 'static>(
+/// `mcp::Analyzer`); each connection's record once the rows it produced went, so they come
+/// in that order, not in `tcp_stream` order.
+pub fn analyze_into<S: Sink<Box<Exchange>>>(
     paths: &[String],
     cfg: &Config,
-    on_row: &mut dyn FnMut(Box<Exchange>) -> Result<(), E>,
-) -> Result<RunTotals, RunError<E>> {
-    analyze_streaming_with_connections(paths, cfg, on_row, &mut |_| Ok(()))
-}
-
-/// [`analyze_streaming`], also handing each TCP connection's row of the connections table to
-/// `on_connection`: when the connection has closed and every exchange row it produced has
-/// been released, so they come in that order, not in `tcp_stream` order (HAR input: none).
-pub fn analyze_streaming_with_connections<E: std::error::Error + 'static>(
-    paths: &[String],
-    cfg: &Config,
-    on_row: &mut dyn FnMut(Box<Exchange>) -> Result<(), E>,
-    on_connection: &mut dyn FnMut(ConnectionRecord) -> Result<(), E>,
-) -> Result<RunTotals, RunError<E>> {
+    sink: &mut S,
+) -> Result<RunTotals, RunError<S::Error>> {
     let started = Instant::now();
     let mut analyzer = Analyzer::with_limits(cfg.inference, cfg.mcp);
     let mut ready: Vec<Box<Exchange>> = Vec::new();
     let mut events = 0u32;
     // Two threads: the reader also runs the HTTP stage, so the analyzer's thread takes the
-    // response bodies, and the POST bodies whenever it keeps up with the reader
-    // (bench/README.md has the split).
+    // response bodies, and the POST bodies whenever it keeps up with the reader.
     let reader_prepares = if cfg.threads == 2 {
         analyzer.prepare_responses_here();
         PreparedEvents::Posts
@@ -193,50 +251,44 @@ pub fn analyze_streaming_with_connections<E: std::error::Error + 'static>(
             if streaming && drain {
                 analyzer.drain_ready(analyzer.last_event_us(), stats, &mut ready);
                 for ex in ready.drain(..) {
-                    on_row(ex).map_err(RunError::Sink)?;
+                    sink.row(ex).map_err(RunError::Sink)?;
                 }
             }
             for record in analyzer.take_connections() {
-                on_connection(record).map_err(RunError::Sink)?;
+                sink.connection(record).map_err(RunError::Sink)?;
             }
             Ok(())
         },
     )?;
     let (rows, connections) = analyzer.finish_with_connections(&mut totals.stats);
     for ex in rows {
-        on_row(ex).map_err(RunError::Sink)?;
+        sink.row(ex).map_err(RunError::Sink)?;
     }
     for record in connections {
-        on_connection(record).map_err(RunError::Sink)?;
+        sink.connection(record).map_err(RunError::Sink)?;
     }
-    Ok(RunTotals {
-        stats: totals.stats,
-        inputs: totals.inputs,
-        elapsed_s: started.elapsed().as_secs_f64(),
-        bytes_read: totals.bytes_read,
-    })
+    Ok(totals.since(started))
 }
 
-/// `mcp-trace http`: every HTTP exchange, MCP or not.
-pub fn http_rows(paths: &[String]) -> Result<(Vec<HttpRow>, Stats), RunError<Infallible>> {
-    http_rows_with(paths, &Config::default())
-}
-
-/// `mcp-trace http` with the settings of `cfg` (its key log; one thread).
-pub fn http_rows_with(
+/// `mcp-trace http`: every HTTP exchange, MCP or not, kept in memory.
+pub fn http_rows(
     paths: &[String],
     cfg: &Config,
 ) -> Result<(Vec<HttpRow>, Stats), RunError<Infallible>> {
-    http_rows_with_connections(paths, cfg, &mut |_| Ok(()))
+    let mut rows = Vec::new();
+    let totals = http_into(paths, cfg, &mut rows)?;
+    Ok((rows, totals.stats))
 }
 
-/// [`http_rows_with`], also handing each TCP connection's row of the connections table to
-/// `on_connection` as the connection closes (`mcp_exchanges` null: no MCP stage runs).
-pub fn http_rows_with_connections<E: std::error::Error + 'static>(
+/// `mcp-trace http` with the settings of `cfg` (its key log; always one thread): each
+/// connection's record goes to `sink` as the connection closes (`mcp_exchanges` null: no
+/// MCP stage runs), the HTTP rows at the end of input.
+pub fn http_into<S: Sink<HttpRow>>(
     paths: &[String],
     cfg: &Config,
-    on_connection: &mut dyn FnMut(ConnectionRecord) -> Result<(), E>,
-) -> Result<(Vec<HttpRow>, Stats), RunError<E>> {
+    sink: &mut S,
+) -> Result<RunTotals, RunError<S::Error>> {
+    let started = Instant::now();
     let mut log = HttpLog::new();
     let cfg = Config {
         threads: 1,
@@ -246,14 +298,17 @@ pub fn http_rows_with_connections<E: std::error::Error + 'static>(
         if let Item::Event(ev) = item {
             match ev.http {
                 HttpEvent::ConnectionClosed(record) => {
-                    on_connection(*record).map_err(RunError::Sink)?;
+                    sink.connection(*record).map_err(RunError::Sink)?;
                 }
                 http => log.push(&http),
             }
         }
         Ok(())
     })?;
-    Ok((log.finish(), totals.stats))
+    for row in log.finish() {
+        sink.row(row).map_err(RunError::Sink)?;
+    }
+    Ok(totals.since(started))
 }
 
 /// File name shown in the `capture` column.
@@ -266,37 +321,6 @@ pub fn display_name(path: &str) -> ArcStr {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.to_string());
     ArcStr::from(name)
-}
-
-/// An HTTP event and, for `analyze`, the body work on it that needs no analyzer state, done
-/// on the thread that produced the event (see [`crate::mcp::Preparer`]).
-#[derive(Debug)]
-pub struct Event {
-    pub http: HttpEvent,
-    pub prepared: Option<Prepared>,
-}
-
-impl Event {
-    fn new(http: HttpEvent, preparer: Option<&mut Preparer>) -> Event {
-        let prepared = preparer.and_then(|p| p.prepare(&http));
-        Event { http, prepared }
-    }
-}
-
-/// What the HTTP stages hand on, in one-thread order.
-// Items move once, from the HTTP stage to the sink: boxing every event would cost an
-// allocation per event for the rare marks' sake.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug)]
-pub enum Item {
-    Event(Event),
-    /// Every HTTP request handed on after this started at or after `unfinished_from_us`
-    /// (the earliest request under way in the HTTP stages; `None`: none is), or at or after
-    /// the packet that completes it ([`crate::mcp::Analyzer::set_release_mark`]). Sent every
-    /// round of packets while the inputs are read in time order.
-    Mark {
-        unfinished_from_us: Option<i64>,
-    },
 }
 
 /// Receives each item with the stats and whether events are in capture-time order.
@@ -336,9 +360,10 @@ fn run_http<E: std::error::Error + 'static>(
     let in_order = hars.is_empty();
 
     let merger = Merger::new(readers);
+    let secrets = merger.secrets();
     let read = if cfg.threads >= 2 {
         let chains: Vec<StreamChain> = (1..cfg.threads.min(MAX_HTTP_WORKERS + 1))
-            .map(|_| stream_chain(&names, cfg.http, &cfg.keylog))
+            .map(|_| stream_chain(&names, cfg.http, &cfg.keylog, &secrets))
             .collect();
         parallel::run(
             merger,
@@ -350,7 +375,7 @@ fn run_http<E: std::error::Error + 'static>(
             &mut |item, stats| sink(item, stats, in_order),
         )?
     } else {
-        let mut chain = stream_chain(&names, cfg.http, &cfg.keylog);
+        let mut chain = stream_chain(&names, cfg.http, &cfg.keylog, &secrets);
         let mut http_events: Vec<HttpEvent> = Vec::new();
         let mut preparer = prepare.map(Preparer::from);
         let mut frames = 0u32;
@@ -359,10 +384,7 @@ fn run_http<E: std::error::Error + 'static>(
             cfg.flow,
             progress.as_ref(),
             &mut stats,
-            &mut |events, secrets, stats| {
-                for (ty, data) in secrets {
-                    chain.add_capture_secrets(*ty, data);
-                }
+            &mut |events, stats| {
                 for ev in events.drain(..) {
                     chain.push(ev, stats, &mut http_events);
                 }
@@ -418,122 +440,12 @@ fn run_http<E: std::error::Error + 'static>(
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
-    // The `--keylog` files' lines first, then those of the capture's blocks, at most
-    // `MAX_REPORTED_LINES` named in all (the count is exact).
-    let keys = cfg.keylog.stats();
-    stats.keylog_malformed_lines = stats.keylog_malformed_lines.saturating_add(keys.malformed);
-    let files = keys
-        .malformed_lines
-        .iter()
-        .map(|(file, line)| format!("{file}:{line}"));
-    let mut at: Vec<String> = files.chain(stats.keylog_malformed_at.drain(..)).collect();
-    at.truncate(crate::tls::keylog::MAX_REPORTED_LINES);
-    stats.keylog_malformed_at = at;
+    crate::tls::keylog::count_malformed(&cfg.keylog, &secrets, &mut stats);
     Ok(Totals {
         stats,
         inputs,
         bytes_read,
     })
-}
-
-/// Secrets of the capture's Decryption Secrets Blocks: (secrets type, data).
-type CaptureSecrets = [(u32, Vec<u8>)];
-
-/// Takes (drains) the stream events of one frame, after the capture secrets read with it
-/// (which go to the stream stages first).
-type StreamSink<'a, X> =
-    dyn FnMut(&mut Vec<StreamEvent>, &CaptureSecrets, &mut Stats) -> Result<(), X> + 'a;
-
-/// Where the packet stages ended.
-struct ReadTotals {
-    inputs: Vec<InputInfo>,
-    bytes_read: u64,
-}
-
-/// Capture read, decode and TCP reassembly: `emit` takes (drains) the stream events of each
-/// frame, then those of the end of input, in order.
-fn read_streams<X>(
-    mut merger: Merger,
-    flow: FlowLimits,
-    progress: Option<&indicatif::ProgressBar>,
-    stats: &mut Stats,
-    emit: &mut StreamSink<'_, X>,
-) -> Result<ReadTotals, X> {
-    let mut decoder = Decoder::new();
-    let mut flows = FlowTable::new(flow);
-    let mut stream_events: Vec<StreamEvent> = Vec::new();
-    let mut frames_since_tick = 0u32;
-    let mut latest_ts_ns = i64::MIN;
-    // Decryption Secrets Blocks read so far.
-    let mut blocks = 0u64;
-
-    while let Some(frame) = merger.next_frame_ref(stats) {
-        // Inputs are merged by time, so a step back comes from within one file
-        // (clock changes, reordered writes): latencies across it are unreliable.
-        if frame.ts_ns < latest_ts_ns {
-            stats.anomaly("capture.time_went_backwards");
-        }
-        latest_ts_ns = latest_ts_ns.max(frame.ts_ns);
-        if frame.is_truncated() {
-            stats.packets_truncated += 1;
-        }
-        match decoder.decode_ref(&frame) {
-            Decoded::Segment(segment) => {
-                stats.packets_decoded += 1;
-                flows.push(segment, stats, &mut stream_events);
-            }
-            Decoded::Held => stats.packets_decoded += 1,
-            Decoded::Skipped(reason) => stats.skip(reason.name()),
-        }
-        let secrets = merger.take_secrets();
-        count_malformed_secrets(&secrets, &mut blocks, stats);
-        emit(&mut stream_events, &secrets, stats)?;
-        frames_since_tick += 1;
-        if frames_since_tick >= 4096 {
-            frames_since_tick = 0;
-            if let Some(bar) = progress {
-                bar.set_position(merger.bytes_read());
-            }
-        }
-    }
-    for _ in 0..decoder.finish() {
-        stats.anomaly("decode.ip_fragment_incomplete");
-    }
-    flows.finish(stats, &mut stream_events);
-    let secrets = merger.take_secrets();
-    count_malformed_secrets(&secrets, &mut blocks, stats);
-    emit(&mut stream_events, &secrets, stats)?;
-    Ok(ReadTotals {
-        inputs: merger.infos(),
-        bytes_read: merger.bytes_read(),
-    })
-}
-
-/// Counts the malformed key log lines of the capture's TLS Decryption Secrets Blocks in the
-/// run summary, as those of `--keylog` files are, each named by the block's place among the
-/// run's blocks (`pcapng DSB #1:3`: its third line). Counted here, on the one thread that
-/// reads them, because every stream stage that decrypts gets its own copy of each block.
-fn count_malformed_secrets(secrets: &CaptureSecrets, blocks: &mut u64, stats: &mut Stats) {
-    for (ty, data) in secrets {
-        *blocks = blocks.saturating_add(1);
-        if *ty != crate::tls::keylog::DSB_TLS_KEY_LOG {
-            continue;
-        }
-        // Nothing is kept: only the lines are checked.
-        let mut probe = KeyLog::with_limit(0);
-        probe.add_decryption_secrets(&format!("pcapng DSB #{blocks}"), *ty, data);
-        let found = probe.stats();
-        stats.keylog_malformed_lines = stats.keylog_malformed_lines.saturating_add(found.malformed);
-        let room =
-            crate::tls::keylog::MAX_REPORTED_LINES.saturating_sub(stats.keylog_malformed_at.len());
-        stats.keylog_malformed_at.extend(
-            found
-                .malformed_lines
-                .iter()
-                .take(room)
-                .map(|(source, line)| format!("{source}:{line}")),
-        );
-    }
 }
 
 fn progress_bar(enabled: bool, total_bytes: u64) -> Option<indicatif::ProgressBar> {

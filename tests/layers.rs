@@ -9,9 +9,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The stages in data-flow order.
-const STAGES: [&str; 9] = [
-    "capture", "decode", "flow", "tls", "http", "har", "rpc", "mcp", "report",
+/// The stages in data-flow order, after `stream`, the words flow, tls and http share: first,
+/// so that it imports no stage and every stage may use it.
+const STAGES: [&str; 10] = [
+    "stream", "capture", "decode", "flow", "tls", "http", "har", "rpc", "mcp", "report",
 ];
 /// Shared utilities: any stage may import them; they import no stage (each other, yes).
 const UTILITIES: [&str; 5] = ["anomaly", "buffers", "hashing", "testing", "timestamp"];

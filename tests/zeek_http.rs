@@ -24,7 +24,8 @@ fn corpus_dir() -> PathBuf {
 
 /// The end-to-end pipeline (capture -> decode -> flow -> http -> rows).
 fn http_rows(inputs: &[String]) -> (Vec<HttpRow>, Stats) {
-    mcp_trace::pipeline::http_rows(inputs).unwrap_or_else(|e| panic!("{inputs:?}: {e}"))
+    mcp_trace::pipeline::http_rows(inputs, &mcp_trace::pipeline::Config::default())
+        .unwrap_or_else(|e| panic!("{inputs:?}: {e}"))
 }
 
 /// Columns present in each baseline (`None` = all 13 of http.log).
@@ -545,7 +546,7 @@ fn samples_rows_match_truth() {
                     keylog: std::sync::Arc::new(keylog),
                     ..Default::default()
                 };
-                mcp_trace::pipeline::http_rows_with(&input, &cfg).unwrap()
+                mcp_trace::pipeline::http_rows(&input, &cfg).unwrap()
             }
             None => http_rows(&input),
         };

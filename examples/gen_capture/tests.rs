@@ -3,8 +3,9 @@ use crate::tcp::*;
 use mcp_trace::anomaly::Stats;
 use mcp_trace::capture::{self, Source};
 use mcp_trace::decode::{Decoded, Decoder};
-use mcp_trace::flow::{FlowLimits, FlowTable, Side, StreamEvent, StreamEventKind};
-use mcp_trace::tls::{ConnectionReport, Decryption, KeyLog, TlsStage};
+use mcp_trace::flow::{FlowLimits, FlowTable};
+use mcp_trace::stream::{Decryption, Side, StreamEvent, StreamEventKind};
+use mcp_trace::tls::{ConnectionReport, KeyLog, TlsStage};
 
 #[test]
 fn checksums_verify() {

@@ -5,6 +5,7 @@
 //! equal timestamps keep input order (the heap key is `(ts_ns, position)`).
 
 use super::reader::{PacketReader, UNKNOWN_INTERFACE_LINK_TYPE};
+use super::secrets::CaptureSecrets;
 use super::{Frame, FrameRef, InputInfo};
 use crate::anomaly::Stats;
 use std::cmp::Reverse;
@@ -23,6 +24,8 @@ pub struct Merger {
     /// The frame [`Merger::next_frame_ref`] lent last, when it came through the heap.
     current: Option<Frame>,
     next_index: u64,
+    /// Every input's Decryption Secrets Blocks, as they are read.
+    secrets: CaptureSecrets,
 }
 
 /// The next frame's number (counted in `stats`), from `next_index`.
@@ -38,8 +41,12 @@ fn number(next_index: &mut u64, link_type: u32, stats: &mut Stats) -> u64 {
 
 impl Merger {
     /// Merge `readers`; their position in the vector breaks timestamp ties.
-    pub fn new(readers: Vec<PacketReader>) -> Merger {
+    pub fn new(mut readers: Vec<PacketReader>) -> Merger {
         let heads = readers.iter().map(|_| None).collect();
+        let secrets = CaptureSecrets::default();
+        for reader in &mut readers {
+            reader.share_secrets(secrets.clone());
+        }
         Merger {
             readers,
             heads,
@@ -48,7 +55,14 @@ impl Merger {
             single_ended: false,
             current: None,
             next_index: 1,
+            secrets,
         }
+    }
+
+    /// The capture's Decryption Secrets Blocks, each stamped with the number of the frame
+    /// after it, appended as the inputs are read.
+    pub fn secrets(&self) -> CaptureSecrets {
+        self.secrets.clone()
     }
 
     /// Pull reader `i`'s next frame into its head slot. Damage ends that reader
@@ -57,6 +71,8 @@ impl Merger {
         let Some(reader) = self.readers.get_mut(i) else {
             return;
         };
+        // Blocks read on the way precede the frame numbered next.
+        reader.set_next_frame(self.next_index);
         match reader.next() {
             Some(Ok(frame)) => {
                 self.queue.push(Reverse((frame.ts_ns, i)));
@@ -107,7 +123,9 @@ impl Merger {
             single_ended,
             ..
         } = self;
-        match readers.first_mut()?.next_ref() {
+        let reader = readers.first_mut()?;
+        reader.set_next_frame(*next_index);
+        match reader.next_ref() {
             Some(Ok(mut frame)) => {
                 frame.index = number(next_index, frame.link_type, stats);
                 Some(frame)
@@ -122,18 +140,6 @@ impl Merger {
                 None
             }
         }
-    }
-
-    /// The Decryption Secrets Blocks every input read since the last call (see
-    /// [`PacketReader::take_secrets`]); empty, without allocating, when there are none.
-    pub fn take_secrets(&mut self) -> Vec<(u32, Vec<u8>)> {
-        let mut all = Vec::new();
-        for reader in &mut self.readers {
-            if reader.has_secrets() {
-                all.extend(reader.take_secrets());
-            }
-        }
-        all
     }
 
     /// Bytes read from all inputs so far (compressed bytes for gzip), for progress.

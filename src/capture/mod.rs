@@ -9,11 +9,13 @@
 mod har_sniff;
 mod merge;
 mod reader;
+mod secrets;
 mod source;
 
 pub use har_sniff::{UTF8_BOM, has_zlib_header, is_compressed_har};
 pub use merge::Merger;
 pub use reader::{MAX_RECORD_BYTES, PacketReader, READ_CHUNK_BYTES, UNKNOWN_INTERFACE_LINK_TYPE};
+pub use secrets::{CaptureSecrets, SecretsBlock};
 pub use source::{MAX_HAR_LEADING_WHITESPACE, Source, open, open_reader};
 
 use std::sync::Arc;

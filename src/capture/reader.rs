@@ -7,6 +7,7 @@
 //! file size. Damage after a valid header ends this input with one
 //! [`CaptureError::Malformed`] naming the byte offset; frames before it stand.
 
+use super::secrets::{CaptureSecrets, SecretsBlock};
 use super::{CaptureError, Frame, FrameRef, InputInfo};
 use pcap_parser::nom;
 use pcap_parser::pcapng::{Block, parse_block_be, parse_block_le};
@@ -101,8 +102,10 @@ pub struct PacketReader {
     counter: Arc<AtomicU64>,
     /// The last record's bytes when they had to be copied out of the buffer.
     copied: Vec<u8>,
-    /// Decryption Secrets Blocks read and not yet taken: (secrets type, data).
-    secrets: Vec<(u32, Vec<u8>)>,
+    /// Where Decryption Secrets Blocks go as they are read, stamped with the number of the
+    /// frame that follows them (the merger numbers the frames and sets it).
+    secrets: CaptureSecrets,
+    secrets_from_frame: u64,
 }
 
 /// What one parsed record/block amounts to.
@@ -173,19 +176,20 @@ impl PacketReader {
             info,
             counter,
             copied: Vec::new(),
-            secrets: Vec::new(),
+            secrets: CaptureSecrets::default(),
+            secrets_from_frame: 1,
         }
     }
 
-    /// The Decryption Secrets Blocks read since the last call (they precede the packets
-    /// they decrypt): (secrets type, data).
-    pub fn take_secrets(&mut self) -> Vec<(u32, Vec<u8>)> {
-        std::mem::take(&mut self.secrets)
+    /// Sends the Decryption Secrets Blocks read from now on to `secrets` (they precede the
+    /// packets they decrypt).
+    pub fn share_secrets(&mut self, secrets: CaptureSecrets) {
+        self.secrets = secrets;
     }
 
-    /// Whether Decryption Secrets Blocks wait to be taken.
-    pub fn has_secrets(&self) -> bool {
-        !self.secrets.is_empty()
+    /// The number the next frame read will get: the stamp of the blocks read before it.
+    pub fn set_next_frame(&mut self, index: u64) {
+        self.secrets_from_frame = index;
     }
 
     /// Facts about this input so far (link types grow as pcapng interfaces appear).
@@ -386,7 +390,11 @@ impl PacketReader {
                                 })
                             }
                             Block::DecryptionSecrets(dsb) => {
-                                self.secrets.push((dsb.secrets_type.0, dsb.data.to_vec()));
+                                self.secrets.append(SecretsBlock {
+                                    from_frame: self.secrets_from_frame,
+                                    secrets_type: dsb.secrets_type.0,
+                                    data: dsb.data.to_vec(),
+                                });
                                 Item::Skip
                             }
                             // Name resolution, statistics, custom, ...: nothing for us.

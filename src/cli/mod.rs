@@ -9,7 +9,7 @@ mod otlp;
 mod tests;
 mod values;
 
-use crate::flow::{ConnectionRecord, FlowLimits};
+use crate::flow::FlowLimits;
 use crate::http::HttpLimits;
 use crate::mcp::McpLimits;
 use crate::mcp::retry::{FINDING_NAMES, Finding, findings_of};
@@ -18,6 +18,7 @@ use crate::pipeline::{self, Analysis, Config};
 use crate::report::{self, Format, RowFilter, RunInfo, SessionAggregator, SessionRow, TableWriter};
 use crate::report::{ConnectionRow, HttpFormat, Undecrypted, write_http_rows};
 use crate::rpc::RpcLimits;
+use crate::stream::ConnectionRecord;
 use crate::tls::KeyLog;
 use anyhow::{Result, bail};
 use args::{AnalyzeArgs, ColorChoice, Command, HttpArgs, InputArgs, ShowArgs};
@@ -240,32 +241,32 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     // Without -o the terminal summary needs the selected rows themselves.
     let mut selected: Vec<Exchange> = Vec::new();
     let mut failed = false;
-    let on_connection = &mut |record: ConnectionRecord| connections.push(&record);
-    let totals = pipeline::analyze_streaming_with_connections(
+    let on_connection = |record: ConnectionRecord| connections.push(&record);
+    let on_row = |row: Box<Exchange>| {
+        tally.push(&row);
+        failed |= fail_on.matches(&row);
+        let keep = filter.matches(&row);
+        if let Some(s) = spans.as_mut() {
+            s.push(&row, keep)?;
+        }
+        if !keep {
+            return Ok(());
+        }
+        if let Some(h) = html.as_mut() {
+            h.push(&row);
+        }
+        match writer.as_mut() {
+            Some(w) => w.push(row),
+            None => {
+                selected.push(*row);
+                Ok(())
+            }
+        }
+    };
+    let totals = pipeline::analyze_into(
         &args.input.inputs,
         &cfg,
-        &mut |row| {
-            tally.push(&row);
-            failed |= fail_on.matches(&row);
-            let keep = filter.matches(&row);
-            if let Some(s) = spans.as_mut() {
-                s.push(&row, keep)?;
-            }
-            if !keep {
-                return Ok(());
-            }
-            if let Some(h) = html.as_mut() {
-                h.push(&row);
-            }
-            match writer.as_mut() {
-                Some(w) => w.push(row),
-                None => {
-                    selected.push(*row);
-                    Ok(())
-                }
-            }
-        },
-        on_connection,
+        &mut pipeline::FnSink(on_row, on_connection),
     )?;
     let undecrypted = connections.finish()?;
     let otlp_report = spans.map(report::otlp::OtlpSink::finish).transpose()?;
@@ -485,9 +486,17 @@ fn http(args: HttpArgs) -> Result<ExitCode> {
         ..Config::default()
     };
     let mut connections = ConnectionsOut::create(args.connections.as_deref())?;
-    let (rows, _stats) = pipeline::http_rows_with_connections(&args.inputs, &cfg, &mut |record| {
-        connections.push(&record)
-    })?;
+    let mut rows = Vec::new();
+    let on_row = |row| {
+        rows.push(row);
+        Ok(())
+    };
+    let on_connection = |record: ConnectionRecord| connections.push(&record);
+    pipeline::http_into(
+        &args.inputs,
+        &cfg,
+        &mut pipeline::FnSink(on_row, on_connection),
+    )?;
     connections.finish()?;
     match &args.output {
         Some(path) => {

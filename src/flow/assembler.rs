@@ -37,8 +37,8 @@
 
 use super::history::History;
 use super::seq::{SeqMap, SeqNum};
-use super::{GapLen, Side, StreamEvent, StreamEventKind};
 use crate::anomaly::Stats;
+use crate::stream::{GapLen, Side, StreamEvent, StreamEventKind};
 use std::collections::BTreeMap;
 
 /// Most separate out-of-order pieces buffered per direction; bounds the map

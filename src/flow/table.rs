@@ -30,15 +30,14 @@
 //! eviction, port reuse or [`FlowTable::finish`], carry the timestamp and
 //! frame of that stream's last packet.
 
+use super::FlowLimits;
 use super::assembler::{Assembler, Sink};
 use super::seq::SeqNum;
 use super::slab::{List, Slab};
-use super::{
-    CloseReason, ConnectionRecord, EndedBy, FlowLimits, Side, StreamEvent, StreamEventKind,
-};
 use crate::anomaly::Stats;
 use crate::decode::Segment;
 use crate::hashing::HashMap;
+use crate::stream::{CloseReason, ConnectionRecord, EndedBy, Side, StreamEvent, StreamEventKind};
 use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 
@@ -186,16 +185,17 @@ impl Flow {
     /// every byte delivered or gapped).
     fn closed_event(&self, reason: CloseReason) -> StreamEventKind {
         let mut record = ConnectionRecord::new(self.stream, self.input, self.client, self.server);
-        record.first_ts_ns = self.first_ts;
-        record.last_ts_ns = self.last_ts;
-        record.packets = self.packets;
-        record.client_bytes = self.from_client.delivered_bytes();
-        record.server_bytes = self.from_server.delivered_bytes();
-        record.gap_bytes = self
+        let facts = &mut record.flow;
+        facts.first_ts_ns = self.first_ts;
+        facts.last_ts_ns = self.last_ts;
+        facts.packets = self.packets;
+        facts.client_bytes = self.from_client.delivered_bytes();
+        facts.server_bytes = self.from_server.delivered_bytes();
+        facts.gap_bytes = self
             .from_client
             .gap_bytes()
             .saturating_add(self.from_server.gap_bytes());
-        record.ended_by = EndedBy::from_close(reason, self.rst);
+        facts.ended_by = EndedBy::from_close(reason, self.rst);
         StreamEventKind::Closed {
             reason,
             record: Box::new(record),

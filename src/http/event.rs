@@ -7,7 +7,7 @@
 //! HTTP/2 several are open on one connection at once, and the numbers still say which is
 //! which.
 
-use crate::flow::ConnectionRecord;
+use crate::stream::{ConnectionRecord, HttpVersion};
 use arcstr::ArcStr;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -186,14 +186,7 @@ pub struct RequestHead {
 /// A head's version as the `http_version` columns write it (`HTTP/1.1`, `HTTP/2`); `None`
 /// for a version left blank (a HAR recorder's) or unknown.
 pub fn http_version_name(version: &str) -> Option<&'static str> {
-    match version {
-        "1.1" => Some("HTTP/1.1"),
-        "1.0" => Some("HTTP/1.0"),
-        "2" => Some("HTTP/2"),
-        "0.9" => Some("HTTP/0.9"),
-        "3" => Some("HTTP/3"),
-        _ => None,
-    }
+    HttpVersion::from_head(version).map(HttpVersion::as_str)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! HTTP stage: [`StreamEvent`](crate::flow::StreamEvent)s -> [`HttpEvent`]s.
+//! HTTP stage: [`StreamEvent`](crate::stream::StreamEvent)s -> [`HttpEvent`]s.
 //!
 //! Requests are delivered whole; responses as a head, zero or more decoded
 //! body pieces (in arrival order, each with its time, so `text/event-stream`

@@ -3,7 +3,7 @@
 //! reader of its HTTP version.
 //!
 //! HTTP/1.x: a request line marks the client, a status line the server. HTTP/2: ALPN `h2`
-//! ([`StreamEventKind::Negotiated`](crate::flow::StreamEventKind::Negotiated), the flow's
+//! ([`StreamEventKind::Negotiated`](crate::stream::StreamEventKind::Negotiated), the flow's
 //! client is the client), or the connection preface (`PRI * HTTP/2.0`) on any port, which
 //! marks the client (prior knowledge). The checks run only while a stream is undecided:
 //! an HTTP/1.x connection pays nothing for HTTP/2 afterwards.
@@ -17,9 +17,9 @@ use super::h1::{
     },
 };
 use super::h2;
-use super::{ConnInfo, HttpEvent, http_version_name};
+use super::{ConnInfo, HttpEvent};
 use crate::anomaly::Stats;
-use crate::flow::{CloseReason, ConnectionRecord, GapLen, Side};
+use crate::stream::{CloseReason, ConnectionRecord, GapLen, HttpVersion, Side};
 use arcstr::ArcStr;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -80,7 +80,7 @@ pub(super) struct Router {
     /// For the connections table: the sides were swapped, the first HTTP version seen, and
     /// the exchanges that ended.
     swapped: bool,
-    http_version: Option<&'static str>,
+    http_version: Option<HttpVersion>,
     exchanges: u64,
 }
 
@@ -142,10 +142,10 @@ impl Router {
         for ev in events {
             match ev {
                 HttpEvent::Request(r) if self.http_version.is_none() => {
-                    self.http_version = http_version_name(&r.head.version);
+                    self.http_version = HttpVersion::from_head(&r.head.version);
                 }
                 HttpEvent::ResponseHead { head, .. } if self.http_version.is_none() => {
-                    self.http_version = http_version_name(&head.version);
+                    self.http_version = HttpVersion::from_head(&head.version);
                 }
                 HttpEvent::ResponseEnd { .. } | HttpEvent::NoResponse { .. } => {
                     self.exchanges = self.exchanges.saturating_add(1);
@@ -158,13 +158,14 @@ impl Router {
     /// Adds the HTTP stage's columns to the connection's record: the capture's name, the
     /// sides as HTTP saw them, the version and the exchanges.
     pub fn fill_record(&self, record: &mut ConnectionRecord) {
-        record.capture = self.capture.clone();
+        let flow = &mut record.flow;
+        flow.capture = self.capture.clone();
         if self.swapped {
-            std::mem::swap(&mut record.client, &mut record.server);
-            std::mem::swap(&mut record.client_bytes, &mut record.server_bytes);
+            std::mem::swap(&mut flow.client, &mut flow.server);
+            std::mem::swap(&mut flow.client_bytes, &mut flow.server_bytes);
         }
-        record.http_version = self.http_version;
-        record.http_exchanges = self.exchanges;
+        record.http.version = self.http_version;
+        record.http.exchanges = self.exchanges;
     }
 
     /// TLS agreed on `protocol` (ALPN): `h2` makes the connection HTTP/2.

@@ -5,8 +5,8 @@ use super::HttpEvent;
 use super::HttpLimits;
 use super::router::Router;
 use crate::anomaly::Stats;
-use crate::flow::{CloseReason, StreamEvent, StreamEventKind, StreamStage};
 use crate::hashing::HashMap;
+use crate::stream::{CloseReason, StreamEvent, StreamEventKind, StreamStage};
 use arcstr::ArcStr;
 use std::collections::BTreeSet;
 
@@ -147,7 +147,11 @@ impl StreamStage for HttpStage {
                     close(&mut c, reason, ts_us, stats, out);
                     c.fill_record(&mut record);
                 } else {
-                    record.capture = self.inputs.get(record.input).cloned().unwrap_or_default();
+                    record.flow.capture = self
+                        .inputs
+                        .get(record.flow.input)
+                        .cloned()
+                        .unwrap_or_default();
                 }
                 out.push(HttpEvent::ConnectionClosed(record));
                 None

@@ -2,7 +2,7 @@
 //! each connection closes (rows come in order of closing, not of `tcp_stream`).
 
 use super::row::{Cell, ColType, ColumnSpec, Table, opt_str};
-use crate::flow::ConnectionRecord;
+use crate::stream::{ConnectionRecord, Decryption, EndedBy, HttpVersion};
 use arcstr::ArcStr;
 
 /// One connection, as written.
@@ -19,14 +19,14 @@ pub struct ConnectionRow {
     pub client_bytes: u64,
     pub server_bytes: u64,
     pub gap_bytes: u64,
-    pub ended_by: &'static str,
+    pub ended_by: EndedBy,
     pub tls_version: Option<ArcStr>,
     pub tls_cipher: Option<ArcStr>,
     pub tls_sni: Option<ArcStr>,
     pub alpn: Option<ArcStr>,
     pub tls_resumed: Option<bool>,
-    pub decryption: &'static str,
-    pub http_version: Option<&'static str>,
+    pub decryption: Decryption,
+    pub http_version: Option<HttpVersion>,
     pub http_exchanges: u64,
     /// Null for `mcp-trace http` (no MCP stage).
     pub mcp_exchanges: Option<u64>,
@@ -34,27 +34,28 @@ pub struct ConnectionRow {
 
 impl From<&ConnectionRecord> for ConnectionRow {
     fn from(r: &ConnectionRecord) -> Self {
+        let (flow, tls) = (&r.flow, &r.tls);
         ConnectionRow {
-            tcp_stream: r.tcp_stream,
-            capture: r.capture.clone(),
-            client_addr: r.client.to_string(),
-            server_addr: r.server.to_string(),
-            first_ts: r.first_ts_ns.div_euclid(1000),
-            last_ts: r.last_ts_ns.div_euclid(1000),
-            packets: r.packets,
-            client_bytes: r.client_bytes,
-            server_bytes: r.server_bytes,
-            gap_bytes: r.gap_bytes,
-            ended_by: r.ended_by.as_str(),
-            tls_version: r.tls_version.clone(),
-            tls_cipher: r.tls_cipher.clone(),
-            tls_sni: r.tls_sni.clone(),
-            alpn: r.alpn.clone(),
-            tls_resumed: r.tls_resumed,
-            decryption: r.decryption,
-            http_version: r.http_version,
-            http_exchanges: r.http_exchanges,
-            mcp_exchanges: r.mcp_exchanges,
+            tcp_stream: flow.tcp_stream,
+            capture: flow.capture.clone(),
+            client_addr: flow.client.to_string(),
+            server_addr: flow.server.to_string(),
+            first_ts: flow.first_ts_ns.div_euclid(1000),
+            last_ts: flow.last_ts_ns.div_euclid(1000),
+            packets: flow.packets,
+            client_bytes: flow.client_bytes,
+            server_bytes: flow.server_bytes,
+            gap_bytes: flow.gap_bytes,
+            ended_by: flow.ended_by,
+            tls_version: tls.version.clone(),
+            tls_cipher: tls.cipher.clone(),
+            tls_sni: tls.sni.clone(),
+            alpn: tls.alpn.clone(),
+            tls_resumed: tls.resumed,
+            decryption: tls.decryption,
+            http_version: r.http.version,
+            http_exchanges: r.http.exchanges,
+            mcp_exchanges: r.mcp.exchanges,
         }
     }
 }
@@ -80,7 +81,10 @@ pub static NO_UNDECRYPTED: Undecrypted = Undecrypted {
 impl Undecrypted {
     /// Takes note of a connection if it was TLS and not decrypted.
     pub fn push(&mut self, row: &ConnectionRow) {
-        if matches!(row.decryption, "plaintext" | "decrypted") {
+        if matches!(
+            row.decryption,
+            Decryption::Plaintext | Decryption::Decrypted
+        ) {
             return;
         }
         self.total = self.total.saturating_add(1);
@@ -142,14 +146,15 @@ impl Table for ConnectionRow {
             Cell::U64(self.client_bytes),
             Cell::U64(self.server_bytes),
             Cell::U64(self.gap_bytes),
-            Cell::Str(self.ended_by),
+            Cell::Str(self.ended_by.as_str()),
             opt_str(&self.tls_version),
             opt_str(&self.tls_cipher),
             opt_str(&self.tls_sni),
             opt_str(&self.alpn),
             self.tls_resumed.map_or(Cell::Null, Cell::Bool),
-            Cell::Str(self.decryption),
-            self.http_version.map_or(Cell::Null, Cell::Str),
+            Cell::Str(self.decryption.as_str()),
+            self.http_version
+                .map_or(Cell::Null, |v| Cell::Str(v.as_str())),
             Cell::U64(self.http_exchanges),
             self.mcp_exchanges.map_or(Cell::Null, Cell::U64),
         ]
@@ -159,7 +164,6 @@ impl Table for ConnectionRow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::EndedBy;
     use crate::report::row::tests::assert_row_fits;
 
     fn record() -> ConnectionRecord {
@@ -169,13 +173,13 @@ mod tests {
             "[::1]:50000".parse().unwrap(),
             "[::1]:8443".parse().unwrap(),
         );
-        r.capture = "a.pcap".into();
-        r.first_ts_ns = 1_700_000_000_123_456_789;
-        r.last_ts_ns = 1_700_000_001_000_000_000;
-        r.ended_by = EndedBy::Rst;
-        r.decryption = "no_key";
-        r.tls_version = Some("TLS 1.3".into());
-        r.tls_resumed = Some(false);
+        r.flow.capture = "a.pcap".into();
+        r.flow.first_ts_ns = 1_700_000_000_123_456_789;
+        r.flow.last_ts_ns = 1_700_000_001_000_000_000;
+        r.flow.ended_by = EndedBy::Rst;
+        r.tls.decryption = Decryption::NoKey;
+        r.tls.version = Some("TLS 1.3".into());
+        r.tls.resumed = Some(false);
         r
     }
 
@@ -211,7 +215,7 @@ mod tests {
         assert_row_fits(&row);
         assert_eq!(row.client_addr, "[::1]:50000");
         assert_eq!(row.first_ts, 1_700_000_000_123_456);
-        assert_eq!(row.ended_by, "rst");
+        assert_eq!(row.ended_by.as_str(), "rst");
         assert_eq!(row.mcp_exchanges, None);
         assert_eq!(row.cells()[16], Cell::Str("no_key"));
     }
@@ -220,10 +224,10 @@ mod tests {
     fn the_undecrypted_list_keeps_the_lowest_streams_and_counts_the_rest() {
         let mut u = Undecrypted::default();
         let mut row = ConnectionRow::from(&record());
-        row.decryption = "decrypted";
+        row.decryption = Decryption::Decrypted;
         u.push(&row);
         assert_eq!(u.total, 0);
-        row.decryption = "no_key";
+        row.decryption = Decryption::NoKey;
         for stream in (0..30).rev() {
             row.tcp_stream = stream;
             u.push(&row);

@@ -5,7 +5,7 @@ use crate::anomaly::Stats;
 use crate::capture::InputInfo;
 use crate::mcp::retry::{FINDING_NAMES, findings_of};
 use crate::mcp::{Exchange, Layer, Outcome, RetryOrigin};
-use crate::tls::Decryption;
+use crate::stream::Decryption;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@
 
 use super::cipher::{Protection, suite};
 use super::decrypt::{Decryptor, InPlace};
-use super::facts::{Decryption, TlsBytes, TlsFacts, reason};
+use super::facts::{TlsBytes, TlsFacts, reason};
 use super::handshake::{
     ClientHello, HS_CERTIFICATE, HS_CLIENT_HELLO, HS_ENCRYPTED_EXTENSIONS, HS_END_OF_EARLY_DATA,
     HS_FINISHED, HS_KEY_UPDATE, HS_NEW_SESSION_TICKET, HS_SERVER_HELLO, HS_SERVER_HELLO_DONE,
@@ -20,11 +20,12 @@ use super::record::{
 };
 use super::session::SessionCache;
 use super::{MAX_FAILURES_IN_ROW, anomaly};
+use crate::stream::Decryption;
 use std::ops::Range;
 
 mod keys;
 use crate::anomaly::Stats;
-use crate::flow::{GapLen, Side, StreamEvent, StreamEventKind};
+use crate::stream::{GapLen, Side, StreamEvent, StreamEventKind};
 use keys::early_candidates;
 
 /// What the stage shares between connections: the secrets and the TLS 1.2 sessions seen.

@@ -5,47 +5,6 @@ use super::cipher::suite_name;
 use super::handshake::version_name;
 use std::collections::BTreeMap;
 
-/// The contract's `decryption` value of a connection (report-schema section 5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Decryption {
-    /// Never TLS: the bytes passed through untouched.
-    Plaintext,
-    /// TLS, and its records were decrypted.
-    Decrypted,
-    /// TLS, no secret for its client random (nor its session) in any key log.
-    NoKey,
-    /// TLS with a suite this stage does not decrypt.
-    UnsupportedCipher,
-    /// TLS whose ClientHello or ServerHello is not in the capture.
-    HandshakeNotCaptured,
-    /// TLS with keys, but its records did not authenticate.
-    DecryptFailed,
-}
-
-impl Decryption {
-    /// Every value, in the contract's order.
-    pub const ALL: [Decryption; 6] = [
-        Decryption::Plaintext,
-        Decryption::Decrypted,
-        Decryption::NoKey,
-        Decryption::UnsupportedCipher,
-        Decryption::HandshakeNotCaptured,
-        Decryption::DecryptFailed,
-    ];
-
-    /// The contract name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decryption::Plaintext => "plaintext",
-            Decryption::Decrypted => "decrypted",
-            Decryption::NoKey => "no_key",
-            Decryption::UnsupportedCipher => "unsupported_cipher",
-            Decryption::HandshakeNotCaptured => "handshake_not_captured",
-            Decryption::DecryptFailed => "decrypt_failed",
-        }
-    }
-}
-
 /// Handshake facts of a TLS connection (never a secret; the client random is public).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TlsFacts {

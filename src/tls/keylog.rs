@@ -7,6 +7,8 @@
 //! `Debug` output or message. Memory: at most [`MAX_KEYLOG_ENTRIES`] client
 //! randoms, lines longer than [`MAX_KEYLOG_LINE`] are malformed and not kept.
 
+use crate::anomaly::Stats;
+use crate::capture::CaptureSecrets;
 use crate::hashing::HashMap;
 use std::fmt;
 use std::io::BufRead;
@@ -429,6 +431,39 @@ fn hex_digit(c: u8) -> Option<u8> {
     }
 }
 
+/// The run summary's key log counts: the malformed lines of the `--keylog` files (`files`),
+/// then those of the capture's TLS Decryption Secrets Blocks, each named by the block's place
+/// among the run's blocks (`pcapng DSB #1:3`: its third line); at most
+/// [`MAX_REPORTED_LINES`] named in all (the count is exact). Counted once per run from the
+/// shared blocks, because every stage that decrypts reads its own copy of each block.
+pub fn count_malformed(files: &KeyLog, capture: &CaptureSecrets, stats: &mut Stats) {
+    let keys = files.stats();
+    stats.keylog_malformed_lines = stats.keylog_malformed_lines.saturating_add(keys.malformed);
+    let named = |(source, line): &(String, u64)| format!("{source}:{line}");
+    let mut at: Vec<String> = keys.malformed_lines.iter().map(named).collect();
+    at.append(&mut stats.keylog_malformed_at);
+    let mut blocks = 0u64;
+    capture.take_from(0, u64::MAX, |block| {
+        blocks = blocks.saturating_add(1);
+        if block.secrets_type != DSB_TLS_KEY_LOG {
+            return;
+        }
+        // Nothing is kept: only the lines are checked.
+        let mut probe = KeyLog::with_limit(0);
+        probe.add_decryption_secrets(
+            &format!("pcapng DSB #{blocks}"),
+            block.secrets_type,
+            &block.data,
+        );
+        let found = probe.stats();
+        stats.keylog_malformed_lines = stats.keylog_malformed_lines.saturating_add(found.malformed);
+        let room = MAX_REPORTED_LINES.saturating_sub(at.len());
+        at.extend(found.malformed_lines.iter().take(room).map(named));
+    });
+    at.truncate(MAX_REPORTED_LINES);
+    stats.keylog_malformed_at = at;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -621,5 +656,33 @@ mod tests {
         assert_eq!(s.malformed_lines.get(1), Some(&("big".to_string(), 11)));
         assert_eq!(log.len(), 500_000);
         assert_eq!(s.secrets + s.over_limit, 900_000);
+    }
+
+    #[test]
+    fn malformed_lines_of_a_decryption_secrets_block_are_counted_with_the_block_named() {
+        use crate::capture::SecretsBlock;
+        let random = "ab".repeat(32);
+        let good = format!("CLIENT_RANDOM {random} {}\n", "cd".repeat(48));
+        let block = format!("# comment\n{good}CLIENT_RANDOM nothex\n\nnot a key log line\n");
+        let secrets = CaptureSecrets::default();
+        secrets.append(SecretsBlock {
+            from_frame: 1,
+            secrets_type: 7,
+            data: b"not TLS at all\n".to_vec(),
+        });
+        secrets.append(SecretsBlock {
+            from_frame: 1,
+            secrets_type: DSB_TLS_KEY_LOG,
+            data: block.into_bytes(),
+        });
+        let mut stats = Stats::default();
+        count_malformed(&KeyLog::new(), &secrets, &mut stats);
+        assert_eq!(stats.keylog_malformed_lines, 2);
+        assert_eq!(
+            stats.keylog_malformed_at,
+            ["pcapng DSB #2:3", "pcapng DSB #2:5"]
+        );
+        // Nothing of the secrets reaches the stats.
+        assert!(!format!("{stats:?}").contains(&random));
     }
 }

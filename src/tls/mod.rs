@@ -2,8 +2,8 @@
 //! removed, as [`StreamEvent`]s, for the HTTP stage.
 //!
 //! In: the flow stage's [`StreamEvent`]s of each connection, both directions,
-//! in capture order; the secrets of key logs and Decryption Secrets Blocks
-//! ([`KeyLog`]). Out: for a connection that is not TLS, every event unchanged;
+//! in capture order; the secrets of key logs ([`KeyLog`]) and of the capture's
+//! Decryption Secrets Blocks ([`CaptureSecrets`], each taken for the packets after it). Out: for a connection that is not TLS, every event unchanged;
 //! for a TLS connection, `Opened`, `Fin`, `Rst` and `Closed` unchanged, and
 //! `Data` carrying decrypted application data only. A TLS connection that
 //! cannot be decrypted hands on no `Data` at all: nothing is guessed. Data that
@@ -37,7 +37,7 @@
 //! 4. After a gap the record reader looks for the next plausible header
 //!    within [`record::RESYNC_SCAN_LIMIT`] bytes, and the next record is tried
 //!    at the next [`decrypt::MAX_SEQ_SEARCH`] sequence numbers. The gap is
-//!    handed on as [`GapLen::Unknown`](crate::flow::GapLen): the plaintext length of lost records
+//!    handed on as [`GapLen::Unknown`](crate::stream::GapLen): the plaintext length of lost records
 //!    is unknown, and no number is made up.
 //! 5. A record that fails authentication is counted (`decrypt_failed`) and
 //!    skipped; after [`MAX_FAILURES_IN_ROW`] failures in a row the direction is
@@ -64,12 +64,13 @@ pub mod session;
 mod tests;
 
 pub use connection::{TlsConnection, TlsContext};
-pub use facts::{Decryption, TlsBytes, TlsFacts};
+pub use facts::{TlsBytes, TlsFacts};
 pub use keylog::{KeyLog, KeyLogStats};
 
 use crate::anomaly::Stats;
-use crate::flow::{ConnectionRecord, StreamEvent, StreamEventKind, StreamStage};
+use crate::capture::CaptureSecrets;
 use crate::hashing::HashMap;
+use crate::stream::{ConnectionRecord, Decryption, StreamEvent, StreamEventKind, StreamStage};
 use arcstr::ArcStr;
 use std::sync::Arc;
 
@@ -119,6 +120,9 @@ pub struct TlsStage {
     reports: Vec<ConnectionReport>,
     /// Keep the reports for [`TlsStage::take_reports`] (else they are only counted).
     keep_reports: bool,
+    /// The capture's Decryption Secrets Blocks, and how many of them are in the key log.
+    capture_secrets: CaptureSecrets,
+    secrets_taken: usize,
 }
 
 impl TlsStage {
@@ -140,14 +144,39 @@ impl TlsStage {
         }
     }
 
-    /// The secrets, to add those of Decryption Secrets Blocks as the capture is read
-    /// (copied first if another thread's stage shares them).
-    pub fn keylog_mut(&mut self) -> &mut KeyLog {
-        Arc::make_mut(&mut self.ctx.keylog)
+    /// The stage also reads the capture's Decryption Secrets Blocks from `secrets`, each for
+    /// the events of the frames after it.
+    pub fn with_capture_secrets(mut self, secrets: CaptureSecrets) -> TlsStage {
+        self.capture_secrets = secrets;
+        self
+    }
+
+    /// Adds the capture's blocks that apply to `frame` to the key log (copied first if
+    /// another thread's stage shares it).
+    fn take_capture_secrets(&mut self, frame: u64) {
+        let TlsStage {
+            ctx,
+            capture_secrets,
+            secrets_taken,
+            ..
+        } = self;
+        *secrets_taken = capture_secrets.take_from(*secrets_taken, frame, |block| {
+            // Other types (WireGuard, ZigBee, ...) are not TLS key logs: nothing to add.
+            if block.secrets_type == keylog::DSB_TLS_KEY_LOG {
+                Arc::make_mut(&mut ctx.keylog).add_decryption_secrets(
+                    "capture",
+                    block.secrets_type,
+                    &block.data,
+                );
+            }
+        });
     }
 
     /// Takes one flow event; appends the events for the next stage to `out`.
     pub fn push(&mut self, event: StreamEvent, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+        if self.capture_secrets.len() > self.secrets_taken {
+            self.take_capture_secrets(event.frame);
+        }
         let stream = event.stream;
         match event.kind {
             StreamEventKind::Opened { .. } => {
@@ -209,6 +238,7 @@ impl TlsStage {
 
     /// End of input: every connection still open hands on what it can.
     pub fn finish(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+        self.take_capture_secrets(u64::MAX);
         let mut streams: Vec<u64> = self
             .conns
             .keys()
@@ -290,17 +320,18 @@ fn closed_record(events: &mut [StreamEvent]) -> Option<&mut ConnectionRecord> {
 /// the flow stage's `plaintext` and no facts).
 fn fill_record(record: &mut ConnectionRecord, conn: &TlsConnection) {
     let decryption = conn.decryption();
-    record.decryption = decryption.as_str();
+    let tls = &mut record.tls;
+    tls.decryption = decryption;
     if decryption == Decryption::Plaintext {
         return;
     }
     let facts = conn.facts();
-    record.tls_version = facts.version_name().map(ArcStr::from);
-    record.tls_cipher = facts.cipher_name().map(ArcStr::from);
-    record.tls_sni = facts.sni.as_deref().map(ArcStr::from);
-    record.alpn = facts.alpn.as_deref().map(ArcStr::from);
+    tls.version = facts.version_name().map(ArcStr::from);
+    tls.cipher = facts.cipher_name().map(ArcStr::from);
+    tls.sni = facts.sni.as_deref().map(ArcStr::from);
+    tls.alpn = facts.alpn.as_deref().map(ArcStr::from);
     // Unknown (null) when the ServerHello was not captured.
-    record.tls_resumed = facts.resumed;
+    tls.resumed = facts.resumed;
 }
 
 fn count_connection(decryption: Decryption, stats: &mut Stats) {
@@ -325,13 +356,5 @@ impl StreamStage for TlsStage {
 
     fn held_since_us(&self) -> Option<i64> {
         self.earliest_held_ts().map(|ns| ns.div_euclid(1000))
-    }
-
-    fn add_capture_secrets(&mut self, secrets_type: u32, data: &[u8]) {
-        // Other types (WireGuard, ZigBee, ...) are not TLS key logs: nothing to add.
-        if secrets_type == keylog::DSB_TLS_KEY_LOG {
-            self.keylog_mut()
-                .add_decryption_secrets("capture", secrets_type, data);
-        }
     }
 }

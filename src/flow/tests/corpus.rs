@@ -6,6 +6,7 @@ use crate::anomaly::Stats;
 use crate::capture::{self, Source};
 use crate::decode::{Decoded, Decoder};
 use crate::flow::*;
+use crate::stream::*;
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
 const SLICE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/corpus");
@@ -131,16 +132,16 @@ fn zeek_reassembly_trace_flags_inconsistent_retransmissions() {
     assert_eq!(last.frame, 112);
     // The connection's record counts what the stream delivered and lost, as the run does.
     assert_eq!(
-        (record.client_bytes, record.gap_bytes),
+        (record.flow.client_bytes, record.flow.gap_bytes),
         (client.len() as u64, gaps)
     );
     assert_eq!(
-        record.client_bytes + record.server_bytes,
+        record.flow.client_bytes + record.flow.server_bytes,
         stats.tcp_payload_bytes
     );
-    assert_eq!(record.ended_by, EndedBy::Fin);
-    assert_eq!(record.tcp_stream, 0);
-    assert!(record.packets > 100 && record.first_ts_ns < record.last_ts_ns);
+    assert_eq!(record.flow.ended_by, EndedBy::Fin);
+    assert_eq!(record.flow.tcp_stream, 0);
+    assert!(record.flow.packets > 100 && record.flow.first_ts_ns < record.flow.last_ts_ns);
 }
 
 /// Zeek's conn.log for m57-long-49600: orig_bytes 373, resp_bytes 18307,

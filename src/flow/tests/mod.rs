@@ -6,6 +6,7 @@ mod proptests;
 use super::*;
 use crate::anomaly::Stats;
 use crate::decode::{Segment, TcpFlags};
+use crate::stream::*;
 
 const SEC: i64 = 1_000_000_000;
 
@@ -453,12 +454,16 @@ fn rst_flushes_then_closes() {
         panic!("{kinds:?}");
     };
     // The RST names how it ended; both sides' delivered bytes and the gap are counted.
-    assert_eq!(record.ended_by, EndedBy::Rst);
+    assert_eq!(record.flow.ended_by, EndedBy::Rst);
     assert_eq!(
-        (record.client_bytes, record.server_bytes, record.gap_bytes),
+        (
+            record.flow.client_bytes,
+            record.flow.server_bytes,
+            record.flow.gap_bytes
+        ),
         (6, 4, 3)
     );
-    assert_eq!(record.packets, 7);
+    assert_eq!(record.flow.packets, 7);
     assert_eq!(
         kinds,
         vec![

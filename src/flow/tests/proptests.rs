@@ -15,6 +15,7 @@
 use crate::anomaly::Stats;
 use crate::decode::{Segment, TcpFlags};
 use crate::flow::*;
+use crate::stream::*;
 use proptest::prelude::*;
 use std::net::SocketAddr;
 

@@ -36,7 +36,7 @@ use super::event::push_anomaly;
 use super::exchanges::{Emitted, Exchanges};
 use super::{BodyEnd, ConnInfo, ExchangeRef, HttpEvent, RequestHead};
 use crate::anomaly::Stats;
-use crate::flow::{CloseReason, GapLen, Side};
+use crate::stream::{CloseReason, GapLen, Side};
 use chunked::ChunkedDecoder;
 use std::collections::VecDeque;
 use std::sync::Arc;

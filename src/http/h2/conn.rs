@@ -17,10 +17,10 @@ use super::frames::{
 use super::hpack::Decoder;
 use super::stream::Stream;
 use crate::anomaly::Stats;
-use crate::flow::{CloseReason, GapLen, Side};
 use crate::hashing::HashMap;
 use crate::http::exchanges::Exchanges;
 use crate::http::{BodyEnd, ConnInfo, HttpEvent, HttpLimits};
+use crate::stream::{CloseReason, GapLen, Side};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 

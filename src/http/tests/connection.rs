@@ -2,8 +2,10 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use crate::anomaly::Stats;
-use crate::flow::{CloseReason, ConnectionRecord, Side, StreamEvent, StreamEventKind, StreamStage};
 use crate::http::{HttpEvent, HttpStage};
+use crate::stream::{
+    CloseReason, ConnectionRecord, Side, StreamEvent, StreamEventKind, StreamStage,
+};
 
 fn at(ms: i64, kind: StreamEventKind) -> StreamEvent {
     StreamEvent {
@@ -42,7 +44,7 @@ fn run(events: Vec<StreamEventKind>) -> Vec<HttpEvent> {
         stage.push(at(ms, kind), &mut stats, &mut out);
     }
     let mut record = ConnectionRecord::new(3, 1, client, server);
-    (record.client_bytes, record.server_bytes) = (100, 7);
+    (record.flow.client_bytes, record.flow.server_bytes) = (100, 7);
     let closed = StreamEventKind::Closed {
         reason: CloseReason::Finished,
         record: Box::new(record),
@@ -80,10 +82,13 @@ fn the_record_comes_last_with_the_version_and_every_exchange_that_ended() {
         .count();
     assert_eq!(ends, 2);
     let record = last_record(&out);
-    assert_eq!(record.http_version, Some("HTTP/1.0"));
-    assert_eq!(record.http_exchanges, 2);
-    assert_eq!(record.capture, "b.pcap");
-    assert_eq!((record.client_bytes, record.server_bytes), (100, 7));
+    assert_eq!(record.http.version.map(|v| v.as_str()), Some("HTTP/1.0"));
+    assert_eq!(record.http.exchanges, 2);
+    assert_eq!(record.flow.capture, "b.pcap");
+    assert_eq!(
+        (record.flow.client_bytes, record.flow.server_bytes),
+        (100, 7)
+    );
     let closed = out
         .iter()
         .filter(|e| matches!(e, HttpEvent::ConnectionClosed(_)))
@@ -99,8 +104,8 @@ fn a_connection_without_http_has_no_version_and_no_exchanges() {
     )]);
     assert_eq!(out.len(), 1);
     let record = last_record(&out);
-    assert_eq!((record.http_version, record.http_exchanges), (None, 0));
-    assert_eq!(record.capture, "b.pcap");
+    assert_eq!((record.http.version, record.http.exchanges), (None, 0));
+    assert_eq!(record.flow.capture, "b.pcap");
 }
 
 #[test]
@@ -111,10 +116,13 @@ fn sides_swapped_by_http_are_swapped_in_the_record() {
         data(Side::Client, "HTTP/1.1 204 No Content\r\n\r\n"),
     ]);
     let record = last_record(&out);
-    assert_eq!(record.client.to_string(), "10.0.0.2:443");
-    assert_eq!(record.server.to_string(), "10.0.0.1:40000");
-    assert_eq!((record.client_bytes, record.server_bytes), (7, 100));
-    assert_eq!(record.http_exchanges, 1);
+    assert_eq!(record.flow.client.to_string(), "10.0.0.2:443");
+    assert_eq!(record.flow.server.to_string(), "10.0.0.1:40000");
+    assert_eq!(
+        (record.flow.client_bytes, record.flow.server_bytes),
+        (7, 100)
+    );
+    assert_eq!(record.http.exchanges, 1);
 }
 
 #[test]

@@ -14,8 +14,8 @@
 //! - `#swapped` the flow guessed the sides wrong (server bytes arrive as `Client`).
 
 use crate::anomaly::Stats;
-use crate::flow::{CloseReason, GapLen, Side, StreamEvent, StreamEventKind, StreamStage};
 use crate::http::*;
+use crate::stream::{CloseReason, GapLen, Side, StreamEvent, StreamEventKind, StreamStage};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone)]
@@ -191,7 +191,7 @@ fn events(f: &Fixture, cut: &dyn Fn(usize) -> Vec<usize>) -> Vec<StreamEvent> {
             Block::Gap(side, len) => push(
                 StreamEventKind::Gap {
                     side: flip(*side),
-                    len: crate::flow::GapLen::Bytes(*len),
+                    len: crate::stream::GapLen::Bytes(*len),
                 },
                 ts_ns,
                 frame,

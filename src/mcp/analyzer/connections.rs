@@ -7,8 +7,8 @@
 //! the records of the connections that closed while rows of theirs or of an earlier closed
 //! one were still held (held rows are bounded by the release rules of `release.rs`).
 
-use crate::flow::ConnectionRecord;
 use crate::hashing::HashMap;
+use crate::stream::ConnectionRecord;
 use std::collections::VecDeque;
 
 #[derive(Debug, Default)]
@@ -67,7 +67,7 @@ impl ConnectionRows {
                 return;
             };
             let released = self.tallies.remove(&conn).map_or(0, |t| t.released);
-            record.mcp_exchanges = Some(released);
+            record.mcp.exchanges = Some(released);
             self.ready.push(*record);
         }
     }
@@ -90,10 +90,9 @@ mod tests {
     use super::*;
 
     fn record(stream: u64) -> Box<ConnectionRecord> {
-        Box::new(ConnectionRecord {
-            tcp_stream: stream,
-            ..ConnectionRecord::default()
-        })
+        let mut record = ConnectionRecord::default();
+        record.flow.tcp_stream = stream;
+        Box::new(record)
     }
 
     #[test]
@@ -110,7 +109,7 @@ mod tests {
         c.left(1, true);
         let ready = c.take_ready();
         assert_eq!(ready.len(), 1);
-        assert_eq!(ready[0].mcp_exchanges, Some(2));
+        assert_eq!(ready[0].mcp.exchanges, Some(2));
         assert!(c.tallies.is_empty());
     }
 
@@ -123,7 +122,7 @@ mod tests {
         // Connection 2 has no rows, but waits for connection 1's last row.
         assert!(c.take_ready().is_empty());
         c.left(1, true);
-        let streams: Vec<u64> = c.take_ready().iter().map(|r| r.tcp_stream).collect();
+        let streams: Vec<u64> = c.take_ready().iter().map(|r| r.flow.tcp_stream).collect();
         assert_eq!(streams, [1, 2]);
     }
 
@@ -135,7 +134,7 @@ mod tests {
         c.made(77);
         let out = c.finish();
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].mcp_exchanges, Some(0));
+        assert_eq!(out[0].mcp.exchanges, Some(0));
         assert!(c.tallies.is_empty() && c.closing.is_empty());
     }
 
@@ -144,7 +143,7 @@ mod tests {
         let mut c = ConnectionRows::default();
         c.closed(4, record(4));
         let ready = c.take_ready();
-        assert_eq!(ready[0].mcp_exchanges, Some(0));
+        assert_eq!(ready[0].mcp.exchanges, Some(0));
         assert!(c.tallies.is_empty());
     }
 }

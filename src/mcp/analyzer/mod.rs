@@ -71,9 +71,9 @@ use super::session::{DerivedSessions, SessionInfo};
 use super::texts::Texts;
 use super::{Exchange, InferenceConfig};
 use crate::anomaly::Stats;
-use crate::flow::ConnectionRecord;
 use crate::hashing::{HashMap, HashSet};
 use crate::http::{BodyEnd, HttpEvent};
+use crate::stream::ConnectionRecord;
 use arcstr::ArcStr;
 use connections::ConnectionRows;
 use detect::LegacySession;
@@ -240,7 +240,7 @@ impl Analyzer {
                 self.on_no_response(key, end);
             }
             HttpEvent::ConnectionClosed(record) => {
-                self.connection_rows.closed(record.tcp_stream, record);
+                self.connection_rows.closed(record.flow.tcp_stream, record);
             }
         }
     }

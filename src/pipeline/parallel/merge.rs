@@ -3,7 +3,7 @@
 
 use super::{EventSink, FromWorker, Ledger, Stop};
 use crate::anomaly::Stats;
-use crate::pipeline::{Event, Item};
+use crate::pipeline::packets::{Event, Item};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;

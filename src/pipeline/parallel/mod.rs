@@ -45,12 +45,14 @@ mod reader;
 mod tests;
 mod worker;
 
-use super::{Event, Item, ReadTotals, RunError};
+use super::RunError;
+use super::packets::{Event, Item, ReadTotals};
 use crate::anomaly::Stats;
 use crate::capture::Merger;
-use crate::flow::{FlowLimits, StreamEvent, StreamStage};
+use crate::flow::FlowLimits;
 use crate::http::HttpEvent;
 use crate::mcp::{McpLimits, PreparedEvents};
+use crate::stream::{StreamEvent, StreamStage};
 use merge::consume;
 use reader::{Outbox, read_and_parse, read_and_shard};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -91,9 +93,6 @@ pub(super) type EventSink<'a, E> = dyn FnMut(Item, &mut Stats) -> Result<(), Run
 enum ToWorker {
     /// This worker's stream events of one round, each with its number.
     Round(Vec<(u64, StreamEvent)>),
-    /// A Decryption Secrets Block of the capture (type, data), for every worker's stages,
-    /// after the rounds before it and before those after it. No answer.
-    Secrets(u32, std::sync::Arc<[u8]>),
     /// End of input: flush the open connections.
     Finish,
 }

@@ -8,10 +8,11 @@ use super::{
 };
 use crate::anomaly::Stats;
 use crate::capture::Merger;
-use crate::flow::{FlowLimits, StreamEvent, StreamEventKind, StreamStage};
+use crate::flow::FlowLimits;
 use crate::http::HttpEvent;
 use crate::mcp::{McpLimits, PreparedEvents, Preparer};
-use crate::pipeline::{Event, ReadTotals, read_streams};
+use crate::pipeline::packets::{Event, ReadTotals, read_streams};
+use crate::stream::{StreamEvent, StreamEventKind, StreamStage};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::SyncSender;
 
@@ -26,34 +27,17 @@ pub(super) fn read_and_shard(
     let mut stats = Stats::default();
     let mut seq = 0u64;
     let mut round = Round::new(to_workers.len());
-    let totals = read_streams(
-        merger,
-        flow,
-        progress,
-        &mut stats,
-        &mut |events, secrets, _| {
-            if !secrets.is_empty() {
-                // The events before the secrets go first, so every worker sees them in order.
-                round.send(to_workers)?;
-                for (ty, data) in secrets {
-                    let data: std::sync::Arc<[u8]> = data.as_slice().into();
-                    for tx in to_workers {
-                        tx.send(ToWorker::Secrets(*ty, data.clone()))
-                            .map_err(|_| Gone)?;
-                    }
-                }
-            }
-            for ev in events.drain(..) {
-                round.add(seq, ev);
-                seq = seq.wrapping_add(1);
-            }
-            round.frames += 1;
-            if round.frames >= ROUND_FRAMES || round.bytes >= ROUND_BYTES {
-                round.send(to_workers)?;
-            }
-            Ok(())
-        },
-    )?;
+    let totals = read_streams(merger, flow, progress, &mut stats, &mut |events, _| {
+        for ev in events.drain(..) {
+            round.add(seq, ev);
+            seq = seq.wrapping_add(1);
+        }
+        round.frames += 1;
+        if round.frames >= ROUND_FRAMES || round.bytes >= ROUND_BYTES {
+            round.send(to_workers)?;
+        }
+        Ok(())
+    })?;
     round.send(to_workers)?;
     for tx in to_workers {
         tx.send(ToWorker::Finish).map_err(|_| Gone)?;
@@ -80,48 +64,39 @@ pub(super) fn read_and_parse<S: StreamStage<Output = HttpEvent>>(
     let mut bytes = 0usize;
     // Body bytes of the events in `batch`.
     let mut held = 0usize;
-    let totals = read_streams(
-        merger,
-        flow,
-        progress,
-        &mut stats,
-        &mut |events, secrets, stats| {
-            for (ty, data) in secrets {
-                stage.add_capture_secrets(*ty, data);
+    let totals = read_streams(merger, flow, progress, &mut stats, &mut |events, stats| {
+        for ev in events.drain(..) {
+            if let StreamEventKind::Data { bytes: b, .. } = &ev.kind {
+                bytes = bytes.saturating_add(b.len());
             }
-            for ev in events.drain(..) {
-                if let StreamEventKind::Data { bytes: b, .. } = &ev.kind {
-                    bytes = bytes.saturating_add(b.len());
-                }
-                stage.push(ev, stats, &mut out);
-                let body: usize = out.iter().map(body_bytes).sum();
-                bytes = bytes.saturating_add(body);
-                held = held.saturating_add(body);
-                let here = !adaptive || tx.caller_is_behind();
-                // One batch per round: the order is already the final one.
-                batch.extend(
-                    out.drain(..)
-                        .map(|h| (0, Event::new(h, preparer.as_mut().filter(|_| here)))),
-                );
+            stage.push(ev, stats, &mut out);
+            let body: usize = out.iter().map(body_bytes).sum();
+            bytes = bytes.saturating_add(body);
+            held = held.saturating_add(body);
+            let here = !adaptive || tx.caller_is_behind();
+            // One batch per round: the order is already the final one.
+            batch.extend(
+                out.drain(..)
+                    .map(|h| (0, Event::new(h, preparer.as_mut().filter(|_| here)))),
+            );
+        }
+        frames += 1;
+        if frames >= ROUND_FRAMES || bytes >= ROUND_BYTES {
+            frames = 0;
+            bytes = 0;
+            if !batch.is_empty() {
+                // The next round gets this one's room: growing it moves every event again.
+                let cap = batch.capacity();
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(cap));
+                tx.send(FromWorker::Round(
+                    full,
+                    stage.held_since_us(),
+                    std::mem::take(&mut held),
+                ))?;
             }
-            frames += 1;
-            if frames >= ROUND_FRAMES || bytes >= ROUND_BYTES {
-                frames = 0;
-                bytes = 0;
-                if !batch.is_empty() {
-                    // The next round gets this one's room: growing it moves every event again.
-                    let cap = batch.capacity();
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(cap));
-                    tx.send(FromWorker::Round(
-                        full,
-                        stage.held_since_us(),
-                        std::mem::take(&mut held),
-                    ))?;
-                }
-            }
-            Ok(())
-        },
-    )?;
+        }
+        Ok(())
+    })?;
     stage.finish(&mut stats, &mut out);
     batch.extend(out.drain(..).map(|h| (0, Event::new(h, preparer.as_mut()))));
     tx.send(FromWorker::Finished(batch, Box::default()))?;

@@ -2,10 +2,10 @@
 
 use super::{FromWorker, Gone, Ledger, ROUND_BYTES, ToWorker};
 use crate::anomaly::Stats;
-use crate::flow::StreamStage;
 use crate::http::HttpEvent;
 use crate::mcp::{McpLimits, PreparedEvents, Preparer};
-use crate::pipeline::Event;
+use crate::pipeline::packets::Event;
+use crate::stream::StreamStage;
 use std::sync::mpsc::{Receiver, SyncSender};
 
 /// One HTTP worker: a batch out for each batch in, tagged with the stream event's number.
@@ -44,7 +44,6 @@ pub(super) fn http_worker<S: StreamStage<Output = HttpEvent>>(
                 tx.send(FromWorker::Round(batch, unfinished, held))
                     .map_err(|_| Gone)?;
             }
-            ToWorker::Secrets(ty, data) => stage.add_capture_secrets(ty, &data),
             ToWorker::Finish => {
                 stage.finish(&mut stats, &mut out);
                 // `finish` flushes in stream order; the stream id orders them across workers.
@@ -78,7 +77,7 @@ fn conn_of(ev: &HttpEvent) -> u64 {
         | HttpEvent::ResponseBody { xref, .. }
         | HttpEvent::ResponseEnd { xref, .. }
         | HttpEvent::NoResponse { xref, .. } => xref,
-        HttpEvent::ConnectionClosed(record) => return record.tcp_stream,
+        HttpEvent::ConnectionClosed(record) => return record.flow.tcp_stream,
     };
     xref.conn.conn
 }

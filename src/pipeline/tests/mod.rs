@@ -2,7 +2,7 @@
 //! many interleaved connections, compared row by row (in streaming order) and stat by stat.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use super::{Config, RunError, RunTotals, analyze_streaming};
+use super::{Config, FnSink, RunError, RunTotals, analyze_into};
 use crate::capture::testing::TcpConn;
 use serde_json::Value;
 use std::convert::Infallible;
@@ -32,19 +32,16 @@ fn run_with_connections(paths: &[String], threads: usize) -> (Vec<Value>, Value,
     let cfg = config(paths, threads);
     let mut rows = Vec::new();
     let mut connections = Vec::new();
-    let totals: RunTotals = super::analyze_streaming_with_connections(
-        paths,
-        &cfg,
-        &mut |ex| {
-            rows.push(serde_json::to_value(&ex).unwrap());
-            Ok::<(), std::io::Error>(())
-        },
-        &mut |record| {
-            connections.push(format!("{record:?}"));
-            Ok(())
-        },
-    )
-    .unwrap_or_else(|e| panic!("{paths:?} threads={threads}: {e}"));
+    let on_row = |ex| {
+        rows.push(serde_json::to_value(&ex).unwrap());
+        Ok::<(), std::io::Error>(())
+    };
+    let on_connection = |record| {
+        connections.push(format!("{record:?}"));
+        Ok(())
+    };
+    let totals: RunTotals = analyze_into(paths, &cfg, &mut FnSink(on_row, on_connection))
+        .unwrap_or_else(|e| panic!("{paths:?} threads={threads}: {e}"));
     (
         rows,
         serde_json::to_value(&totals.stats).unwrap(),
@@ -62,7 +59,7 @@ fn http_events(paths: &[String], threads: usize) -> (Vec<String>, Value) {
         Some((cfg.mcp, crate::mcp::PreparedEvents::All)),
         &mut |item, _, _| {
             // Marks come as often as rounds, which differ with the thread count.
-            if let super::Item::Event(ev) = item {
+            if let super::packets::Item::Event(ev) = item {
                 events.push(format!("{ev:?}"));
             }
             Ok::<(), RunError<Infallible>>(())
@@ -409,13 +406,18 @@ fn sink_error_stops_a_threaded_run() {
             ..Config::default()
         };
         let mut seen = 0;
-        let res = analyze_streaming(&[path.to_string_lossy().into_owned()], &cfg, &mut |_| {
+        let on_row = |_| {
             seen += 1;
             if seen == 3 {
                 return Err(std::io::Error::other("disk full"));
             }
             Ok(())
-        });
+        };
+        let res = analyze_into(
+            &[path.to_string_lossy().into_owned()],
+            &cfg,
+            &mut FnSink(on_row, |_| Ok(())),
+        );
         match res {
             Err(RunError::Sink(e)) => assert_eq!(e.to_string(), "disk full"),
             other => panic!("expected the sink's error, got {other:?}"),
@@ -430,9 +432,11 @@ fn missing_input_fails_before_threads_start() {
         threads: 2,
         ..Config::default()
     };
-    let res = analyze_streaming(&["/nonexistent/x.pcap".to_string()], &cfg, &mut |_| {
-        Ok::<(), std::io::Error>(())
-    });
+    let res = analyze_into(
+        &["/nonexistent/x.pcap".to_string()],
+        &cfg,
+        &mut FnSink(|_| Ok::<(), std::io::Error>(()), |_| Ok(())),
+    );
     assert!(matches!(res, Err(RunError::Capture(_))), "{res:?}");
 }
 
@@ -494,25 +498,4 @@ fn a_slow_upload_keeps_its_place_ahead_of_quicker_exchanges() {
     // The slow request ends about 550 ms after its first byte, well after the others began.
     let others_begin = T0_US + 60_000 + 12_000;
     assert!(slow_start < others_begin && others_begin + 500_000 < slow_start + 600_000);
-}
-
-#[test]
-fn malformed_lines_of_a_decryption_secrets_block_are_counted_with_the_block_named() {
-    use crate::tls::keylog::DSB_TLS_KEY_LOG;
-    let random = "ab".repeat(32);
-    let good = format!("CLIENT_RANDOM {random} {}\n", "cd".repeat(48));
-    let block = format!("# comment\n{good}CLIENT_RANDOM nothex\n\nnot a key log line\n");
-    let other = (7u32, b"not TLS at all\n".to_vec());
-    let secrets = [other, (DSB_TLS_KEY_LOG, block.into_bytes())];
-    let mut stats = crate::anomaly::Stats::default();
-    let mut blocks = 0;
-    super::count_malformed_secrets(&secrets, &mut blocks, &mut stats);
-    assert_eq!(blocks, 2);
-    assert_eq!(stats.keylog_malformed_lines, 2);
-    assert_eq!(
-        stats.keylog_malformed_at,
-        ["pcapng DSB #2:3", "pcapng DSB #2:5"]
-    );
-    // Nothing of the secrets reaches the stats.
-    assert!(!format!("{stats:?}").contains(&random));
 }

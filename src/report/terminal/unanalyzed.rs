@@ -113,7 +113,7 @@ pub(super) fn write_unanalyzed(p: Painter, out: &mut String, info: &RunInfo) {
                     plain(format!("{} → {}", c.client_addr, c.server_addr)),
                     plain(c.tls_sni.as_deref().unwrap_or("-").to_string()),
                     plain(c.tls_version.as_deref().unwrap_or("-").to_string()),
-                    Text(c.decryption.to_string(), Style::Warn),
+                    Text(c.decryption.as_str().to_string(), Style::Warn),
                 ]
             })
             .collect();

@@ -8,7 +8,8 @@
 
 use crate::capture::{self, Source};
 use crate::decode::{Decoded, Decoder};
-use crate::flow::{FlowLimits, FlowTable, Side};
+use crate::flow::{FlowLimits, FlowTable};
+use crate::stream::Side;
 use crate::tls::*;
 use std::collections::BTreeMap;
 

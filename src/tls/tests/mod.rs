@@ -17,7 +17,7 @@ use super::schedule::tests::{
 };
 use super::schedule::{HashAlg, tls12_key_block, tls13_traffic_keys};
 use super::*;
-use crate::flow::{CloseReason, GapLen, Side};
+use crate::stream::{CloseReason, GapLen, Side};
 use std::net::SocketAddr;
 
 const RFC8448_CLIENT_RANDOM: &str =
@@ -223,18 +223,18 @@ fn rfc8448_connection_is_decrypted() {
     );
     // The connection's record gets the handshake facts as `Closed` passes.
     let record = closed_record(&run);
-    assert_eq!(record.decryption, "decrypted");
-    assert_eq!(record.tls_version.as_deref(), Some("TLS 1.3"));
-    assert_eq!(record.tls_cipher.as_deref(), Some("TLS_AES_128_GCM_SHA256"));
-    assert_eq!(record.tls_sni.as_deref(), Some("server"));
+    assert_eq!(record.tls.decryption.as_str(), "decrypted");
+    assert_eq!(record.tls.version.as_deref(), Some("TLS 1.3"));
+    assert_eq!(record.tls.cipher.as_deref(), Some("TLS_AES_128_GCM_SHA256"));
+    assert_eq!(record.tls.sni.as_deref(), Some("server"));
     assert_eq!(
-        (record.alpn.as_deref(), record.tls_resumed),
+        (record.tls.alpn.as_deref(), record.tls.resumed),
         (None, Some(false))
     );
 }
 
 /// The record the `Closed` event of a run carries.
-fn closed_record(run: &Run) -> &crate::flow::ConnectionRecord {
+fn closed_record(run: &Run) -> &crate::stream::ConnectionRecord {
     match run.out.last().map(|e| &e.kind) {
         Some(StreamEventKind::Closed { record, .. }) => record,
         other => panic!("last event {other:?}"),
@@ -348,9 +348,9 @@ fn without_key_nothing_is_handed_on() {
             .any(|e| matches!(e.kind, StreamEventKind::Decrypted { .. }))
     );
     let record = closed_record(&run);
-    assert_eq!(record.decryption, "no_key");
-    assert_eq!(record.tls_version.as_deref(), Some("TLS 1.3"));
-    assert_eq!(record.tls_sni.as_deref(), Some("server"));
+    assert_eq!(record.tls.decryption.as_str(), "no_key");
+    assert_eq!(record.tls.version.as_deref(), Some("TLS 1.3"));
+    assert_eq!(record.tls.sni.as_deref(), Some("server"));
 }
 
 #[test]
@@ -406,8 +406,8 @@ fn plaintext_passes_through_untouched() {
         }));
     assert_eq!(run.report.bytes, TlsBytes::default());
     let record = closed_record(&run);
-    assert_eq!(record.decryption, "plaintext");
-    assert_eq!((&record.tls_version, record.tls_resumed), (&None, None));
+    assert_eq!(record.tls.decryption.as_str(), "plaintext");
+    assert_eq!((&record.tls.version, record.tls.resumed), (&None, None));
 }
 
 #[test]

@@ -3,7 +3,8 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use mcp_trace::anomaly::Stats;
-use mcp_trace::flow::{FlowLimits, FlowTable, StreamEventKind};
+use mcp_trace::flow::{FlowLimits, FlowTable};
+use mcp_trace::stream::StreamEventKind;
 use std::collections::HashMap;
 
 fuzz_target!(|data: &[u8]| {

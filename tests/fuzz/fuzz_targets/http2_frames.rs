@@ -4,8 +4,8 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use mcp_trace::anomaly::Stats;
-use mcp_trace::flow::{Side, StreamEvent, StreamEventKind, StreamStage};
 use mcp_trace::http::{HttpEvent, HttpStage};
+use mcp_trace::stream::{Side, StreamEvent, StreamEventKind, StreamStage};
 use std::collections::HashMap;
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

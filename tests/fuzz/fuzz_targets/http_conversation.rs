@@ -3,8 +3,8 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use mcp_trace::anomaly::Stats;
-use mcp_trace::flow::StreamStage;
 use mcp_trace::http::{HttpEvent, HttpStage};
+use mcp_trace::stream::StreamStage;
 use std::collections::HashMap;
 
 fuzz_target!(|data: &[u8]| {

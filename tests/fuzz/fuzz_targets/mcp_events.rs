@@ -3,10 +3,10 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use mcp_trace::anomaly::Stats;
-use mcp_trace::flow::StreamStage;
 use mcp_trace::http::HttpStage;
 use mcp_trace::mcp::{Analyzer, InferenceConfig};
 use mcp_trace::report::Table;
+use mcp_trace::stream::StreamStage;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {

@@ -4,8 +4,9 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use mcp_trace::anomaly::Stats;
-use mcp_trace::flow::{Side, StreamEvent, StreamEventKind, StreamStage};
-use mcp_trace::tls::{Decryption, KeyLog, TlsStage, keylog::DSB_TLS_KEY_LOG};
+use mcp_trace::capture::{CaptureSecrets, SecretsBlock};
+use mcp_trace::stream::{Decryption, Side, StreamEvent, StreamEventKind, StreamStage};
+use mcp_trace::tls::{KeyLog, TlsStage, keylog::DSB_TLS_KEY_LOG};
 use std::collections::HashMap;
 
 /// Per stream and side: bytes in, bytes out.
@@ -28,9 +29,13 @@ fn side_index(side: Side) -> usize {
 fuzz_target!(|data: &[u8]| {
     let input = mcp_trace_fuzz::tls_input(data);
     let mut stage = if input.as_capture_secrets {
-        let mut stage = TlsStage::new(KeyLog::new());
-        stage.add_capture_secrets(DSB_TLS_KEY_LOG, &input.keylog_text);
-        stage
+        let secrets = CaptureSecrets::default();
+        secrets.append(SecretsBlock {
+            from_frame: 0,
+            secrets_type: DSB_TLS_KEY_LOG,
+            data: input.keylog_text.clone(),
+        });
+        TlsStage::new(KeyLog::new()).with_capture_secrets(secrets)
     } else {
         let mut keylog = KeyLog::new();
         keylog.add_text("fuzz", &input.keylog_text);

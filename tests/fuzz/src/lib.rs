@@ -7,10 +7,10 @@
 
 use mcp_trace::capture::Frame;
 use mcp_trace::decode::{Segment, TcpFlags};
-use mcp_trace::flow::{CloseReason, Side, StreamEvent, StreamEventKind};
 use mcp_trace::http::{
     BodyEnd, ConnInfo, ExchangeRef, Headers, HttpEvent, HttpRequest, RequestHead, ResponseHead,
 };
+use mcp_trace::stream::{CloseReason, Side, StreamEvent, StreamEventKind};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
@@ -220,7 +220,7 @@ pub fn stream_events(data: &[u8]) -> Vec<StreamEvent> {
                 }
                 StreamEventKind::Gap {
                     side,
-                    len: mcp_trace::flow::GapLen::Bytes(len),
+                    len: mcp_trace::stream::GapLen::Bytes(len),
                 }
             }
             4 | 5 => {

@@ -2,8 +2,8 @@
 //! version and the stream id), and an `Upgrade: h2c` connection reads on as HTTP/2.
 
 use super::{block, client_start, frame, joined, run, server_start, settings};
-use crate::flow::Side;
 use crate::http::h2::frames::{flag, kind};
+use crate::stream::Side;
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]

@@ -3,10 +3,10 @@
 
 use super::{block, client_start, enc, frame, request, server_start};
 use crate::anomaly::Stats;
-use crate::flow::{CloseReason, GapLen, Side};
 use crate::http::h2::conn::Conn;
 use crate::http::h2::frames::{flag, kind};
 use crate::http::{ConnInfo, HttpEvent, HttpLimits};
+use crate::stream::{CloseReason, GapLen, Side};
 use std::sync::Arc;
 
 fn conn(limits: HttpLimits) -> Conn {

@@ -7,8 +7,8 @@ mod hostile;
 
 use super::frames::{flag, kind};
 use crate::anomaly::Stats;
-use crate::flow::{CloseReason, GapLen, Side, StreamEvent, StreamEventKind, StreamStage};
 use crate::http::{HttpEvent, HttpLimits, HttpStage};
+use crate::stream::{CloseReason, GapLen, Side, StreamEvent, StreamEventKind, StreamStage};
 
 pub(crate) mod enc {
     //! The test encoder.

@@ -32,10 +32,6 @@ pub trait StreamStage {
     /// that begins a unit the next stage times (an HTTP request) starts at or after it, or
     /// at or after the event that completes it.
     fn held_since_us(&self) -> Option<i64>;
-
-    /// Secrets from the capture itself (a pcapng Decryption Secrets Block: its type and
-    /// data), before the packets they apply to. Only a decrypting stage uses them.
-    fn add_capture_secrets(&mut self, _secrets_type: u32, _data: &[u8]) {}
 }
 
 /// Two stages in a row: `first`'s stream events go to `second`.
@@ -82,11 +78,6 @@ where
         self.second.finish(stats, out);
     }
 
-    fn add_capture_secrets(&mut self, secrets_type: u32, data: &[u8]) {
-        self.first.add_capture_secrets(secrets_type, data);
-        self.second.add_capture_secrets(secrets_type, data);
-    }
-
     fn held_since_us(&self) -> Option<i64> {
         match (self.first.held_since_us(), self.second.held_since_us()) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -99,7 +90,7 @@ where
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
-    use crate::flow::{CloseReason, Side, StreamEventKind};
+    use crate::stream::{CloseReason, Side, StreamEventKind};
 
     /// Holds each stream's data until its stream closes, then hands it on as one `Data`
     /// event (the shape of a stage that buffers records before it can decode them).

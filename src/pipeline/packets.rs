@@ -1,0 +1,106 @@
+//! The packet loop every thread count shares: capture read, decode and TCP reassembly,
+//! handing on the stream events of each frame ([`read_streams`]), and what the stream
+//! stages hand the sink ([`Item`]). `pipeline.rs` runs it with the stream chain on the
+//! caller's thread, `parallel/` on its reader thread.
+
+use crate::anomaly::Stats;
+use crate::capture::{InputInfo, Merger};
+use crate::decode::{Decoded, Decoder};
+use crate::flow::{FlowLimits, FlowTable};
+use crate::http::HttpEvent;
+use crate::mcp::{Prepared, Preparer};
+use crate::stream::StreamEvent;
+
+/// An HTTP event and, for `analyze`, the body work on it that needs no analyzer state, done
+/// on the thread that produced the event (see [`crate::mcp::Preparer`]).
+#[derive(Debug)]
+pub struct Event {
+    pub http: HttpEvent,
+    pub prepared: Option<Prepared>,
+}
+
+impl Event {
+    pub(super) fn new(http: HttpEvent, preparer: Option<&mut Preparer>) -> Event {
+        let prepared = preparer.and_then(|p| p.prepare(&http));
+        Event { http, prepared }
+    }
+}
+
+/// What the HTTP stages hand on, in one-thread order.
+// Items move once, from the HTTP stage to the sink: boxing every event would cost an
+// allocation per event for the rare marks' sake.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Item {
+    Event(Event),
+    /// Every HTTP request handed on after this started at or after `unfinished_from_us`
+    /// (the earliest request under way in the HTTP stages; `None`: none is), or at or after
+    /// the packet that completes it ([`crate::mcp::Analyzer::set_release_mark`]). Sent every
+    /// round of packets while the inputs are read in time order.
+    Mark {
+        unfinished_from_us: Option<i64>,
+    },
+}
+
+/// Takes (drains) the stream events of one frame.
+pub(super) type StreamSink<'a, X> =
+    dyn FnMut(&mut Vec<StreamEvent>, &mut Stats) -> Result<(), X> + 'a;
+
+/// Where the packet stages ended.
+pub(super) struct ReadTotals {
+    pub inputs: Vec<InputInfo>,
+    pub bytes_read: u64,
+}
+
+/// Capture read, decode and TCP reassembly: `emit` takes (drains) the stream events of each
+/// frame, then those of the end of input, in order.
+pub(super) fn read_streams<X>(
+    mut merger: Merger,
+    flow: FlowLimits,
+    progress: Option<&indicatif::ProgressBar>,
+    stats: &mut Stats,
+    emit: &mut StreamSink<'_, X>,
+) -> Result<ReadTotals, X> {
+    let mut decoder = Decoder::new();
+    let mut flows = FlowTable::new(flow);
+    let mut stream_events: Vec<StreamEvent> = Vec::new();
+    let mut frames_since_tick = 0u32;
+    let mut latest_ts_ns = i64::MIN;
+
+    while let Some(frame) = merger.next_frame_ref(stats) {
+        // Inputs are merged by time, so a step back comes from within one file
+        // (clock changes, reordered writes): latencies across it are unreliable.
+        if frame.ts_ns < latest_ts_ns {
+            stats.anomaly("capture.time_went_backwards");
+        }
+        latest_ts_ns = latest_ts_ns.max(frame.ts_ns);
+        if frame.is_truncated() {
+            stats.packets_truncated += 1;
+        }
+        match decoder.decode_ref(&frame) {
+            Decoded::Segment(segment) => {
+                stats.packets_decoded += 1;
+                flows.push(segment, stats, &mut stream_events);
+            }
+            Decoded::Held => stats.packets_decoded += 1,
+            Decoded::Skipped(reason) => stats.skip(reason.name()),
+        }
+        emit(&mut stream_events, stats)?;
+        frames_since_tick += 1;
+        if frames_since_tick >= 4096 {
+            frames_since_tick = 0;
+            if let Some(bar) = progress {
+                bar.set_position(merger.bytes_read());
+            }
+        }
+    }
+    for _ in 0..decoder.finish() {
+        stats.anomaly("decode.ip_fragment_incomplete");
+    }
+    flows.finish(stats, &mut stream_events);
+    emit(&mut stream_events, stats)?;
+    Ok(ReadTotals {
+        inputs: merger.infos(),
+        bytes_read: merger.bytes_read(),
+    })
+}
