@@ -33,6 +33,7 @@ pub mod h2;
 mod limits;
 mod log;
 pub mod pseudo;
+mod reader;
 pub mod redact;
 pub mod retry_after;
 mod router;
