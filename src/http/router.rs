@@ -11,7 +11,7 @@
 use super::HttpLimits;
 use super::h1::{
     self,
-    head::{
+    parse::{
         HEAD_LIMIT, Probe, START_LINE_LIMIT, Strictness, find_message_start, leading_empty_lines,
         probe,
     },

@@ -12,7 +12,7 @@
 //! heads.rs    the byte path: heads, resynchronisation, starting messages
 //! body.rs     bodies: framed reading, content decoding, finishing messages
 //! ends.rs     gaps (inside heads, bodies, or between messages) and the end of a direction
-//! head.rs     parsing and probing message heads
+//! parse.rs    parsing and probing message heads
 //! framing.rs  how long a body is (RFC 9112 §6.3)
 //! chunked.rs  the chunked transfer coding
 //! upgrade.rs  `Upgrade: h2c` answered `101`: the connection handed to HTTP/2
@@ -22,12 +22,12 @@ mod body;
 pub(super) mod chunked;
 mod ends;
 pub(super) mod framing;
-pub(super) mod head;
 mod heads;
+pub(super) mod parse;
 mod upgrade;
 
 pub use chunked::{CHUNK_EXTENSIONS_LIMIT, TRAILERS_LIMIT};
-pub use head::{HEAD_LIMIT, START_LINE_LIMIT};
+pub use parse::{HEAD_LIMIT, START_LINE_LIMIT};
 
 use super::HttpLimits;
 use super::decompress::ContentDecoder;

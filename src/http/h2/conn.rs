@@ -10,12 +10,12 @@
 //! - State is bounded: at most `HttpLimits::h2_streams` streams, header blocks by the head
 //!   limit, DATA streamed, SETTINGS/PING/resets counted per second (`flood.rs`).
 
+use super::exchange::Stream;
 use super::flood::{PING_RATE_LIMIT, Rate, SETTINGS_RATE_LIMIT};
 use super::frames::{
     DEFAULT_MAX_FRAME_SIZE, FrameHeader, FrameReader, Piece, be_u32, error_code_name, flag, kind,
 };
 use super::hpack::Decoder;
-use super::stream::Stream;
 use crate::anomaly::Stats;
 use crate::flow::GapLen;
 use crate::hashing::HashMap;
@@ -165,7 +165,7 @@ impl Conn {
                     Stream {
                         xref,
                         req: None,
-                        resp: super::stream::Resp::Awaiting,
+                        resp: super::exchange::Resp::Awaiting,
                     },
                 );
             }
