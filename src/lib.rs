@@ -8,11 +8,13 @@
 //! decode   Frame          -> Segment        link, IP (fragments), TCP headers
 //! flow     Segment        -> StreamEvent    TCP reassembly: ordered bytes and explicit gaps
 //! tls      StreamEvent    -> StreamEvent    records, handshake, key log, decryption
-//! http     StreamEvent    -> HttpEvent      router, HTTP/1.x (h1/), exchanges, content decoding
+//! http     StreamEvent    -> HttpEvent      router, HTTP/1.x (h1/), HTTP/2 (h2/), exchanges,
+//!                                           content decoding
 //! har      HAR entries    -> HttpEvent      a producer at http's level (recorded exchanges)
 //! rpc      body bytes     -> RpcMessage     JSON-RPC envelopes, incremental SSE
 //! mcp      HttpEvent      -> Exchange       sessions, pairing by id, classification, retries
-//! report   Exchange       -> files          JSONL, CSV, Parquet, sessions, summaries
+//! report   Exchange       -> files          JSONL, CSV, Parquet, terminal, HTML, OTLP spans,
+//!                                           sessions, summaries
 //! ```
 //!
 //! # Stage order

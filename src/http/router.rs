@@ -7,6 +7,9 @@
 //! client is the client), or the connection preface (`PRI * HTTP/2.0`) on any port, which
 //! marks the client (prior knowledge). The checks run only while a stream is undecided:
 //! an HTTP/1.x connection pays nothing for HTTP/2 afterwards.
+//!
+//! Once decided, every event goes through one [`ConnReader`], the flow's side turned into
+//! the HTTP direction; an [`Upgrade`] it returns starts the reader of the named protocol.
 
 use super::HttpLimits;
 use super::h1::{
