@@ -9,11 +9,13 @@
 //! decode   Frame          -> Segment        link, IP (fragments), TCP headers
 //! flow     Segment        -> StreamEvent    TCP reassembly: ordered bytes and explicit gaps
 //! tls      StreamEvent    -> StreamEvent    records, handshake, key log, decryption
-//! http     StreamEvent    -> HttpEvent      router, HTTP/1.x (h1/), exchanges, content decoding
+//! http     StreamEvent    -> HttpEvent      router, HTTP/1.x (h1/), HTTP/2 (h2/), exchanges,
+//!                                           content decoding
 //! har      HAR entries    -> HttpEvent      a producer at http's level (recorded exchanges)
 //! rpc      body bytes     -> RpcMessage     JSON-RPC envelopes, incremental SSE
 //! mcp      HttpEvent      -> Exchange       sessions, pairing by id, classification, retries
-//! report   Exchange       -> files          JSONL, CSV, Parquet, sessions, summaries
+//! report   Exchange       -> files          JSONL, CSV, Parquet, terminal, HTML, OTLP spans,
+//!                                           sessions, summaries
 //! ```
 //!
 //! # Stage order
@@ -24,9 +26,8 @@
 //! and no two files import each other in a circle (a `mod.rs` re-exporting its children
 //! aside). Outside the order:
 //!
-//! - `anomaly`, `buffers`, `hashing` and `timestamp` (and the test-only `testing`) are
-//!   shared utilities: every
-//!   stage may use them, and they use no stage (only each other);
+//! - `anomaly`, `buffers`, `display`, `hashing` and `timestamp` (and the test-only `testing`)
+//!   are shared utilities: every stage may use them, and they use no stage (only each other);
 //! - `cli` and `pipeline` (and the binary's `main`) wire the stages together: they may use
 //!   every module, and no stage or utility uses them.
 //!
@@ -44,6 +45,7 @@ pub mod buffers;
 pub mod capture;
 pub mod cli;
 pub mod decode;
+pub mod display;
 pub mod flow;
 pub mod har;
 pub mod hashing;

@@ -44,6 +44,29 @@ fn missing_file_is_exit_2() {
     assert_clean_failure(&out, "/nonexistent/capture.pcap");
 }
 
+/// The reason is said once (the error's message carries it; it is not its source too).
+#[test]
+fn an_unreadable_input_says_why_once() {
+    let out = mcp_trace(&["analyze", "/nonexistent.pcap"]);
+    assert_clean_failure(&out, "cannot open /nonexistent.pcap: ");
+    assert_eq!(
+        stderr(&out).matches("(os error 2)").count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_string_lossy().into_owned();
+    let out = mcp_trace(&["analyze", &path]);
+    assert_clean_failure(&out, &format!("{path}: read error: "));
+    assert_eq!(
+        stderr(&out).matches("(os error 21)").count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn empty_file_is_exit_2() {
     let dir = tempfile::tempdir().unwrap();

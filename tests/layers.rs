@@ -15,7 +15,14 @@ const STAGES: [&str; 10] = [
     "stream", "capture", "decode", "flow", "tls", "http", "har", "rpc", "mcp", "report",
 ];
 /// Shared utilities: any stage may import them; they import no stage (each other, yes).
-const UTILITIES: [&str; 5] = ["anomaly", "buffers", "hashing", "testing", "timestamp"];
+const UTILITIES: [&str; 6] = [
+    "anomaly",
+    "buffers",
+    "display",
+    "hashing",
+    "testing",
+    "timestamp",
+];
 /// Wiring: they import every stage, and no stage or utility imports them.
 const WIRING: [&str; 4] = ["cli", "pipeline", "main", "lib"];
 

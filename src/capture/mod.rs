@@ -121,27 +121,20 @@ pub struct InputInfo {
     pub error: Option<String>,
 }
 
-/// Errors that make an input unusable.
+/// Errors that make an input unusable. An I/O error is part of the message, not a
+/// `source()`, so that a printed chain shows it once.
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
-    #[error("cannot open {path}: {source}")]
-    Open {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("cannot open {path}: {error}")]
+    Open { path: String, error: std::io::Error },
     #[error("{path}: empty file")]
     Empty { path: String },
     #[error("{path}: not a pcap, pcapng or HAR file (first bytes {magic})")]
     UnknownFormat { path: String, magic: String },
     #[error("{path}: {reason}")]
     Malformed { path: String, reason: String },
-    #[error("{path}: read error: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{path}: read error: {error}")]
+    Io { path: String, error: std::io::Error },
 }
 
 /// Shared name of an input, cheap to clone into every record.

@@ -244,7 +244,7 @@ impl PacketReader {
                 self.done = true;
                 let err = CaptureError::Io {
                     path: self.info.name.clone(),
-                    source: e,
+                    error: e,
                 };
                 self.info.error = Some(err.to_string());
                 Err(err)

@@ -65,9 +65,9 @@ pub fn open(path: &str, input: usize) -> Result<Source, CaptureError> {
     let raw: Box<dyn Read + Send> = if path == "-" {
         Box::new(std::io::stdin())
     } else {
-        let f = std::fs::File::open(path).map_err(|source| CaptureError::Open {
+        let f = std::fs::File::open(path).map_err(|error| CaptureError::Open {
             path: path.to_string(),
-            source,
+            error,
         })?;
         Box::new(f)
     };
@@ -85,9 +85,9 @@ pub fn open_reader(
         inner: raw,
         count: Arc::clone(&counter),
     });
-    let io_err = |source| CaptureError::Io {
+    let io_err = |error| CaptureError::Io {
         path: name.to_string(),
-        source,
+        error,
     };
     let mut head = Vec::new();
     fill_to(&mut reader, &mut head, 4).map_err(io_err)?;

@@ -10,7 +10,8 @@
 //! ```text
 //! stage.rs       StreamEvents of every stream -> one Router per stream (the release watermark)
 //! router.rs      which side is the client, is this HTTP at all, bytes held until then;
-//!                hands the connection to its version
+//!                hands the connection to its version's reader, and to the next on an upgrade
+//! reader.rs      what the router asks of a reader (`ConnReader`), directions, `Upgrade`
 //! h1/            HTTP/1.x: heads, framing, chunked bodies, gaps and ends (RFC 9112)
 //! h2/            HTTP/2: frames, HPACK, streams as exchanges (RFC 9113, RFC 7541)
 //! exchanges.rs   version-neutral bookkeeping: exchange numbers, requests awaiting a
@@ -29,6 +30,7 @@ pub mod h2;
 mod limits;
 mod log;
 pub mod pseudo;
+mod reader;
 pub mod redact;
 pub mod retry_after;
 mod router;

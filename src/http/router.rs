@@ -7,16 +7,20 @@
 //! client is the client), or the connection preface (`PRI * HTTP/2.0`) on any port, which
 //! marks the client (prior knowledge). The checks run only while a stream is undecided:
 //! an HTTP/1.x connection pays nothing for HTTP/2 afterwards.
+//!
+//! Once decided, every event goes through one [`ConnReader`], the flow's side turned into
+//! the HTTP direction; an [`Upgrade`] it returns starts the reader of the named protocol.
 
 use super::HttpLimits;
 use super::h1::{
     self,
-    head::{
+    parse::{
         HEAD_LIMIT, Probe, START_LINE_LIMIT, Strictness, find_message_start, leading_empty_lines,
         probe,
     },
 };
 use super::h2;
+use super::reader::{ConnReader, Dir, Protocol, Upgrade, end_at_close};
 use super::{ConnInfo, HttpEvent};
 use crate::anomaly::Stats;
 use crate::stream::{CloseReason, ConnectionRecord, GapLen, HttpVersion, Side};
@@ -27,21 +31,32 @@ use std::sync::Arc;
 /// Bytes buffered per side before the side is known to be HTTP or not.
 const DETECT_LIMIT: usize = HEAD_LIMIT;
 
-/// A stream event held while the sides are not known yet.
+/// A stream event, as the router hands it to the connection's reader. Data, gaps and FINs
+/// are held while the sides are not known yet.
 #[derive(Debug)]
-enum Held {
+enum Event {
     Data {
         side: Side,
         ts_us: i64,
         frame: u64,
         bytes: Vec<u8>,
     },
+    /// `ts_us` `None`: held, timed by the reader's last delivery before it.
     Gap {
         side: Side,
         len: GapLen,
+        ts_us: Option<i64>,
     },
     Fin {
         side: Side,
+        ts_us: i64,
+    },
+    Rst {
+        side: Side,
+        ts_us: i64,
+    },
+    Close {
+        reason: CloseReason,
         ts_us: i64,
     },
 }
@@ -67,7 +82,7 @@ pub(super) struct Router {
     capture: ArcStr,
     limits: HttpLimits,
     route: Route,
-    held: Vec<Held>,
+    held: Vec<Event>,
     held_bytes: [usize; 2],
     /// The side's stream began with a gap (its first bytes are mid-message).
     starts_with_gap: [bool; 2],
@@ -188,11 +203,11 @@ impl Router {
         match &self.route {
             Route::NotHttp => None,
             Route::Undecided => self.held.iter().find_map(|h| match h {
-                Held::Data { ts_us, .. } => Some(*ts_us),
-                Held::Gap { .. } | Held::Fin { .. } => None,
+                Event::Data { ts_us, .. } => Some(*ts_us),
+                _ => None,
             }),
-            Route::Http1(conn) => conn.request_started_us(),
-            Route::Http2(conn) => conn.request_started_us(),
+            Route::Http1(conn) => conn.held_since_us(),
+            Route::Http2(conn) => conn.held_since_us(),
         }
     }
 
@@ -206,28 +221,21 @@ impl Router {
         out: &mut Vec<HttpEvent>,
     ) {
         self.last_ts_us = self.last_ts_us.max(ts_us);
-        match &mut self.route {
-            Route::NotHttp => {}
-            Route::Undecided => {
-                let i = side_index(side);
-                if let Some(n) = self.held_bytes.get_mut(i) {
-                    *n = n.saturating_add(bytes.len());
-                }
-                self.held.push(Held::Data {
-                    side,
-                    ts_us,
-                    frame,
-                    bytes,
-                });
-                self.decide(false, stats, out);
+        let len = bytes.len();
+        let ev = Event::Data {
+            side,
+            ts_us,
+            frame,
+            bytes,
+        };
+        if matches!(self.route, Route::Undecided) {
+            if let Some(n) = self.held_bytes.get_mut(side_index(side)) {
+                *n = n.saturating_add(len);
             }
-            Route::Http1(conn) => {
-                conn.on_data(side, bytes, ts_us, frame, stats, out);
-                if conn.switched() {
-                    self.switch_to_h2(stats, out);
-                }
-            }
-            Route::Http2(conn) => conn.on_data(side, bytes, ts_us, frame, stats, out),
+            self.held.push(ev);
+            self.decide(false, stats, out);
+        } else {
+            self.deliver(ev, stats, out);
         }
     }
 
@@ -240,29 +248,30 @@ impl Router {
         out: &mut Vec<HttpEvent>,
     ) {
         self.last_ts_us = self.last_ts_us.max(ts_us);
-        match &mut self.route {
-            Route::NotHttp => {}
-            Route::Undecided => {
-                let i = side_index(side);
-                if self.held_bytes.get(i).copied().unwrap_or_default() == 0
-                    && let Some(g) = self.starts_with_gap.get_mut(i)
-                {
-                    *g = true;
-                }
-                self.held.push(Held::Gap { side, len });
+        if matches!(self.route, Route::Undecided) {
+            let i = side_index(side);
+            if self.held_bytes.get(i).copied().unwrap_or_default() == 0
+                && let Some(g) = self.starts_with_gap.get_mut(i)
+            {
+                *g = true;
             }
-            Route::Http1(conn) => conn.on_gap(side, len, ts_us, stats, out),
-            Route::Http2(conn) => conn.on_gap(side, len, ts_us, stats, out),
+            self.held.push(Event::Gap {
+                side,
+                len,
+                ts_us: None,
+            });
+        } else {
+            let ts_us = Some(ts_us);
+            self.deliver(Event::Gap { side, len, ts_us }, stats, out);
         }
     }
 
     pub fn on_fin(&mut self, side: Side, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
         self.last_ts_us = self.last_ts_us.max(ts_us);
-        match &mut self.route {
-            Route::NotHttp => {}
-            Route::Undecided => self.held.push(Held::Fin { side, ts_us }),
-            Route::Http1(conn) => conn.on_fin(side, ts_us, stats, out),
-            Route::Http2(conn) => conn.on_fin(side, ts_us, stats, out),
+        if matches!(self.route, Route::Undecided) {
+            self.held.push(Event::Fin { side, ts_us });
+        } else {
+            self.deliver(Event::Fin { side, ts_us }, stats, out);
         }
     }
 
@@ -271,11 +280,7 @@ impl Router {
         if matches!(self.route, Route::Undecided) {
             self.decide(true, stats, out);
         }
-        match &mut self.route {
-            Route::Http1(conn) => conn.on_rst(side, ts_us, stats, out),
-            Route::Http2(conn) => conn.on_rst(side, ts_us, stats, out),
-            Route::Undecided | Route::NotHttp => {}
-        }
+        self.deliver(Event::Rst { side, ts_us }, stats, out);
     }
 
     /// The stream is over; flushes everything still open.
@@ -289,11 +294,65 @@ impl Router {
         if matches!(self.route, Route::Undecided) {
             self.decide(true, stats, out);
         }
+        self.deliver(Event::Close { reason, ts_us }, stats, out);
+    }
+
+    /// The connection's reader, once the stream is known to be HTTP.
+    fn reader(&mut self) -> Option<&mut dyn ConnReader> {
         match &mut self.route {
-            Route::Http1(conn) => conn.on_close(reason, ts_us, stats, out),
-            Route::Http2(conn) => conn.on_close(reason, ts_us, stats, out),
-            Route::Undecided | Route::NotHttp => {}
+            Route::Http1(conn) => Some(conn),
+            Route::Http2(conn) => Some(conn.as_mut()),
+            Route::Undecided | Route::NotHttp => None,
         }
+    }
+
+    /// Hands `ev` to the connection's reader, with the flow's side turned into the HTTP
+    /// direction. After an upgrade the next reader takes over; an end (gap, FIN, RST,
+    /// close) that brought it is its too, while data after the switch came in the handover.
+    fn deliver(&mut self, ev: Event, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        let swapped = self.swapped;
+        let dir = |side| Dir::of(side, swapped);
+        let Some(reader) = self.reader() else {
+            return;
+        };
+        let upgrade = match &ev {
+            Event::Data {
+                side,
+                ts_us,
+                frame,
+                bytes,
+            } => reader.on_data(dir(*side), bytes, *ts_us, *frame, stats, out),
+            Event::Gap { side, len, ts_us } => reader.on_gap(dir(*side), *len, *ts_us, stats, out),
+            Event::Fin { side, ts_us } => reader.on_fin(dir(*side), *ts_us, stats, out),
+            Event::Rst { side, ts_us } => reader.on_rst(dir(*side), *ts_us, stats, out),
+            Event::Close { reason, ts_us } => {
+                reader.on_close(end_at_close(*reason), *ts_us, stats, out)
+            }
+        };
+        let Some(upgrade) = upgrade else {
+            if let Event::Data { bytes, .. } = ev {
+                crate::buffers::recycle(bytes);
+            }
+            return;
+        };
+        self.upgrade(upgrade, stats, out);
+        match ev {
+            Event::Data { bytes, .. } => crate::buffers::recycle(bytes),
+            ev => self.deliver(ev, stats, out),
+        }
+    }
+
+    /// The connection goes on in another protocol: its reader takes over.
+    fn upgrade(&mut self, upgrade: Upgrade, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+        let Upgrade { protocol, handover } = upgrade;
+        self.route = match protocol {
+            Protocol::Http2 => Route::Http2(Box::new(h2::Conn::upgraded(
+                handover,
+                self.limits,
+                stats,
+                out,
+            ))),
+        };
     }
 
     /// Decides which side is the client from the first bytes of each side:
@@ -312,7 +371,7 @@ impl Router {
                 .held
                 .iter()
                 .filter_map(|h| match h {
-                    Held::Data { side: s, bytes, .. } if *s == side => Some(bytes.as_slice()),
+                    Event::Data { side: s, bytes, .. } if *s == side => Some(bytes.as_slice()),
                     _ => None,
                 })
                 .flatten()
@@ -371,21 +430,20 @@ impl Router {
             return;
         };
         let info = self.connection_info(swapped);
-        let mut conn = h1::Conn::new(info, swapped, self.limits);
+        let mut conn = h1::Conn::new(info, self.limits);
+        let mut leading_gap = self.starts_with_gap;
         for side in [Side::Client, Side::Server] {
-            if self
-                .starts_with_gap
+            if leading_gap
                 .get(side_index(side))
                 .copied()
                 .unwrap_or_default()
             {
-                conn.start_mid_message(side);
+                conn.start_mid_message(Dir::of(side, swapped));
             }
         }
         self.route = Route::Http1(conn);
-        let mut leading_gap = self.starts_with_gap;
         for h in std::mem::take(&mut self.held) {
-            if let Held::Gap { side, .. } = h {
+            if let Event::Gap { side, .. } = h {
                 let i = side_index(side);
                 // A leading gap was handled by starting mid-message.
                 if leading_gap.get(i).copied().unwrap_or_default() {
@@ -395,56 +453,8 @@ impl Router {
                     continue;
                 }
             }
-            self.replay(h, stats, out);
+            self.deliver(h, stats, out);
         }
-    }
-
-    /// A held event, to the connection's reader (HTTP/1.x may switch to HTTP/2 midway).
-    fn replay(&mut self, h: Held, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
-        match &mut self.route {
-            Route::Http1(conn) => {
-                match h {
-                    Held::Data {
-                        side,
-                        ts_us,
-                        frame,
-                        bytes,
-                    } => conn.replay_data(side, &bytes, ts_us, frame, stats, out),
-                    Held::Gap { side, len } => conn.replay_gap(side, len, stats, out),
-                    Held::Fin { side, ts_us } => conn.on_fin(side, ts_us, stats, out),
-                }
-                if conn.switched() {
-                    self.switch_to_h2(stats, out);
-                }
-            }
-            Route::Http2(conn) => match h {
-                Held::Data {
-                    side,
-                    ts_us,
-                    frame,
-                    bytes,
-                } => conn.replay_data(side, &bytes, ts_us, frame, stats, out),
-                Held::Gap { side, len } => conn.replay_gap(side, len, stats, out),
-                Held::Fin { side, ts_us } => conn.on_fin(side, ts_us, stats, out),
-            },
-            Route::Undecided | Route::NotHttp => {}
-        }
-    }
-
-    /// The HTTP/1.1 connection switched (`Upgrade: h2c`, `101`): HTTP/2 reads on.
-    fn switch_to_h2(&mut self, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
-        let Route::Http1(conn) = &mut self.route else {
-            return;
-        };
-        let Some(handover) = conn.take_handover() else {
-            return;
-        };
-        self.route = Route::Http2(Box::new(h2::Conn::upgraded(
-            handover,
-            self.limits,
-            stats,
-            out,
-        )));
     }
 }
 
@@ -468,7 +478,7 @@ impl Router {
             let mut first = [0u8; h2::PREFACE.len()];
             let mut n = 0usize;
             for h in &self.held {
-                if let Held::Data { side: s, bytes, .. } = h
+                if let Event::Data { side: s, bytes, .. } = h
                     && *s == side
                 {
                     for (dst, src) in first.iter_mut().skip(n).zip(bytes.iter()) {
@@ -519,19 +529,9 @@ impl Router {
 
     fn start_h2(&mut self, swapped: bool, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
         let info = self.connection_info(swapped);
-        let mut conn = Box::new(h2::Conn::new(info, swapped, self.limits));
+        self.route = Route::Http2(Box::new(h2::Conn::new(info, self.limits)));
         for h in std::mem::take(&mut self.held) {
-            match h {
-                Held::Data {
-                    side,
-                    ts_us,
-                    frame,
-                    bytes,
-                } => conn.replay_data(side, &bytes, ts_us, frame, stats, out),
-                Held::Gap { side, len } => conn.replay_gap(side, len, stats, out),
-                Held::Fin { side, ts_us } => conn.on_fin(side, ts_us, stats, out),
-            }
+            self.deliver(h, stats, out);
         }
-        self.route = Route::Http2(conn);
     }
 }

@@ -51,6 +51,7 @@ pub use tool_catalog::{
 };
 
 use crate::anomaly::Stats;
+use crate::display::{self, Cut, Escape};
 use crate::hashing::HashMap;
 use crate::mcp::{Exchange, InferenceConfig, Kind, Outcome, RetryOrigin};
 use index::{Prior, RecentRequests, session_hash_of};
@@ -656,19 +657,7 @@ fn ms(us: i64) -> i64 {
 /// A capture-supplied value cut to [`EVIDENCE_VALUE_MAX_CHARS`] chars, control characters
 /// escaped so the evidence stays one line.
 fn clip(s: &str) -> String {
-    let mut out = String::new();
-    for (n, c) in s.chars().enumerate() {
-        if n >= EVIDENCE_VALUE_MAX_CHARS {
-            out.push('…');
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    display::clip(s, Escape::Rust, Cut::Text(EVIDENCE_VALUE_MAX_CHARS))
 }
 
 #[cfg(test)]

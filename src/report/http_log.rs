@@ -8,6 +8,7 @@
 
 use super::csv;
 use super::row::{Cell, ColType, ColumnSpec, Table};
+use crate::display::{self, Cut, Escape};
 use crate::http::HttpRow;
 use crate::timestamp::format_rfc3339_us;
 use std::io::Write;
@@ -159,19 +160,7 @@ pub fn write_http_rows(
 
 /// Control characters shown as `\xHH`; long cells cut with `…`.
 fn table_cell(s: &str, max: usize) -> String {
-    let mut out = String::new();
-    for ch in s.chars() {
-        if ch.is_control() {
-            out.push_str(&format!("\\x{:02x}", u32::from(ch)));
-        } else {
-            out.push(ch);
-        }
-    }
-    if out.chars().count() > max {
-        let cut: String = out.chars().take(max.saturating_sub(1)).collect();
-        return format!("{cut}…");
-    }
-    out
+    display::clip(s, Escape::Hex, Cut::Shown(max))
 }
 
 #[cfg(test)]

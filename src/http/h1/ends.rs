@@ -1,6 +1,6 @@
 //! Gaps (inside heads, bodies, or between messages) and the end of a direction.
 
-use super::head::{leading_empty_lines, parse_response_head, parse_status_line};
+use super::parse::{leading_empty_lines, parse_response_head, parse_status_line};
 use super::*;
 use arcstr::ArcStr;
 

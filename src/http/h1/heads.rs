@@ -2,7 +2,7 @@
 //! request and response with its framing.
 
 use super::framing::{Framing, request_framing, response_framing};
-use super::head::{
+use super::parse::{
     Probe, Strictness, find_head_end, find_message_start, leading_empty_lines, parse_request_head,
     parse_response_head, probe,
 };

@@ -12,7 +12,7 @@
 //! heads.rs    the byte path: heads, resynchronisation, starting messages
 //! body.rs     bodies: framed reading, content decoding, finishing messages
 //! ends.rs     gaps (inside heads, bodies, or between messages) and the end of a direction
-//! head.rs     parsing and probing message heads
+//! parse.rs    parsing and probing message heads
 //! framing.rs  how long a body is (RFC 9112 §6.3)
 //! chunked.rs  the chunked transfer coding
 //! upgrade.rs  `Upgrade: h2c` answered `101`: the connection handed to HTTP/2
@@ -22,21 +22,21 @@ mod body;
 pub(super) mod chunked;
 mod ends;
 pub(super) mod framing;
-pub(super) mod head;
 mod heads;
+pub(super) mod parse;
 mod upgrade;
 
 pub use chunked::{CHUNK_EXTENSIONS_LIMIT, TRAILERS_LIMIT};
-pub use head::{HEAD_LIMIT, START_LINE_LIMIT};
-pub(super) use upgrade::Handover;
+pub use parse::{HEAD_LIMIT, START_LINE_LIMIT};
 
 use super::HttpLimits;
 use super::decompress::ContentDecoder;
 use super::event::push_anomaly;
 use super::exchanges::{Emitted, Exchanges};
+use super::reader::{ConnReader, Dir, Upgrade};
 use super::{BodyEnd, ConnInfo, ExchangeRef, HttpEvent, RequestHead};
 use crate::anomaly::Stats;
-use crate::stream::{CloseReason, GapLen, Side};
+use crate::stream::GapLen;
 use chunked::ChunkedDecoder;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -61,15 +61,6 @@ pub enum HttpError {
     ChunkExtensionsTooLong,
     #[error("trailer section longer than {TRAILERS_LIMIT} bytes")]
     TrailersTooLong,
-}
-
-/// Direction of HTTP messages (after side detection).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Dir {
-    /// Client to server: requests.
-    Req,
-    /// Server to client: responses.
-    Resp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,8 +190,6 @@ struct RespMsg {
 
 /// HTTP/1.x state of one connection.
 pub(super) struct Conn {
-    /// The flow's `Side::Client` is really the server.
-    swapped: bool,
     req: Reader,
     resp: Reader,
     req_msg: Option<ReqMsg>,
@@ -215,10 +204,8 @@ pub(super) struct Conn {
 }
 
 impl Conn {
-    /// `swapped`: the flow's `Side::Client` is the server (the router decided).
-    pub fn new(info: Arc<ConnInfo>, swapped: bool, limits: HttpLimits) -> Conn {
+    pub fn new(info: Arc<ConnInfo>, limits: HttpLimits) -> Conn {
         Conn {
-            swapped,
             req: Reader::new(),
             resp: Reader::new(),
             req_msg: None,
@@ -230,129 +217,10 @@ impl Conn {
         }
     }
 
-    /// `side`'s bytes begin mid-message (its stream began with a gap): look for a message
+    /// `dir`'s bytes begin mid-message (its stream began with a gap): look for a message
     /// start before reading a head.
-    pub fn start_mid_message(&mut self, side: Side) {
-        let dir = self.dir_of(side);
+    pub fn start_mid_message(&mut self, dir: Dir) {
         self.reader(dir).state = ReadState::Resync { line_start: false };
-    }
-
-    /// The first-byte time of a request this connection has begun and not yet handed on
-    /// as an [`HttpEvent::Request`], if it has one: a head being read, or a body being
-    /// read. Every request it hands on later started at or after this time, or at or after
-    /// the delivery that brings it.
-    pub fn request_started_us(&self) -> Option<i64> {
-        if let Some(msg) = &self.req_msg {
-            return Some(msg.ts_first_us);
-        }
-        if self.req.buf.is_empty() || self.req.state == ReadState::Dead {
-            return None;
-        }
-        // No mark for the buffer's start cannot happen; if it did, hold everything.
-        Some(self.req.first_mark((i64::MIN, 0)).0)
-    }
-
-    fn dir_of(&self, side: Side) -> Dir {
-        match (side, self.swapped) {
-            (Side::Client, false) | (Side::Server, true) => Dir::Req,
-            _ => Dir::Resp,
-        }
-    }
-
-    // ----- stream events -----
-
-    pub fn on_data(
-        &mut self,
-        side: Side,
-        bytes: Vec<u8>,
-        ts_us: i64,
-        frame: u64,
-        stats: &mut Stats,
-        out: &mut Vec<HttpEvent>,
-    ) {
-        self.replay_data(side, &bytes, ts_us, frame, stats, out);
-        crate::buffers::recycle(bytes);
-    }
-
-    /// [`Conn::on_data`] for bytes the router held (their buffer is not recycled).
-    pub fn replay_data(
-        &mut self,
-        side: Side,
-        bytes: &[u8],
-        ts_us: i64,
-        frame: u64,
-        stats: &mut Stats,
-        out: &mut Vec<HttpEvent>,
-    ) {
-        let dir = self.dir_of(side);
-        self.data(dir, bytes, ts_us, frame, stats, out);
-    }
-
-    pub fn on_gap(
-        &mut self,
-        side: Side,
-        len: GapLen,
-        ts_us: i64,
-        stats: &mut Stats,
-        out: &mut Vec<HttpEvent>,
-    ) {
-        let dir = self.dir_of(side);
-        self.gap(dir, len, ts_us, stats, out);
-    }
-
-    /// A gap the router held: it is timed by the last delivery before it.
-    pub fn replay_gap(
-        &mut self,
-        side: Side,
-        len: GapLen,
-        stats: &mut Stats,
-        out: &mut Vec<HttpEvent>,
-    ) {
-        let dir = self.dir_of(side);
-        let ts = self.reader(dir).marks.back().map_or(0, |m| m.1);
-        self.gap(dir, len, ts, stats, out);
-    }
-
-    /// A FIN from `side`: its direction ends.
-    pub fn on_fin(&mut self, side: Side, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
-        let dir = self.dir_of(side);
-        if dir == Dir::Req {
-            self.client_closed = true;
-        }
-        self.end_dir(dir, BodyEnd::Fin, ts_us, stats, out);
-    }
-
-    /// A RST from `side` aborts both directions.
-    pub fn on_rst(&mut self, side: Side, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
-        if self.dir_of(side) == Dir::Req {
-            self.client_closed = true;
-        }
-        self.end_dir(Dir::Req, BodyEnd::Rst, ts_us, stats, out);
-        self.end_dir(Dir::Resp, BodyEnd::Rst, ts_us, stats, out);
-    }
-
-    /// The stream is over; flushes everything still open.
-    pub fn on_close(
-        &mut self,
-        reason: CloseReason,
-        ts_us: i64,
-        stats: &mut Stats,
-        out: &mut Vec<HttpEvent>,
-    ) {
-        let end = match reason {
-            CloseReason::Finished => BodyEnd::Fin,
-            CloseReason::Idle | CloseReason::Evicted | CloseReason::CaptureEnd => {
-                BodyEnd::CaptureEnd
-            }
-        };
-        self.end_dir(Dir::Req, end, ts_us, stats, out);
-        for dir in [Dir::Req, Dir::Resp] {
-            if self.reader(dir).head_started {
-                self.head_done(dir, Err("unfinished"), stats);
-            }
-        }
-        self.end_dir(Dir::Resp, end, ts_us, stats, out);
-        self.exchanges.flush_deferred(out);
     }
 
     fn reader(&mut self, dir: Dir) -> &mut Reader {
@@ -373,6 +241,92 @@ impl Conn {
     }
 }
 
+impl ConnReader for Conn {
+    fn on_data(
+        &mut self,
+        dir: Dir,
+        bytes: &[u8],
+        ts_us: i64,
+        frame: u64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) -> Option<Upgrade> {
+        self.data(dir, bytes, ts_us, frame, stats, out);
+        self.take_upgrade()
+    }
+
+    fn on_gap(
+        &mut self,
+        dir: Dir,
+        len: GapLen,
+        ts_us: Option<i64>,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) -> Option<Upgrade> {
+        let ts_us = ts_us.unwrap_or_else(|| self.reader(dir).marks.back().map_or(0, |m| m.1));
+        self.gap(dir, len, ts_us, stats, out);
+        self.take_upgrade()
+    }
+
+    fn on_fin(
+        &mut self,
+        dir: Dir,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) -> Option<Upgrade> {
+        if dir == Dir::Req {
+            self.client_closed = true;
+        }
+        self.end_dir(dir, BodyEnd::Fin, ts_us, stats, out);
+        self.take_upgrade()
+    }
+
+    fn on_rst(
+        &mut self,
+        dir: Dir,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) -> Option<Upgrade> {
+        if dir == Dir::Req {
+            self.client_closed = true;
+        }
+        self.end_dir(Dir::Req, BodyEnd::Rst, ts_us, stats, out);
+        self.end_dir(Dir::Resp, BodyEnd::Rst, ts_us, stats, out);
+        self.take_upgrade()
+    }
+
+    fn on_close(
+        &mut self,
+        end: BodyEnd,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) -> Option<Upgrade> {
+        self.end_dir(Dir::Req, end, ts_us, stats, out);
+        for dir in [Dir::Req, Dir::Resp] {
+            if self.reader(dir).head_started {
+                self.head_done(dir, Err("unfinished"), stats);
+            }
+        }
+        self.end_dir(Dir::Resp, end, ts_us, stats, out);
+        self.exchanges.flush_deferred(out);
+        self.take_upgrade()
+    }
+
+    fn held_since_us(&self) -> Option<i64> {
+        if let Some(msg) = &self.req_msg {
+            return Some(msg.ts_first_us);
+        }
+        if self.req.buf.is_empty() || self.req.state == ReadState::Dead {
+            return None;
+        }
+        // No mark for the buffer's start cannot happen; if it did, hold everything.
+        Some(self.req.first_mark((i64::MIN, 0)).0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,7 +334,7 @@ mod tests {
     #[test]
     fn an_emptied_message_buffer_does_not_keep_its_largest_delivery() {
         let info = Arc::new(ConnInfo::for_tests());
-        let mut conn = Conn::new(info, false, HttpLimits::default());
+        let mut conn = Conn::new(info, HttpLimits::default());
         let (mut stats, mut out) = (Stats::default(), Vec::new());
         let body = vec![b'x'; 20_000];
         let mut first = format!(
@@ -389,7 +343,7 @@ mod tests {
         )
         .into_bytes();
         first.extend_from_slice(&body);
-        conn.on_data(Side::Client, first, 1, 1, &mut stats, &mut out);
+        conn.on_data(Dir::Req, &first, 1, 1, &mut stats, &mut out);
         assert!(
             conn.req.buf.capacity() <= EMPTIED_BUFFER_KEPT,
             "capacity {} after a whole message",
@@ -398,8 +352,8 @@ mod tests {
         // The next message, cut in two, still reads whole.
         let second = b"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}".to_vec();
         let (a, b) = second.split_at(20);
-        conn.on_data(Side::Client, a.to_vec(), 2, 2, &mut stats, &mut out);
-        conn.on_data(Side::Client, b.to_vec(), 3, 3, &mut stats, &mut out);
+        conn.on_data(Dir::Req, a, 2, 2, &mut stats, &mut out);
+        conn.on_data(Dir::Req, b, 3, 3, &mut stats, &mut out);
         let bodies: Vec<usize> = out
             .iter()
             .filter_map(|e| match e {

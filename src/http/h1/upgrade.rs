@@ -1,12 +1,13 @@
 //! `Upgrade: h2c` answered `101 Switching Protocols` (RFC 7540 §3.2): the connection goes
 //! on as HTTP/2. The upgraded request's response arrives as HTTP/2 stream 1, so its
 //! exchange, the exchange numbering and the bytes already buffered after the switch are
-//! handed to the HTTP/2 reader through the router. A CONNECT tunnel is handed over the same
+//! handed to the HTTP/2 reader through the router as an [`Upgrade`]. A CONNECT tunnel is handed over the same
 //! way without an upgraded request: HTTP/2 reads it only if the client's first bytes in it
 //! are the connection preface.
 
 use super::*;
 use crate::http::Headers;
+use crate::http::reader::{Handover, Protocol};
 
 /// The `101`'s `Upgrade` names h2c.
 pub(super) fn is_h2c(headers: &Headers) -> bool {
@@ -20,19 +21,6 @@ pub(super) struct Switched {
     upgraded: Option<ExchangeRef>,
     req_rest: (Vec<u8>, i64, u64),
     resp_rest: (Vec<u8>, i64, u64),
-}
-
-/// The connection as HTTP/1.1 left it, for the HTTP/2 reader.
-pub(in crate::http) struct Handover {
-    pub exchanges: Exchanges,
-    /// The upgraded request's exchange: HTTP/2 stream 1 (`None`: a CONNECT tunnel).
-    pub upgraded: Option<ExchangeRef>,
-    pub swapped: bool,
-    pub client_closed: bool,
-    /// Bytes buffered after the switch in each direction, with their delivery's time and
-    /// frame: (client to server, server to client).
-    pub req_rest: (Vec<u8>, i64, u64),
-    pub resp_rest: (Vec<u8>, i64, u64),
 }
 
 impl Conn {
@@ -66,22 +54,19 @@ impl Conn {
         }));
     }
 
-    /// The connection switched to HTTP/2: checked by the router after each call.
-    pub fn switched(&self) -> bool {
-        self.handover.is_some()
-    }
-
-    /// Hands the switched connection on (once).
-    pub fn take_handover(&mut self) -> Option<Handover> {
+    /// The switched connection, for the HTTP/2 reader (once).
+    pub(super) fn take_upgrade(&mut self) -> Option<Upgrade> {
         let s = self.handover.take()?;
         let info = self.exchanges.info().clone();
-        Some(Handover {
-            exchanges: std::mem::replace(&mut self.exchanges, Exchanges::new(info)),
-            upgraded: s.upgraded,
-            swapped: self.swapped,
-            client_closed: self.client_closed,
-            req_rest: s.req_rest,
-            resp_rest: s.resp_rest,
+        Some(Upgrade {
+            protocol: Protocol::Http2,
+            handover: Handover {
+                exchanges: std::mem::replace(&mut self.exchanges, Exchanges::new(info)),
+                upgraded: s.upgraded,
+                client_closed: self.client_closed,
+                req_rest: s.req_rest,
+                resp_rest: s.resp_rest,
+            },
         })
     }
 }

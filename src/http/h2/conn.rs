@@ -10,17 +10,19 @@
 //! - State is bounded: at most `HttpLimits::h2_streams` streams, header blocks by the head
 //!   limit, DATA streamed, SETTINGS/PING/resets counted per second (`flood.rs`).
 
+use super::exchange::Stream;
 use super::flood::{PING_RATE_LIMIT, Rate, SETTINGS_RATE_LIMIT};
 use super::frames::{
     DEFAULT_MAX_FRAME_SIZE, FrameHeader, FrameReader, Piece, be_u32, error_code_name, flag, kind,
 };
 use super::hpack::Decoder;
-use super::stream::Stream;
 use crate::anomaly::Stats;
 use crate::hashing::HashMap;
 use crate::http::exchanges::Exchanges;
+pub(super) use crate::http::reader::Dir;
+use crate::http::reader::{ConnReader, Handover, Upgrade};
 use crate::http::{BodyEnd, ConnInfo, HttpEvent, HttpLimits};
-use crate::stream::{CloseReason, GapLen, Side};
+use crate::stream::GapLen;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -42,24 +44,6 @@ const UNACKED_SETTINGS_LIMIT: usize = 16;
 /// Default [`HttpLimits::h2_streams`]: most concurrent streams per connection (RFC 9113
 /// recommends advertising at least 100; nghttp2 and Go allow 100 to 1000).
 pub const H2_STREAM_LIMIT: usize = 1000;
-
-/// Direction of frames (after side detection).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Dir {
-    /// Client to server.
-    Req,
-    /// Server to client.
-    Resp,
-}
-
-impl Dir {
-    pub fn other(self) -> Dir {
-        match self {
-            Dir::Req => Dir::Resp,
-            Dir::Resp => Dir::Req,
-        }
-    }
-}
 
 /// A header block being collected (HEADERS or PUSH_PROMISE, then CONTINUATION frames).
 pub(super) struct Block {
@@ -113,8 +97,6 @@ impl DirState {
 
 /// HTTP/2 state of one connection.
 pub(in crate::http) struct Conn {
-    /// The flow's `Side::Client` is really the server.
-    swapped: bool,
     pub(super) dirs: [DirState; 2],
     pub(super) streams: HashMap<u32, Stream>,
     /// Requests begun and not handed on: (first-byte time, stream id).
@@ -137,11 +119,9 @@ pub(in crate::http) struct Conn {
 }
 
 impl Conn {
-    /// `swapped`: the flow's `Side::Client` is the server. `preface`: the client's bytes
-    /// begin with the connection preface (not after an HTTP/1.1 upgrade already read).
-    pub fn new(info: Arc<ConnInfo>, swapped: bool, limits: HttpLimits) -> Conn {
+    /// A connection whose client bytes begin with the connection preface.
+    pub fn new(info: Arc<ConnInfo>, limits: HttpLimits) -> Conn {
         Conn {
-            swapped,
             dirs: [DirState::new(true, &limits), DirState::new(false, &limits)],
             streams: HashMap::default(),
             unfinished: BTreeSet::new(),
@@ -160,13 +140,12 @@ impl Conn {
     /// request is stream 1, awaiting its response; the client's preface comes next; the
     /// bytes buffered after the switch are read as HTTP/2.
     pub fn upgraded(
-        h: crate::http::h1::Handover,
+        h: Handover,
         limits: HttpLimits,
         stats: &mut Stats,
         out: &mut Vec<HttpEvent>,
     ) -> Conn {
         let mut conn = Conn {
-            swapped: h.swapped,
             dirs: [DirState::new(true, &limits), DirState::new(false, &limits)],
             streams: HashMap::default(),
             unfinished: BTreeSet::new(),
@@ -186,7 +165,7 @@ impl Conn {
                     Stream {
                         xref,
                         req: None,
-                        resp: super::stream::Resp::Awaiting,
+                        resp: super::exchange::Resp::Awaiting,
                     },
                 );
             }
@@ -212,116 +191,6 @@ impl Conn {
             Dir::Req => req,
             Dir::Resp => resp,
         }
-    }
-
-    fn dir_of(&self, side: Side) -> Dir {
-        match (side, self.swapped) {
-            (Side::Client, false) | (Side::Server, true) => Dir::Req,
-            _ => Dir::Resp,
-        }
-    }
-
-    /// The first-byte time of the earliest request begun and not yet handed on: a stream's
-    /// request, a request header block being collected, or a client frame being read.
-    pub fn request_started_us(&self) -> Option<i64> {
-        let [req, _] = &self.dirs;
-        let streams = self.unfinished.first().map(|&(ts, _)| ts);
-        let block = req.block.as_ref().map(|b| b.ts_us);
-        let frame = if req.dead {
-            None
-        } else {
-            req.reader.frame_started().map(|(ts, _)| ts)
-        };
-        [streams, block, frame].into_iter().flatten().min()
-    }
-
-    // ----- stream events -----
-
-    pub fn on_data(
-        &mut self,
-        side: Side,
-        bytes: Vec<u8>,
-        ts_us: i64,
-        frame: u64,
-        stats: &mut Stats,
-        out: &mut Vec<HttpEvent>,
-    ) {
-        self.replay_data(side, &bytes, ts_us, frame, stats, out);
-        crate::buffers::recycle(bytes);
-    }
-
-    /// [`Conn::on_data`] for bytes the router held.
-    pub fn replay_data(
-        &mut self,
-        side: Side,
-        bytes: &[u8],
-        ts_us: i64,
-        frame: u64,
-        stats: &mut Stats,
-        out: &mut Vec<HttpEvent>,
-    ) {
-        let dir = self.dir_of(side);
-        self.data(dir, bytes, ts_us, frame, stats, out);
-    }
-
-    pub fn on_gap(
-        &mut self,
-        side: Side,
-        len: GapLen,
-        ts_us: i64,
-        stats: &mut Stats,
-        out: &mut Vec<HttpEvent>,
-    ) {
-        let dir = self.dir_of(side);
-        self.gap(dir, len, ts_us, stats, out);
-    }
-
-    /// A gap the router held: timed by the last delivery before it.
-    pub fn replay_gap(
-        &mut self,
-        side: Side,
-        len: GapLen,
-        stats: &mut Stats,
-        out: &mut Vec<HttpEvent>,
-    ) {
-        let dir = self.dir_of(side);
-        let ts = self.dir_state(dir).last_ts;
-        self.gap(dir, len, ts, stats, out);
-    }
-
-    pub fn on_fin(&mut self, side: Side, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
-        let dir = self.dir_of(side);
-        if dir == Dir::Req {
-            self.client_closed = true;
-        }
-        self.end_dir(dir, BodyEnd::Fin, ts_us, stats, out);
-    }
-
-    /// A TCP RST from `side` aborts both directions.
-    pub fn on_rst(&mut self, side: Side, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
-        if self.dir_of(side) == Dir::Req {
-            self.client_closed = true;
-        }
-        self.end_dir(Dir::Req, BodyEnd::Rst, ts_us, stats, out);
-        self.end_dir(Dir::Resp, BodyEnd::Rst, ts_us, stats, out);
-    }
-
-    pub fn on_close(
-        &mut self,
-        reason: CloseReason,
-        ts_us: i64,
-        stats: &mut Stats,
-        out: &mut Vec<HttpEvent>,
-    ) {
-        let end = match reason {
-            CloseReason::Finished => BodyEnd::Fin,
-            CloseReason::Idle | CloseReason::Evicted | CloseReason::CaptureEnd => {
-                BodyEnd::CaptureEnd
-            }
-        };
-        self.end_dir(Dir::Req, end, ts_us, stats, out);
-        self.end_dir(Dir::Resp, end, ts_us, stats, out);
-        self.exchanges.flush_deferred(out);
     }
 
     // ----- bytes to frames -----
@@ -580,5 +449,89 @@ impl Conn {
         let d = self.dir_state(dir);
         d.dead = true;
         d.block = None;
+    }
+}
+
+impl ConnReader for Conn {
+    fn on_data(
+        &mut self,
+        dir: Dir,
+        bytes: &[u8],
+        ts_us: i64,
+        frame: u64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) -> Option<Upgrade> {
+        self.data(dir, bytes, ts_us, frame, stats, out);
+        None
+    }
+
+    fn on_gap(
+        &mut self,
+        dir: Dir,
+        len: GapLen,
+        ts_us: Option<i64>,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) -> Option<Upgrade> {
+        let ts_us = ts_us.unwrap_or_else(|| self.dir_state(dir).last_ts);
+        self.gap(dir, len, ts_us, stats, out);
+        None
+    }
+
+    fn on_fin(
+        &mut self,
+        dir: Dir,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) -> Option<Upgrade> {
+        if dir == Dir::Req {
+            self.client_closed = true;
+        }
+        self.end_dir(dir, BodyEnd::Fin, ts_us, stats, out);
+        None
+    }
+
+    fn on_rst(
+        &mut self,
+        dir: Dir,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) -> Option<Upgrade> {
+        if dir == Dir::Req {
+            self.client_closed = true;
+        }
+        self.end_dir(Dir::Req, BodyEnd::Rst, ts_us, stats, out);
+        self.end_dir(Dir::Resp, BodyEnd::Rst, ts_us, stats, out);
+        None
+    }
+
+    fn on_close(
+        &mut self,
+        end: BodyEnd,
+        ts_us: i64,
+        stats: &mut Stats,
+        out: &mut Vec<HttpEvent>,
+    ) -> Option<Upgrade> {
+        self.end_dir(Dir::Req, end, ts_us, stats, out);
+        self.end_dir(Dir::Resp, end, ts_us, stats, out);
+        self.exchanges.flush_deferred(out);
+        None
+    }
+
+    /// The earliest of: a stream's request, a request header block being collected, a
+    /// client frame being read.
+    fn held_since_us(&self) -> Option<i64> {
+        let [req, _] = &self.dirs;
+        let streams = self.unfinished.first().map(|&(ts, _)| ts);
+        let block = req.block.as_ref().map(|b| b.ts_us);
+        let frame = if req.dead {
+            None
+        } else {
+            req.reader.frame_started().map(|(ts, _)| ts)
+        };
+        [streams, block, frame].into_iter().flatten().min()
     }
 }

@@ -6,7 +6,7 @@
 //! conn.rs     the connection: two directions (frame reader, HPACK decoder), connection
 //!             frames (SETTINGS, PING, GOAWAY), gaps and ends
 //! streams.rs  header blocks to heads, DATA to bodies, RST_STREAM, ends of a direction
-//! stream.rs   one stream's state; heads from decoded header lists (pseudo-headers)
+//! exchange.rs one stream's exchange: its state, heads from decoded header lists
 //! frames.rs   frames from bytes in any split; DATA streamed, padding removed
 //! flood.rs    per-second rates of SETTINGS, PING and resets (rapid reset)
 //! hpack/      HPACK decoder (RFC 7541)
@@ -15,10 +15,10 @@
 //! ```
 
 mod conn;
+mod exchange;
 mod flood;
 mod frames;
 pub mod hpack;
-mod stream;
 mod streams;
 #[cfg(test)]
 mod tests;

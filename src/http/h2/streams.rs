@@ -3,10 +3,10 @@
 //! HTTP/1.x (one exchange per stream, numbered in the order of the requests' HEADERS).
 
 use super::conn::{Block, Conn, Dir};
+use super::exchange::{ReqMsg, Resp, RespMsg, Stream, field_text, request_head, response_head};
 use super::flood::RESET_RATE_LIMIT;
 use super::frames::{FrameHeader, error_code_name, flag, headers_fragment, kind};
 use super::hpack::HpackError;
-use super::stream::{ReqMsg, Resp, RespMsg, Stream, field_text, request_head, response_head};
 use crate::anomaly::Stats;
 use crate::http::decompress::ContentDecoder;
 use crate::http::event::push_anomaly;

@@ -62,16 +62,15 @@ use std::time::Duration;
 use worker::http_worker;
 
 /// Frames per round: enough that channel costs vanish, few enough that a round's data is
-/// still in cache when the caller reads it (512 cost 5-8% more CPU than 128 on 100 MB).
+/// still in cache when the caller reads it (bench/README.md has the figures).
 pub const ROUND_FRAMES: u32 = 128;
 /// TCP payload bytes (and, from the reader's own HTTP stage, decoded body bytes) after which
 /// a round is sent early (loopback captures carry 64 KB segments).
 pub const ROUND_BYTES: usize = 256 * 1024;
 /// Rounds waiting in each channel; past it the sender blocks. Three threads share two cores,
 /// so each runs in time slices of a few milliseconds: the queue must outlast one (about 4 ms
-/// of packets at 128 frames a round), or a thread waits while its peer is switched out. With
-/// 4 rounds the cores were busy 1.77 of 2 on 100 MB, with 32 about 1.85 (bench/README.md,
-/// session 9).
+/// of packets at 128 frames a round), or a thread waits while its peer is switched out
+/// (bench/README.md has the figures).
 pub const QUEUED_ROUNDS: usize = 32;
 /// Body bytes one producer may have in rounds the caller has not taken yet; past it the
 /// producer waits. Ordinary traffic stays far below it (32 rounds of a few hundred KB), while

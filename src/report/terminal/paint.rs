@@ -2,6 +2,7 @@
 //! units shared by every section.
 
 use super::MAX_CELL_CHARS;
+use crate::display::{self, Cut, Escape};
 use crate::mcp::Exchange;
 use crate::mcp::{Kind, Outcome};
 use std::fmt::Write as _;
@@ -9,19 +10,7 @@ use std::fmt::Write as _;
 /// Capture-derived text made safe for a terminal: control characters (escape sequences,
 /// newlines) are shown escaped, never interpreted, and overlong text is cut.
 pub(super) fn clean(text: &str) -> String {
-    let mut out = String::new();
-    for (n, c) in text.chars().enumerate() {
-        if n >= MAX_CELL_CHARS {
-            out.push('…');
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    display::clip(text, Escape::Rust, Cut::Text(MAX_CELL_CHARS))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

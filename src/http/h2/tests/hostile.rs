@@ -3,15 +3,16 @@
 
 use super::{block, client_start, enc, frame, request, server_start};
 use crate::anomaly::Stats;
-use crate::http::h2::conn::Conn;
+use crate::http::h2::conn::{Conn, Dir};
 use crate::http::h2::frames::{flag, kind};
-use crate::http::{ConnInfo, HttpEvent, HttpLimits};
-use crate::stream::{CloseReason, GapLen, Side};
+use crate::http::reader::ConnReader;
+use crate::http::{BodyEnd, ConnInfo, HttpEvent, HttpLimits};
+use crate::stream::GapLen;
 use std::sync::Arc;
 
 fn conn(limits: HttpLimits) -> Conn {
     let info = Arc::new(ConnInfo::for_tests());
-    Conn::new(info, false, limits)
+    Conn::new(info, limits)
 }
 
 struct Run {
@@ -34,17 +35,17 @@ impl Run {
         r
     }
 
-    fn send(&mut self, side: Side, bytes: &[u8]) {
+    fn send(&mut self, dir: Dir, bytes: &[u8]) {
         self.conn
-            .replay_data(side, bytes, self.ts, 0, &mut self.stats, &mut self.out);
+            .on_data(dir, bytes, self.ts, 0, &mut self.stats, &mut self.out);
     }
 
     fn client(&mut self, bytes: &[u8]) {
-        self.send(Side::Client, bytes);
+        self.send(Dir::Req, bytes);
     }
 
     fn server(&mut self, bytes: &[u8]) {
-        self.send(Side::Server, bytes);
+        self.send(Dir::Resp, bytes);
     }
 
     fn anomaly(&self, name: &str) -> u64 {
@@ -59,12 +60,8 @@ impl Run {
     }
 
     fn close(&mut self) {
-        self.conn.on_close(
-            CloseReason::CaptureEnd,
-            self.ts,
-            &mut self.stats,
-            &mut self.out,
-        );
+        self.conn
+            .on_close(BodyEnd::CaptureEnd, self.ts, &mut self.stats, &mut self.out);
     }
 }
 
@@ -285,8 +282,13 @@ fn a_gap_mid_frame_never_decodes_what_follows() {
     let mut r = Run::new(HttpLimits::default());
     let f = open_headers(1);
     r.client(&f[..5]);
-    r.conn
-        .on_gap(Side::Client, GapLen::Bytes(20), 0, &mut r.stats, &mut r.out);
+    r.conn.on_gap(
+        Dir::Req,
+        GapLen::Bytes(20),
+        Some(0),
+        &mut r.stats,
+        &mut r.out,
+    );
     r.client(&request(3, "GET", "/never", None));
     assert_eq!(r.anomaly("h2.hpack_state_lost"), 1);
     assert_eq!(r.requests(), 0);
