@@ -555,6 +555,65 @@ pub const ANOMALIES: &[AnomalyName] = &[
     ),
 ];
 
+/// The anomaly names on one row, each once, in the order first recorded. Its text (the
+/// `anomalies` column) is the names joined by `;`; a registered name never holds a `;`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AnomalySet {
+    text: String,
+}
+
+impl AnomalySet {
+    /// Adds `name` unless it is already in the set.
+    pub fn insert(&mut self, name: &str) {
+        if self.contains(name) {
+            return;
+        }
+        if !self.text.is_empty() {
+            self.text.push(';');
+        }
+        self.text.push_str(name);
+    }
+
+    /// Adds every name of `names`, in order.
+    pub fn extend<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
+        for name in names {
+            self.insert(name);
+        }
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.iter().any(|n| n == name)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    /// The names, in the order first recorded.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.text.split(';').filter(|n| !n.is_empty())
+    }
+
+    /// The column's text: the names joined by `;`, `None` for no name.
+    pub fn text(&self) -> Option<&str> {
+        (!self.text.is_empty()).then_some(self.text.as_str())
+    }
+}
+
+impl<'a> FromIterator<&'a str> for AnomalySet {
+    fn from_iter<I: IntoIterator<Item = &'a str>>(iter: I) -> AnomalySet {
+        let mut set = AnomalySet::default();
+        set.extend(iter);
+        set
+    }
+}
+
+impl serde::Serialize for AnomalySet {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.text().serialize(s)
+    }
+}
+
 /// Whether `name` is in [`ANOMALIES`].
 pub fn is_registered(name: &str) -> bool {
     ANOMALIES.iter().any(|a| a.matches(name))
@@ -788,6 +847,25 @@ mod tests {
         assert!(!is_registered("http.no_response_X"));
         assert!(!is_registered("flow.evicte"));
         assert!(!is_registered("nope"));
+    }
+
+    #[test]
+    fn a_set_keeps_each_name_once_in_first_order() {
+        let mut set = AnomalySet::default();
+        assert_eq!(set.text(), None);
+        assert_eq!(serde_json::to_string(&set).unwrap(), "null");
+        set.insert("http.gap_in_body");
+        set.extend(["flow.evicted", "http.gap_in_body", "h2.rst_stream_cancel"]);
+        assert_eq!(
+            set.text(),
+            Some("http.gap_in_body;flow.evicted;h2.rst_stream_cancel")
+        );
+        assert!(set.contains("flow.evicted") && !set.contains("flow"));
+        assert_eq!(set.iter().count(), 3);
+        assert_eq!(
+            serde_json::to_string(&set).unwrap(),
+            r#""http.gap_in_body;flow.evicted;h2.rst_stream_cancel""#
+        );
     }
 
     #[test]

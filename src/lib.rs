@@ -22,7 +22,7 @@
 //! and no two files import each other in a circle (a `mod.rs` re-exporting its children
 //! aside). Outside the order:
 //!
-//! - `anomaly`, `buffers`, `hashing` and `timestamp` (and the test-only `testing`) are
+//! - `anomaly`, `buffers`, `contract`, `hashing` and `timestamp` (and the test-only `testing`) are
 //!   shared utilities: every
 //!   stage may use them, and they use no stage (only each other);
 //! - `cli` and `pipeline` (and the binary's `main`) wire the stages together: they may use
@@ -41,6 +41,7 @@ pub mod anomaly;
 pub mod buffers;
 pub mod capture;
 pub mod cli;
+pub mod contract;
 pub mod decode;
 pub mod flow;
 pub mod har;

@@ -1106,7 +1106,7 @@ fn har_is_recognised_by_content_with_bom_and_whitespace() {
         Source::Har { name, data, info } => {
             assert_eq!(name, "x.pcap");
             assert_eq!(data, text);
-            assert_eq!((info.format, info.gzip), ("har", false));
+            assert_eq!((info.format.name(), info.gzip), ("har", false));
         }
         other => panic!("{other:?}"),
     }
@@ -1129,7 +1129,11 @@ fn corpus_har_files_open_as_har_including_zhar() {
                     std::fs::metadata(&path).unwrap().len(),
                     "{f}"
                 );
-                assert_eq!((info.format, info.bytes), ("har", data.len() as u64), "{f}");
+                assert_eq!(
+                    (info.format.name(), info.bytes),
+                    ("har", data.len() as u64),
+                    "{f}"
+                );
             }
             other => panic!("{f}: {other:?}"),
         }

@@ -14,7 +14,14 @@ const STAGES: [&str; 9] = [
     "capture", "decode", "flow", "tls", "http", "har", "rpc", "mcp", "report",
 ];
 /// Shared utilities: any stage may import them; they import no stage (each other, yes).
-const UTILITIES: [&str; 5] = ["anomaly", "buffers", "hashing", "testing", "timestamp"];
+const UTILITIES: [&str; 6] = [
+    "anomaly",
+    "buffers",
+    "contract",
+    "hashing",
+    "testing",
+    "timestamp",
+];
 /// Wiring: they import every stage, and no stage or utility imports them.
 const WIRING: [&str; 4] = ["cli", "pipeline", "main", "lib"];
 

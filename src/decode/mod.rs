@@ -12,6 +12,7 @@
 //! [`MAX_TUNNEL_DEPTH`] deep.
 
 use crate::capture::{Frame, FrameRef};
+use crate::contract::contract_names;
 use std::net::SocketAddr;
 
 /// TCP flags the reassembler needs.
@@ -42,33 +43,21 @@ pub struct Segment {
     pub wire_payload_len: u32,
 }
 
-/// Why a frame was not turned into a segment. `name()` is the `packets_skipped` key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SkipReason {
-    /// Link type we do not decode.
-    LinkType,
-    /// Not IPv4/IPv6 (ARP, LLDP, ...).
-    NotIp,
-    /// IP but not TCP (UDP, ICMP, ...).
-    NotTcp,
-    /// Headers that do not parse.
-    Malformed,
-    /// Cut by the snap length before the TCP header ended.
-    Truncated,
-    /// An IP fragment whose datagram never completed or could not be reassembled.
-    Fragment,
-}
-
-impl SkipReason {
-    pub fn name(self) -> &'static str {
-        match self {
-            SkipReason::LinkType => "link_type",
-            SkipReason::NotIp => "not_ip",
-            SkipReason::NotTcp => "not_tcp",
-            SkipReason::Malformed => "malformed",
-            SkipReason::Truncated => "truncated",
-            SkipReason::Fragment => "ip_fragment",
-        }
+contract_names! {
+    /// Why a frame was not turned into a segment. `name()` is the `packets_skipped` key.
+    pub enum SkipReason {
+        /// Link type we do not decode.
+        LinkType => "link_type",
+        /// Not IPv4/IPv6 (ARP, LLDP, ...).
+        NotIp => "not_ip",
+        /// IP but not TCP (UDP, ICMP, ...).
+        NotTcp => "not_tcp",
+        /// Headers that do not parse.
+        Malformed => "malformed",
+        /// Cut by the snap length before the TCP header ended.
+        Truncated => "truncated",
+        /// An IP fragment whose datagram never completed or could not be reassembled.
+        Fragment => "ip_fragment",
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::anomaly::Stats;
 use crate::capture::InputInfo;
-use crate::mcp::retry::{FINDING_NAMES, findings_of};
+use crate::mcp::retry::Finding;
 use crate::mcp::{Exchange, Layer, Outcome, RetryOrigin};
 use crate::tls::Decryption;
 use serde_json::{Map, Value, json};
@@ -66,10 +66,12 @@ pub(crate) fn layer_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
 
 /// Rows per retry-hygiene finding (all six names present).
 pub(crate) fn finding_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
-    let mut counts: BTreeMap<String, u64> =
-        FINDING_NAMES.iter().map(|f| (f.to_string(), 0)).collect();
+    let mut counts: BTreeMap<String, u64> = Finding::ALL
+        .iter()
+        .map(|f| (f.name().to_string(), 0))
+        .collect();
     for r in rows {
-        for f in findings_of(r.retry_findings.as_deref()) {
+        for f in r.retry_findings.iter() {
             if let Some(n) = counts.get_mut(f.name()) {
                 *n = n.saturating_add(1);
             }
@@ -219,7 +221,7 @@ pub(crate) mod tests {
         vec![InputInfo {
             name: "cap.pcap".into(),
             bytes: 2_000_000,
-            format: "pcap",
+            format: crate::capture::InputFormat::Pcap,
             link_types: vec![1],
             gzip: false,
             error: None,
@@ -234,7 +236,9 @@ pub(crate) mod tests {
         rows[1].outcome = Outcome::HttpError;
         rows[1].layer = Layer::Transport;
         rows[2].retry_origin = RetryOrigin::Sdk;
-        rows[2].retry_findings = Some("unsafe_retry;no_backoff".into());
+        rows[2].retry_findings = [Finding::UnsafeRetry, Finding::NoBackoff]
+            .into_iter()
+            .collect();
         let info = RunInfo {
             undecrypted: &crate::report::NO_UNDECRYPTED,
             inputs: &inputs,
