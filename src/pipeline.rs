@@ -483,7 +483,7 @@ fn read_streams<X>(
                 flows.push(segment, stats, &mut stream_events);
             }
             Decoded::Held => stats.packets_decoded += 1,
-            Decoded::Skipped(reason) => stats.skip(reason.name()),
+            Decoded::Skipped(reason) => stats.skip(reason),
         }
         let secrets = merger.take_secrets();
         count_malformed_secrets(&secrets, &mut blocks, stats);

@@ -12,7 +12,6 @@
 //! [`MAX_TUNNEL_DEPTH`] deep.
 
 use crate::capture::{Frame, FrameRef};
-use crate::contract::contract_names;
 use std::net::SocketAddr;
 
 /// TCP flags the reassembler needs.
@@ -43,23 +42,8 @@ pub struct Segment {
     pub wire_payload_len: u32,
 }
 
-contract_names! {
-    /// Why a frame was not turned into a segment. `name()` is the `packets_skipped` key.
-    pub enum SkipReason {
-        /// Link type we do not decode.
-        LinkType => "link_type",
-        /// Not IPv4/IPv6 (ARP, LLDP, ...).
-        NotIp => "not_ip",
-        /// IP but not TCP (UDP, ICMP, ...).
-        NotTcp => "not_tcp",
-        /// Headers that do not parse.
-        Malformed => "malformed",
-        /// Cut by the snap length before the TCP header ended.
-        Truncated => "truncated",
-        /// An IP fragment whose datagram never completed or could not be reassembled.
-        Fragment => "ip_fragment",
-    }
-}
+/// Why a frame was not turned into a segment (the `packets_skipped` keys).
+pub use crate::anomaly::SkipReason;
 
 /// Result of decoding one frame.
 #[derive(Debug)]

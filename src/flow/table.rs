@@ -36,7 +36,7 @@ use super::slab::{List, Slab};
 use super::{
     CloseReason, ConnectionRecord, EndedBy, FlowLimits, Side, StreamEvent, StreamEventKind,
 };
-use crate::anomaly::Stats;
+use crate::anomaly::{Stats, UnusedBytes};
 use crate::decode::Segment;
 use crate::hashing::HashMap;
 use std::hash::{Hash, Hasher};
@@ -397,7 +397,7 @@ impl FlowTable {
             // RFC 9293 §3.5.3: RST ends the connection; its payload (RFC 1122
             // §4.2.2.12 diagnostic text) is not stream data.
             sink.stats
-                .unused_tcp_bytes("rst_payload", seg.payload.len() as u64);
+                .unused_tcp_bytes(UnusedBytes::RstPayload, seg.payload.len() as u64);
             own.flush(&mut sink);
             sink.emit(StreamEventKind::Rst { side });
             peer.flush(&mut sink);
