@@ -9,8 +9,59 @@
 //! - `http_messages = http_messages_parsed + sum(http_messages_skipped)`;
 //! - `tls_bytes_received = tls_bytes_handshake + tls_bytes_application + sum(tls_bytes_undecrypted)`.
 
+use crate::contract::{Counts, contract_names};
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+contract_names! {
+    /// Why a packet was not used: the `packets_skipped` keys.
+    pub enum SkipReason {
+        /// Link type we do not decode.
+        LinkType => "link_type",
+        /// Not IPv4/IPv6 (ARP, LLDP, ...).
+        NotIp => "not_ip",
+        /// IP but not TCP (UDP, ICMP, ...).
+        NotTcp => "not_tcp",
+        /// Headers that do not parse.
+        Malformed => "malformed",
+        /// Cut by the snap length before the TCP header ended.
+        Truncated => "truncated",
+        /// An IP fragment whose datagram never completed or could not be reassembled.
+        Fragment => "ip_fragment",
+    }
+}
+
+contract_names! {
+    /// Why captured TCP payload bytes cannot be stream data: the `tcp_bytes_unused` keys.
+    pub enum UnusedBytes {
+        /// Below the stream's first sequence number.
+        BeforeStreamStart => "before_stream_start",
+        /// Too far ahead of the stream to be believed.
+        OutOfWindow => "out_of_window",
+        /// Past the sender's FIN.
+        AfterFin => "after_fin",
+        /// On a flow already closed.
+        AfterClose => "after_close",
+        /// Carried by a RST.
+        RstPayload => "rst_payload",
+    }
+}
+
+contract_names! {
+    /// Why an HTTP message head begun was not usable: the `http_messages_skipped` keys.
+    pub enum HeadSkip {
+        /// Past `--max-header`.
+        HeadTooLarge => "head_too_large",
+        /// Does not parse.
+        BadHead => "bad_head",
+        /// A capture gap inside it.
+        CutByGap => "cut_by_gap",
+        /// The stream ended inside it.
+        Unfinished => "unfinished",
+        /// An HTTP/2 stream past `--max-h2-streams`.
+        StreamLimit => "stream_limit",
+    }
+}
 
 /// Counters for one run. Every stage receives `&mut Stats`.
 #[derive(Debug, Default, Clone, Serialize)]
@@ -19,8 +70,8 @@ pub struct Stats {
     pub packets_total: u64,
     /// Packets decoded down to a TCP segment (or an IP fragment that was held for reassembly).
     pub packets_decoded: u64,
-    /// Packets not used, by reason (`link_type`, `not_ip`, `not_tcp`, `malformed`, `truncated`, ...).
-    pub packets_skipped: BTreeMap<String, u64>,
+    /// Packets not used, by reason.
+    pub packets_skipped: Counts<SkipReason>,
     /// Frames cut short by the snap length (still used as far as they go).
     pub packets_truncated: u64,
     /// TCP streams (connections) seen, including port reuse.
@@ -33,16 +84,14 @@ pub struct Stats {
     pub duplicate_bytes: u64,
     /// Bytes of sequence space never seen (reported as gaps).
     pub gap_bytes: u64,
-    /// Captured payload bytes that cannot be stream data, by reason (`before_stream_start`,
-    /// `out_of_window`, `after_fin`, `after_close`, `rst_payload`).
-    pub tcp_bytes_unused: BTreeMap<String, u64>,
+    /// Captured payload bytes that cannot be stream data, by reason.
+    pub tcp_bytes_unused: Counts<UnusedBytes>,
     /// HTTP message heads the HTTP stage began to read (requests and responses, 1xx included).
     pub http_messages: u64,
     /// Heads parsed into a request or a response (some cut short, with an anomaly on the row).
     pub http_messages_parsed: u64,
-    /// Heads begun but not usable, by reason (`head_too_large`, `bad_head`, `cut_by_gap`,
-    /// `unfinished`).
-    pub http_messages_skipped: BTreeMap<String, u64>,
+    /// Heads begun but not usable, by reason.
+    pub http_messages_skipped: Counts<HeadSkip>,
     /// HTTP request/response exchanges reconstructed.
     pub http_exchanges: u64,
     /// TCP streams whose payload was not HTTP.
@@ -555,6 +604,65 @@ pub const ANOMALIES: &[AnomalyName] = &[
     ),
 ];
 
+/// The anomaly names on one row, each once, in the order first recorded. Its text (the
+/// `anomalies` column) is the names joined by `;`; a registered name never holds a `;`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AnomalySet {
+    text: String,
+}
+
+impl AnomalySet {
+    /// Adds `name` unless it is already in the set.
+    pub fn insert(&mut self, name: &str) {
+        if self.contains(name) {
+            return;
+        }
+        if !self.text.is_empty() {
+            self.text.push(';');
+        }
+        self.text.push_str(name);
+    }
+
+    /// Adds every name of `names`, in order.
+    pub fn extend<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
+        for name in names {
+            self.insert(name);
+        }
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.iter().any(|n| n == name)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    /// The names, in the order first recorded.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.text.split(';').filter(|n| !n.is_empty())
+    }
+
+    /// The column's text: the names joined by `;`, `None` for no name.
+    pub fn text(&self) -> Option<&str> {
+        (!self.text.is_empty()).then_some(self.text.as_str())
+    }
+}
+
+impl<'a> FromIterator<&'a str> for AnomalySet {
+    fn from_iter<I: IntoIterator<Item = &'a str>>(iter: I) -> AnomalySet {
+        let mut set = AnomalySet::default();
+        set.extend(iter);
+        set
+    }
+}
+
+impl serde::Serialize for AnomalySet {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.text().serialize(s)
+    }
+}
+
 /// Whether `name` is in [`ANOMALIES`].
 pub fn is_registered(name: &str) -> bool {
     ANOMALIES.iter().any(|a| a.matches(name))
@@ -576,8 +684,8 @@ pub fn markdown_table() -> String {
 
 impl Stats {
     /// Count one packet skipped for `reason`.
-    pub fn skip(&mut self, reason: &str) {
-        *self.packets_skipped.entry(reason.to_string()).or_default() += 1;
+    pub fn skip(&mut self, reason: SkipReason) {
+        self.packets_skipped.add(reason, 1);
     }
 
     /// Count one occurrence of the anomaly `name`.
@@ -587,24 +695,18 @@ impl Stats {
     }
 
     /// Count `n` captured TCP payload bytes that cannot be stream data, for `reason`.
-    pub fn unused_tcp_bytes(&mut self, reason: &str, n: u64) {
-        if n > 0 {
-            let count = self.tcp_bytes_unused.entry(reason.to_string()).or_default();
-            *count = count.saturating_add(n);
-        }
+    pub fn unused_tcp_bytes(&mut self, reason: UnusedBytes, n: u64) {
+        self.tcp_bytes_unused.add(reason, n);
     }
 
     /// Count one HTTP message head begun but not usable, for `reason`.
-    pub fn skip_http_message(&mut self, reason: &str) {
-        *self
-            .http_messages_skipped
-            .entry(reason.to_string())
-            .or_default() += 1;
+    pub fn skip_http_message(&mut self, reason: HeadSkip) {
+        self.http_messages_skipped.add(reason, 1);
     }
 
     /// Sum of all skipped packets.
     pub fn packets_skipped_total(&self) -> u64 {
-        self.packets_skipped.values().sum()
+        self.packets_skipped.total()
     }
 
     /// Adds `other`'s counts to these (a worker thread's stats into the run's).
@@ -657,10 +759,10 @@ impl Stats {
         ] {
             *mine = mine.saturating_add(*theirs);
         }
+        self.packets_skipped.merge(packets_skipped);
+        self.tcp_bytes_unused.merge(tcp_bytes_unused);
+        self.http_messages_skipped.merge(http_messages_skipped);
         for (mine, theirs) in [
-            (&mut self.packets_skipped, packets_skipped),
-            (&mut self.tcp_bytes_unused, tcp_bytes_unused),
-            (&mut self.http_messages_skipped, http_messages_skipped),
             (&mut self.anomalies, anomalies),
             (&mut self.tls_connections, tls_connections),
             (&mut self.tls_bytes_undecrypted, tls_bytes_undecrypted),
@@ -788,6 +890,50 @@ mod tests {
         assert!(!is_registered("http.no_response_X"));
         assert!(!is_registered("flow.evicte"));
         assert!(!is_registered("nope"));
+    }
+
+    #[test]
+    fn a_set_keeps_each_name_once_in_first_order() {
+        let mut set = AnomalySet::default();
+        assert_eq!(set.text(), None);
+        assert_eq!(serde_json::to_string(&set).unwrap(), "null");
+        set.insert("http.gap_in_body");
+        set.extend(["flow.evicted", "http.gap_in_body", "h2.rst_stream_cancel"]);
+        assert_eq!(
+            set.text(),
+            Some("http.gap_in_body;flow.evicted;h2.rst_stream_cancel")
+        );
+        assert!(set.contains("flow.evicted") && !set.contains("flow"));
+        assert_eq!(set.iter().count(), 3);
+        assert_eq!(
+            serde_json::to_string(&set).unwrap(),
+            r#""http.gap_in_body;flow.evicted;h2.rst_stream_cancel""#
+        );
+    }
+
+    #[test]
+    fn counts_are_written_by_name_above_zero() {
+        let mut a = Stats::default();
+        a.skip(SkipReason::NotTcp);
+        a.unused_tcp_bytes(UnusedBytes::AfterFin, 0);
+        a.unused_tcp_bytes(UnusedBytes::AfterClose, 3);
+        let mut b = Stats::default();
+        b.skip(SkipReason::Malformed);
+        b.skip(SkipReason::NotTcp);
+        b.skip_http_message(HeadSkip::CutByGap);
+        a.merge(&b);
+        assert_eq!(a.packets_skipped.get(SkipReason::NotTcp), 2);
+        assert_eq!(a.packets_skipped_total(), 3);
+        let v = serde_json::to_value(&a).unwrap();
+        assert_eq!(
+            v["packets_skipped"].to_string(),
+            r#"{"malformed":1,"not_tcp":2}"#
+        );
+        assert_eq!(v["tcp_bytes_unused"].to_string(), r#"{"after_close":3}"#);
+        assert_eq!(
+            v["http_messages_skipped"].to_string(),
+            r#"{"cut_by_gap":1}"#
+        );
     }
 
     #[test]

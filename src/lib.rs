@@ -26,8 +26,9 @@
 //! and no two files import each other in a circle (a `mod.rs` re-exporting its children
 //! aside). Outside the order:
 //!
-//! - `anomaly`, `buffers`, `display`, `hashing` and `timestamp` (and the test-only `testing`)
-//!   are shared utilities: every stage may use them, and they use no stage (only each other);
+//! - `anomaly`, `buffers`, `contract`, `display`, `hashing` and `timestamp` (and the test-only
+//!   `testing`) are shared utilities: every stage may use them, and they use no stage (only each
+//!   other);
 //! - `cli` and `pipeline` (and the binary's `main`) wire the stages together: they may use
 //!   every module, and no stage or utility uses them.
 //!
@@ -44,6 +45,7 @@ pub mod anomaly;
 pub mod buffers;
 pub mod capture;
 pub mod cli;
+pub mod contract;
 pub mod decode;
 pub mod display;
 pub mod flow;

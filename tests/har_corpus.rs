@@ -618,7 +618,7 @@ fn har_events_through_the_mcp_stage() {
     assert!(
         rows[4]
             .anomalies
-            .as_deref()
+            .text()
             .unwrap_or("")
             .contains("har.sse_body_not_recorded"),
         "{:?}",

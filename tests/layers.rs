@@ -15,9 +15,10 @@ const STAGES: [&str; 10] = [
     "stream", "capture", "decode", "flow", "tls", "http", "har", "rpc", "mcp", "report",
 ];
 /// Shared utilities: any stage may import them; they import no stage (each other, yes).
-const UTILITIES: [&str; 6] = [
+const UTILITIES: [&str; 7] = [
     "anomaly",
     "buffers",
+    "contract",
     "display",
     "hashing",
     "testing",

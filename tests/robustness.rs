@@ -1094,7 +1094,7 @@ fn byte_accounting(files: &[PathBuf]) -> Vec<(String, u64, u64, u64, u64)> {
             seen, stats.tcp_payload_bytes_seen,
             "{name}: payload bytes of decoded segments vs the flow stage's count"
         );
-        let unused: u64 = stats.tcp_bytes_unused.values().sum();
+        let unused: u64 = stats.tcp_bytes_unused.total();
         rows.push((
             name,
             seen,

@@ -18,6 +18,7 @@ pub use reader::{MAX_RECORD_BYTES, PacketReader, READ_CHUNK_BYTES, UNKNOWN_INTER
 pub use secrets::{CaptureSecrets, SecretsBlock};
 pub use source::{MAX_HAR_LEADING_WHITESPACE, Source, open, open_reader};
 
+use crate::contract::contract_names;
 use std::sync::Arc;
 
 /// One packet record, as read from a capture file.
@@ -87,21 +88,12 @@ impl FrameRef<'_> {
     }
 }
 
-/// What an input file turned out to be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InputFormat {
-    Pcap,
-    PcapNg,
-    Har,
-}
-
-impl InputFormat {
-    pub fn name(self) -> &'static str {
-        match self {
-            InputFormat::Pcap => "pcap",
-            InputFormat::PcapNg => "pcapng",
-            InputFormat::Har => "har",
-        }
+contract_names! {
+    /// What an input file turned out to be (the run summary's `format`).
+    pub enum InputFormat {
+        Pcap => "pcap",
+        PcapNg => "pcapng",
+        Har => "har",
     }
 }
 
@@ -112,7 +104,7 @@ pub struct InputInfo {
     pub name: String,
     /// Bytes read from the file (compressed size for `.gz`).
     pub bytes: u64,
-    pub format: &'static str,
+    pub format: InputFormat,
     /// LINKTYPE values seen (from pcap header or pcapng interfaces).
     pub link_types: Vec<u32>,
     /// The input was gzip-compressed.

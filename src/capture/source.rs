@@ -110,10 +110,11 @@ pub fn open_reader(
             });
         }
     }
-    let mut info = InputInfo {
+    // Made once the format is known, with the bytes read so far.
+    let info_of = |format: InputFormat| InputInfo {
         name: name.to_string(),
-        bytes: 0,
-        format: "",
+        bytes: counter.load(std::sync::atomic::Ordering::Relaxed),
+        format,
         link_types: Vec::new(),
         gzip,
         error: None,
@@ -142,9 +143,8 @@ pub fn open_reader(
                 .map_err(|e| malformed(format!("invalid pcap file header: {e:?}")))?;
             // The upper bits of the link type field carry FCS flags (pcap spec §"LinkType and additional information").
             let link_type = u32::from(hdr.network.0 as u16);
-            info.format = InputFormat::Pcap.name();
+            let mut info = info_of(InputFormat::Pcap);
             info.link_types.push(link_type);
-            info.bytes = counter.load(std::sync::atomic::Ordering::Relaxed);
             let layout = Layout::Pcap {
                 big_endian: hdr.is_bigendian(),
                 nanos: hdr.is_nanosecond_precision(),
@@ -189,8 +189,7 @@ pub fn open_reader(
                     Err(_) => return Err(malformed("invalid pcapng section header".to_string())),
                 }
             };
-            info.format = InputFormat::PcapNg.name();
-            info.bytes = counter.load(std::sync::atomic::Ordering::Relaxed);
+            let info = info_of(InputFormat::PcapNg);
             Ok(Source::Packets(PacketReader::new(
                 input,
                 reader,
@@ -208,8 +207,7 @@ pub fn open_reader(
                 fill_to(&mut reader, &mut head, ZHAR_PROBE_BYTES).map_err(io_err)?;
                 if super::is_compressed_har(&head) {
                     reader.read_to_end(&mut head).map_err(io_err)?;
-                    info.format = InputFormat::Har.name();
-                    info.bytes = counter.load(std::sync::atomic::Ordering::Relaxed);
+                    let info = info_of(InputFormat::Har);
                     return Ok(Source::Har {
                         name: name.to_string(),
                         data: head,
@@ -219,8 +217,7 @@ pub fn open_reader(
             }
             if looks_like_har(&mut reader, &mut head).map_err(io_err)? {
                 reader.read_to_end(&mut head).map_err(io_err)?;
-                info.format = InputFormat::Har.name();
-                info.bytes = counter.load(std::sync::atomic::Ordering::Relaxed);
+                let info = info_of(InputFormat::Har);
                 return Ok(Source::Har {
                     name: name.to_string(),
                     data: head,

@@ -12,7 +12,7 @@ mod values;
 use crate::flow::FlowLimits;
 use crate::http::HttpLimits;
 use crate::mcp::McpLimits;
-use crate::mcp::retry::{FINDING_NAMES, Finding, findings_of};
+use crate::mcp::retry::Finding;
 use crate::mcp::{Exchange, InferenceConfig, Outcome};
 use crate::pipeline::{self, Analysis, Config};
 use crate::report::{self, Format, RowFilter, RunInfo, SessionAggregator, SessionRow, TableWriter};
@@ -163,7 +163,7 @@ impl FailOn {
                 bail!(
                     "--fail-on: unknown outcome or finding `{n}` (outcomes: {}; findings: {})",
                     outcome_names(),
-                    FINDING_NAMES.join(", ")
+                    Finding::ALL.map(Finding::name).join(", ")
                 )
             }
         }
@@ -173,7 +173,10 @@ impl FailOn {
     fn matches(&self, row: &Exchange) -> bool {
         self.outcomes.contains(&row.outcome)
             || (!self.findings.is_empty()
-                && findings_of(row.retry_findings.as_deref()).any(|f| self.findings.contains(&f)))
+                && row
+                    .retry_findings
+                    .iter()
+                    .any(|f| self.findings.contains(&f)))
     }
 }
 
@@ -424,7 +427,7 @@ impl Counts {
                 }
             }
         }
-        for f in findings_of(row.retry_findings.as_deref()) {
+        for f in row.retry_findings.iter() {
             if let Some(n) = self.findings.get_mut(f.index()) {
                 *n = n.saturating_add(1);
             }

@@ -42,35 +42,8 @@ pub struct Segment {
     pub wire_payload_len: u32,
 }
 
-/// Why a frame was not turned into a segment. `name()` is the `packets_skipped` key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SkipReason {
-    /// Link type we do not decode.
-    LinkType,
-    /// Not IPv4/IPv6 (ARP, LLDP, ...).
-    NotIp,
-    /// IP but not TCP (UDP, ICMP, ...).
-    NotTcp,
-    /// Headers that do not parse.
-    Malformed,
-    /// Cut by the snap length before the TCP header ended.
-    Truncated,
-    /// An IP fragment whose datagram never completed or could not be reassembled.
-    Fragment,
-}
-
-impl SkipReason {
-    pub fn name(self) -> &'static str {
-        match self {
-            SkipReason::LinkType => "link_type",
-            SkipReason::NotIp => "not_ip",
-            SkipReason::NotTcp => "not_tcp",
-            SkipReason::Malformed => "malformed",
-            SkipReason::Truncated => "truncated",
-            SkipReason::Fragment => "ip_fragment",
-        }
-    }
-}
+/// Why a frame was not turned into a segment (the `packets_skipped` keys).
+pub use crate::anomaly::SkipReason;
 
 /// Result of decoding one frame.
 #[derive(Debug)]

@@ -37,7 +37,7 @@
 
 use super::history::History;
 use super::seq::{SeqMap, SeqNum};
-use crate::anomaly::Stats;
+use crate::anomaly::{Stats, UnusedBytes};
 use crate::stream::{GapLen, Side, StreamEvent, StreamEventKind};
 use std::collections::BTreeMap;
 
@@ -292,7 +292,7 @@ impl Assembler {
         let Some(map) = self.map else {
             if captured > 0 {
                 stats.anomaly("flow.data_after_close");
-                stats.unused_tcp_bytes("after_close", captured as u64);
+                stats.unused_tcp_bytes(UnusedBytes::AfterClose, captured as u64);
             }
             return;
         };
@@ -308,7 +308,10 @@ impl Assembler {
             stats.anomaly("flow.data_after_close");
         }
         let used = dup.unsigned_abs();
-        stats.unused_tcp_bytes("after_close", (captured as u64).saturating_sub(used));
+        stats.unused_tcp_bytes(
+            UnusedBytes::AfterClose,
+            (captured as u64).saturating_sub(used),
+        );
     }
 
     /// End of the first hole: the first buffered chunk, or the FIN.
@@ -369,7 +372,8 @@ impl Assembler {
         for chunk in after.values() {
             if let Chunk::Data(v) = chunk {
                 self.buffered = self.buffered.saturating_sub(v.len());
-                sink.stats.unused_tcp_bytes("after_fin", v.len() as u64);
+                sink.stats
+                    .unused_tcp_bytes(UnusedBytes::AfterFin, v.len() as u64);
             }
         }
     }
@@ -382,7 +386,7 @@ impl Assembler {
             sink.stats.anomaly("flow.before_stream_start");
             let below = cap_end.min(0).saturating_sub(start);
             sink.stats
-                .unused_tcp_bytes("before_stream_start", below.unsigned_abs());
+                .unused_tcp_bytes(UnusedBytes::BeforeStreamStart, below.unsigned_abs());
         }
         // Everything below is in non-negative offsets.
         let clamp = |o: i64| u64::try_from(o.max(0)).unwrap_or(0);
@@ -393,7 +397,7 @@ impl Assembler {
         if s > self.next.saturating_add(MAX_WINDOW_BYTES) {
             sink.stats.anomaly("flow.seq_out_of_window");
             sink.stats
-                .unused_tcp_bytes("out_of_window", cap_e.saturating_sub(s));
+                .unused_tcp_bytes(UnusedBytes::OutOfWindow, cap_e.saturating_sub(s));
             return;
         }
         if let Some(f) = self.fin
@@ -403,7 +407,7 @@ impl Assembler {
             e = f.max(s);
             let cut = cap_e.min(e);
             sink.stats
-                .unused_tcp_bytes("after_fin", cap_e.saturating_sub(cut));
+                .unused_tcp_bytes(UnusedBytes::AfterFin, cap_e.saturating_sub(cut));
             cap_e = cut;
         }
         self.seen_end = self.seen_end.max(e);

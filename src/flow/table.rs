@@ -34,7 +34,7 @@ use super::FlowLimits;
 use super::assembler::{Assembler, Sink};
 use super::seq::SeqNum;
 use super::slab::{List, Slab};
-use crate::anomaly::Stats;
+use crate::anomaly::{Stats, UnusedBytes};
 use crate::decode::Segment;
 use crate::hashing::HashMap;
 use crate::stream::{CloseReason, ConnectionRecord, EndedBy, Side, StreamEvent, StreamEventKind};
@@ -397,7 +397,7 @@ impl FlowTable {
             // RFC 9293 §3.5.3: RST ends the connection; its payload (RFC 1122
             // §4.2.2.12 diagnostic text) is not stream data.
             sink.stats
-                .unused_tcp_bytes("rst_payload", seg.payload.len() as u64);
+                .unused_tcp_bytes(UnusedBytes::RstPayload, seg.payload.len() as u64);
             own.flush(&mut sink);
             sink.emit(StreamEventKind::Rst { side });
             peer.flush(&mut sink);

@@ -3,6 +3,7 @@
 //! report stage writes them (`crate::report::write_http_rows`).
 
 use super::{BodyEnd, ExchangeRef, HttpEvent};
+use crate::anomaly::AnomalySet;
 use crate::timestamp::format_rfc3339_us;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -45,14 +46,13 @@ pub struct HttpRow {
     pub response_wire_len: u64,
     /// Request and response both complete (no gap, cut, or missing response).
     pub complete: bool,
-    /// Anomaly names of the exchange, `;`-separated.
-    pub anomalies: Option<String>,
+    /// Anomaly names of the exchange, written `;`-separated.
+    pub anomalies: AnomalySet,
 }
 
 #[derive(Debug)]
 struct Entry {
     row: HttpRow,
-    anomalies: Vec<String>,
     request_complete: bool,
     response_done: bool,
     response_ok: bool,
@@ -95,9 +95,8 @@ impl HttpLog {
                         request_wire_len: 0,
                         response_wire_len: 0,
                         complete: false,
-                        anomalies: None,
+                        anomalies: AnomalySet::default(),
                     },
-                    anomalies: Vec::new(),
                     request_complete: true,
                     response_done: false,
                     response_ok: false,
@@ -125,7 +124,9 @@ impl HttpLog {
                 e.row.request_body_len = r.body.len() as u64;
                 e.row.request_wire_len = r.wire_len;
                 e.request_complete = r.complete;
-                add(&mut e.anomalies, &r.anomalies);
+                e.row
+                    .anomalies
+                    .extend(r.anomalies.iter().map(String::as_str));
             }
             HttpEvent::ResponseHead {
                 xref, ts_us, head, ..
@@ -158,7 +159,7 @@ impl HttpLog {
                     .iter()
                     .any(|a| a == "http.truncated_body" || a == "http.gap_in_body");
                 e.response_ok = matches!(end, BodyEnd::Complete | BodyEnd::Fin) && !cut;
-                add(&mut e.anomalies, anomalies);
+                e.row.anomalies.extend(anomalies.iter().map(String::as_str));
             }
             HttpEvent::NoResponse {
                 xref, ts_us, end, ..
@@ -168,10 +169,9 @@ impl HttpLog {
                 };
                 e.response_done = true;
                 e.response_ok = false;
-                add(
-                    &mut e.anomalies,
-                    &[format!("http.no_response_{}", end.name())],
-                );
+                e.row
+                    .anomalies
+                    .insert(&format!("http.no_response_{}", end.name()));
             }
             // The connections table takes these (see the pipeline).
             HttpEvent::ConnectionClosed(_) => {}
@@ -185,7 +185,6 @@ impl HttpLog {
             .into_iter()
             .map(|mut e| {
                 e.row.complete = e.request_complete && e.response_done && e.response_ok;
-                e.row.anomalies = (!e.anomalies.is_empty()).then(|| e.anomalies.join(";"));
                 e.row
             })
             .collect();
@@ -198,14 +197,6 @@ impl HttpLog {
             ))
         });
         rows
-    }
-}
-
-fn add(into: &mut Vec<String>, names: &[String]) {
-    for n in names {
-        if !into.contains(n) {
-            into.push(n.clone());
-        }
     }
 }
 

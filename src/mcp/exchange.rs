@@ -1,9 +1,10 @@
 //! [`Exchange`]: one row of the exchanges table (report-schema.md section 2).
 //! Field names are the column names; do not rename them.
 
+use crate::anomaly::AnomalySet;
 use crate::http::retry_after::RetryAfter;
 use crate::mcp::names::{Kind, Layer, Outcome, RetryOrigin, StreamEnd, Transport};
-use crate::mcp::retry::ToolsPage;
+use crate::mcp::retry::{FindingSet, ToolsPage};
 use crate::mcp::trace_context::TraceParent;
 use crate::rpc::JsonFingerprint;
 pub use arcstr::ArcStr;
@@ -86,13 +87,13 @@ pub struct Exchange {
     pub retry_origin: RetryOrigin,
     /// One line: the rule that fired and its facts.
     pub retry_evidence: Option<String>,
-    /// `;`-separated retry-hygiene findings on this attempt (section 4b), in the order of
-    /// [`crate::mcp::retry::Finding::ALL`].
-    pub retry_findings: Option<String>,
+    /// Retry-hygiene findings on this attempt (section 4b), written `;`-separated in the
+    /// order of [`crate::mcp::retry::Finding::ALL`].
+    pub retry_findings: FindingSet,
     /// For an MRTR follow-up: the `input_required` exchange it answers.
     pub continuation_of: Option<u64>,
-    /// `;`-separated anomaly names.
-    pub anomalies: Option<String>,
+    /// Anomaly names, written `;`-separated.
+    pub anomalies: AnomalySet,
 
     /// Inputs to retry inference; not columns.
     #[serde(skip)]

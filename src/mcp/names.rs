@@ -3,63 +3,12 @@
 //!
 //! Scripts read these names, so they are stable: add a value, never rename one.
 
+use crate::contract::contract_names;
 use crate::http::BodyEnd;
-
-/// Defines an enum of contract names with `name()`, `ALL` (in the contract's order),
-/// `from_name()` (exact match), and serialization as the name.
-macro_rules! contract_names {
-    (
-        $(#[$meta:meta])*
-        pub enum $ty:ident {
-            $($(#[$vmeta:meta])* $variant:ident => $name:literal,)+
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-        pub enum $ty {
-            $($(#[$vmeta])* $variant,)+
-        }
-
-        impl $ty {
-            /// Every value, in the contract's order.
-            pub const ALL: [$ty; [$($name),+].len()] = [$($ty::$variant),+];
-
-            /// The contract name.
-            pub const fn name(self) -> &'static str {
-                match self {
-                    $($ty::$variant => $name,)+
-                }
-            }
-
-            /// The value whose contract name is exactly `name`.
-            pub fn from_name(name: &str) -> Option<$ty> {
-                $ty::ALL.into_iter().find(|v| v.name() == name)
-            }
-        }
-
-        impl std::fmt::Display for $ty {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.name())
-            }
-        }
-
-        impl serde::Serialize for $ty {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.name())
-            }
-        }
-
-        /// Compares with a contract name (as read from a table or a fixture).
-        impl PartialEq<&str> for $ty {
-            fn eq(&self, other: &&str) -> bool {
-                self.name() == *other
-            }
-        }
-    };
-}
 
 contract_names! {
     /// The `transport` column.
+    #[derive(Default)]
     pub enum Transport {
         StreamableHttp => "streamable_http",
         LegacySse => "legacy_sse",
@@ -71,6 +20,7 @@ contract_names! {
 
 contract_names! {
     /// The `kind` column: what the row is.
+    #[derive(Default)]
     pub enum Kind {
         Request => "request",
         Notification => "notification",
@@ -88,6 +38,7 @@ contract_names! {
 
 contract_names! {
     /// The `outcome` column (section 3), in evaluation order.
+    #[derive(Default)]
     pub enum Outcome {
         Cancelled => "CANCELLED",
         /// Also the value of a row not yet classified.
@@ -112,6 +63,7 @@ contract_names! {
 
 contract_names! {
     /// The `layer` column, from the wire up.
+    #[derive(Default)]
     pub enum Layer {
         #[default]
         Transport => "transport",
@@ -123,6 +75,7 @@ contract_names! {
 
 contract_names! {
     /// The `stream_end` column: how the response stream ended.
+    #[derive(Default)]
     pub enum StreamEnd {
         Complete => "complete",
         Fin => "fin",
@@ -138,6 +91,7 @@ contract_names! {
 
 contract_names! {
     /// The `retry_origin` column (section 4).
+    #[derive(Default)]
     pub enum RetryOrigin {
         #[default]
         None => "none",
@@ -174,11 +128,6 @@ impl Outcome {
             self,
             Outcome::ToolSuccess | Outcome::RpcSuccess | Outcome::Accepted | Outcome::StreamOpen
         )
-    }
-
-    /// Position in [`Outcome::ALL`].
-    pub const fn index(self) -> usize {
-        self as usize
     }
 }
 

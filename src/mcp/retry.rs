@@ -44,7 +44,7 @@ mod index;
 mod tool_catalog;
 
 pub use chain::{RetryChain, retry_chains};
-pub use hygiene::{FINDING_NAMES, Finding, findings_of};
+pub use hygiene::{Finding, FindingSet};
 pub use tool_catalog::{
     LISTINGS_PER_ENDPOINT, MAX_CATALOG_TOOLS, MAX_TOOLS_PER_PAGE, ToolCatalog, ToolHints,
     ToolSafety, ToolsPage,
@@ -54,6 +54,7 @@ use crate::anomaly::Stats;
 use crate::display::{self, Cut, Escape};
 use crate::hashing::HashMap;
 use crate::mcp::{Exchange, InferenceConfig, Kind, Outcome, RetryOrigin};
+
 use index::{Prior, RecentRequests, session_hash_of};
 use std::collections::VecDeque;
 
@@ -439,7 +440,7 @@ fn apply(row: &mut Exchange, link: Link) {
     row.retry_of = None;
     set_origin(row, RetryOrigin::None);
     row.retry_evidence = None;
-    row.retry_findings = None;
+    row.retry_findings = FindingSet::default();
     row.continuation_of = None;
     match link {
         Link::None => {}

@@ -83,7 +83,7 @@ pub(super) fn read_streams<X>(
                 flows.push(segment, stats, &mut stream_events);
             }
             Decoded::Held => stats.packets_decoded += 1,
-            Decoded::Skipped(reason) => stats.skip(reason.name()),
+            Decoded::Skipped(reason) => stats.skip(reason),
         }
         emit(&mut stream_events, stats)?;
         frames_since_tick += 1;

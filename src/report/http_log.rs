@@ -67,7 +67,7 @@ impl Table for HttpRow {
             Cell::U64(self.request_wire_len),
             Cell::U64(self.response_wire_len),
             Cell::Bool(self.complete),
-            opt(&self.anomalies),
+            self.anomalies.text().map_or(Cell::Null, Cell::Str),
         ]
     }
 }
@@ -166,6 +166,7 @@ fn table_cell(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::anomaly::AnomalySet;
 
     fn row() -> HttpRow {
         HttpRow {
@@ -185,7 +186,7 @@ mod tests {
             request_wire_len: 5,
             response_wire_len: 9,
             complete: true,
-            anomalies: None,
+            anomalies: AnomalySet::default(),
         }
     }
 

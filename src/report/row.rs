@@ -195,9 +195,9 @@ impl Table for Exchange {
             opt_u64(self.retry_of),
             Cell::Str(self.retry_origin.name()),
             opt_str(&self.retry_evidence),
-            opt_str(&self.retry_findings),
+            self.retry_findings.text().map_or(Cell::Null, Cell::Str),
             opt_u64(self.continuation_of),
-            opt_str(&self.anomalies),
+            self.anomalies.text().map_or(Cell::Null, Cell::Str),
         ]
     }
 }

@@ -3,7 +3,7 @@
 
 use super::row::{Cell, ColType, ColumnSpec, Table};
 use crate::hashing::HashMap;
-use crate::mcp::retry::{Finding, findings_of};
+use crate::mcp::retry::Finding;
 use crate::mcp::{Exchange, InferenceConfig, Kind, Outcome, RetryOrigin, StreamEnd, Transport};
 
 /// One session.
@@ -224,7 +224,7 @@ impl SessionAggregator {
         if let Some(n) = retries {
             *n = n.saturating_add(1);
         }
-        for f in findings_of(e.retry_findings.as_deref()) {
+        for f in e.retry_findings.iter() {
             if let Some(n) = row.finding_counts.get_mut(f.index()) {
                 *n = n.saturating_add(1);
             }
@@ -323,9 +323,11 @@ mod tests {
             assert_eq!(SESSION_COLUMNS[at + 1 + i].name, format!("n_{}", f.name()));
         }
         let mut a = ex(1, 0);
-        a.retry_findings = Some("unsafe_retry;too_many_attempts".into());
+        a.retry_findings = [Finding::UnsafeRetry, Finding::TooManyAttempts]
+            .into_iter()
+            .collect();
         let mut b = ex(2, 1);
-        b.retry_findings = Some("unsafe_retry".into());
+        b.retry_findings = [Finding::UnsafeRetry].into_iter().collect();
         let s = sessions(&[a, b]);
         assert_eq!(s[0].finding_counts, [2, 0, 0, 0, 0, 1]);
         let cells = s[0].cells();

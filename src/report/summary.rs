@@ -3,7 +3,7 @@
 
 use crate::anomaly::Stats;
 use crate::capture::InputInfo;
-use crate::mcp::retry::{FINDING_NAMES, findings_of};
+use crate::mcp::retry::Finding;
 use crate::mcp::{Exchange, Layer, Outcome, RetryOrigin};
 use crate::stream::Decryption;
 use serde_json::{Map, Value, json};
@@ -66,10 +66,12 @@ pub(crate) fn layer_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
 
 /// Rows per retry-hygiene finding (all six names present).
 pub(crate) fn finding_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
-    let mut counts: BTreeMap<String, u64> =
-        FINDING_NAMES.iter().map(|f| (f.to_string(), 0)).collect();
+    let mut counts: BTreeMap<String, u64> = Finding::ALL
+        .iter()
+        .map(|f| (f.name().to_string(), 0))
+        .collect();
     for r in rows {
-        for f in findings_of(r.retry_findings.as_deref()) {
+        for f in r.retry_findings.iter() {
             if let Some(n) = counts.get_mut(f.name()) {
                 *n = n.saturating_add(1);
             }
@@ -78,8 +80,12 @@ pub(crate) fn finding_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
     counts
 }
 
-fn count_map(m: &BTreeMap<String, u64>) -> Value {
-    Value::Object(m.iter().map(|(k, v)| (k.clone(), json!(v))).collect())
+fn count_map<K: AsRef<str>>(m: &BTreeMap<K, u64>) -> Value {
+    Value::Object(
+        m.iter()
+            .map(|(k, v)| (k.as_ref().to_string(), json!(v)))
+            .collect(),
+    )
 }
 
 /// The run summary as a JSON object. Keys of section 5 plus every other [`Stats`] counter,
@@ -118,7 +124,10 @@ pub fn run_summary(info: &RunInfo) -> Value {
     m.insert("inputs".into(), Value::Array(inputs));
     m.insert("packets_total".into(), json!(s.packets_total));
     m.insert("packets_decoded".into(), json!(s.packets_decoded));
-    m.insert("packets_skipped".into(), count_map(&s.packets_skipped));
+    m.insert(
+        "packets_skipped".into(),
+        count_map(&s.packets_skipped.by_name()),
+    );
     m.insert(
         "packets_skipped_total".into(),
         json!(s.packets_skipped_total()),
@@ -131,13 +140,16 @@ pub fn run_summary(info: &RunInfo) -> Value {
     );
     m.insert("tcp_payload_bytes".into(), json!(s.tcp_payload_bytes));
     m.insert("duplicate_bytes".into(), json!(s.duplicate_bytes));
-    m.insert("tcp_bytes_unused".into(), count_map(&s.tcp_bytes_unused));
+    m.insert(
+        "tcp_bytes_unused".into(),
+        count_map(&s.tcp_bytes_unused.by_name()),
+    );
     m.insert("gap_bytes".into(), json!(s.gap_bytes));
     m.insert("http_messages".into(), json!(s.http_messages));
     m.insert("http_messages_parsed".into(), json!(s.http_messages_parsed));
     m.insert(
         "http_messages_skipped".into(),
-        count_map(&s.http_messages_skipped),
+        count_map(&s.http_messages_skipped.by_name()),
     );
     m.insert("http_exchanges".into(), json!(s.http_exchanges));
     m.insert("non_http_streams".into(), json!(s.non_http_streams));
@@ -197,6 +209,7 @@ fn finite(v: f64) -> f64 {
 pub(crate) mod tests {
     use super::super::test_rows::ex;
     use super::*;
+    use crate::anomaly::SkipReason;
 
     pub(crate) fn stats() -> Stats {
         let mut s = Stats {
@@ -208,9 +221,9 @@ pub(crate) mod tests {
             http_exchanges: 4,
             ..Stats::default()
         };
-        s.skip("not_tcp");
-        s.skip("not_tcp");
-        s.skip("malformed");
+        s.skip(SkipReason::NotTcp);
+        s.skip(SkipReason::NotTcp);
+        s.skip(SkipReason::Malformed);
         s.anomaly("flow.overlap_mismatch");
         s
     }
@@ -219,7 +232,7 @@ pub(crate) mod tests {
         vec![InputInfo {
             name: "cap.pcap".into(),
             bytes: 2_000_000,
-            format: "pcap",
+            format: crate::capture::InputFormat::Pcap,
             link_types: vec![1],
             gzip: false,
             error: None,
@@ -234,7 +247,9 @@ pub(crate) mod tests {
         rows[1].outcome = Outcome::HttpError;
         rows[1].layer = Layer::Transport;
         rows[2].retry_origin = RetryOrigin::Sdk;
-        rows[2].retry_findings = Some("unsafe_retry;no_backoff".into());
+        rows[2].retry_findings = [Finding::UnsafeRetry, Finding::NoBackoff]
+            .into_iter()
+            .collect();
         let info = RunInfo {
             undecrypted: &crate::report::NO_UNDECRYPTED,
             inputs: &inputs,

@@ -1,6 +1,7 @@
 //! Hand-made exchanges shared by the report tests.
 
 use crate::mcp::Exchange;
+use crate::mcp::retry::Finding;
 use crate::mcp::{Kind, Layer, Outcome, RetryOrigin, StreamEnd, Transport};
 
 /// A plain successful `tools/call` row; tests change the fields they care about.
@@ -57,7 +58,7 @@ pub(crate) fn rows() -> Vec<Exchange> {
         layer: Layer::Protocol,
         error_code: Some(-32602),
         error_message: Some("Invalid params: \"x\", y\r\nz".into()),
-        anomalies: Some("http.gap_in_body;rpc.bad".into()),
+        anomalies: "http.gap_in_body;rpc.bad".split(';').collect(),
         sse_events: 3,
         stream_end: StreamEnd::CaptureEnd,
         ..ex(2, -1)
@@ -68,7 +69,9 @@ pub(crate) fn rows() -> Vec<Exchange> {
         retry_of: Some(1),
         retry_origin: RetryOrigin::Sdk,
         retry_evidence: Some("same id+body 412ms after HTTP 503, same user-agent".into()),
-        retry_findings: Some("unsafe_retry;no_backoff".into()),
+        retry_findings: [Finding::UnsafeRetry, Finding::NoBackoff]
+            .into_iter()
+            .collect(),
         http_status: Some(u16::MAX),
         error_code: Some(i64::MIN),
         latency_ms: Some(0.1),

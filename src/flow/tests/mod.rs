@@ -4,7 +4,7 @@ mod corpus;
 mod proptests;
 
 use super::*;
-use crate::anomaly::Stats;
+use crate::anomaly::{Stats, UnusedBytes};
 use crate::decode::{Segment, TcpFlags};
 use crate::stream::*;
 
@@ -433,7 +433,7 @@ fn late_packets_after_close_are_accounted() {
     assert_eq!(t.stats.tcp_streams, 1);
     assert_eq!(t.stats.duplicate_bytes, 3);
     assert_eq!(t.anomaly("flow.data_after_close"), 1);
-    assert_eq!(t.stats.tcp_bytes_unused.get("after_close"), Some(&3));
+    assert_eq!(t.stats.tcp_bytes_unused.get(UnusedBytes::AfterClose), 3);
     assert_eq!(t.stats.tcp_payload_bytes_seen, 9);
     assert_well_formed(&t.out);
 }
@@ -587,7 +587,7 @@ fn data_past_fin_is_dropped() {
     assert_eq!(t.anomaly("flow.data_after_fin"), 1);
     // "c" re-sent is a duplicate; "def" lies past the FIN.
     assert_eq!(t.stats.duplicate_bytes, 1);
-    assert_eq!(t.stats.tcp_bytes_unused.get("after_fin"), Some(&3));
+    assert_eq!(t.stats.tcp_bytes_unused.get(UnusedBytes::AfterFin), 3);
 }
 
 #[test]

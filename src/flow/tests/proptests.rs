@@ -558,7 +558,7 @@ proptest! {
 
 /// Every captured payload byte is delivered, a duplicate, or unused for a named reason.
 fn assert_byte_identity(stats: &Stats) {
-    let unused: u64 = stats.tcp_bytes_unused.values().sum();
+    let unused: u64 = stats.tcp_bytes_unused.total();
     assert_eq!(
         stats.tcp_payload_bytes_seen,
         stats.tcp_payload_bytes + stats.duplicate_bytes + unused,

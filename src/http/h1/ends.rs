@@ -32,7 +32,7 @@ impl Conn {
                     self.head_cut_by_gap(dir, ts_us, stats, out);
                 }
                 if self.reader(dir).head_started {
-                    self.head_done(dir, Err("cut_by_gap"), stats);
+                    self.head_done(dir, Err(HeadSkip::CutByGap), stats);
                 }
                 let reader = self.reader(dir);
                 let n = reader.clear();

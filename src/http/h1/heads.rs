@@ -191,7 +191,7 @@ impl Conn {
                 });
                 reader.state = ReadState::Resync { line_start: false };
                 if reader.head_started {
-                    self.head_done(dir, Err("bad_head"), stats);
+                    self.head_done(dir, Err(HeadSkip::BadHead), stats);
                 }
                 return true;
             }
@@ -213,7 +213,7 @@ impl Conn {
                     reader.consume(skipped);
                     reader.scanned = 0;
                     reader.state = ReadState::Resync { line_start: false };
-                    self.head_done(dir, Err("head_too_large"), stats);
+                    self.head_done(dir, Err(HeadSkip::HeadTooLarge), stats);
                     return true;
                 }
                 return false;
@@ -249,7 +249,7 @@ impl Conn {
                     )
                 }
                 Err(_) => {
-                    self.head_done(dir, Err("bad_head"), stats);
+                    self.head_done(dir, Err(HeadSkip::BadHead), stats);
                     stats.anomaly("http.bad_request_line");
                     stats.http_bytes_skipped =
                         stats.http_bytes_skipped.saturating_add(head_len as u64);
@@ -266,7 +266,7 @@ impl Conn {
                     self.start_response(head, first_ts, first_frame, anomalies, ts_us, stats, out);
                 }
                 Err(_) => {
-                    self.head_done(dir, Err("bad_head"), stats);
+                    self.head_done(dir, Err(HeadSkip::BadHead), stats);
                     stats.anomaly("http.bad_status_line");
                     stats.http_bytes_skipped =
                         stats.http_bytes_skipped.saturating_add(head_len as u64);
@@ -279,7 +279,7 @@ impl Conn {
 
     /// The verdict on a head: parsed, or skipped for `reason`. A head taken without a
     /// probe (an HTTP/0.9 reply, a request promoted at a gap) is counted here first.
-    pub(super) fn head_done(&mut self, dir: Dir, verdict: Result<(), &str>, stats: &mut Stats) {
+    pub(super) fn head_done(&mut self, dir: Dir, verdict: Result<(), HeadSkip>, stats: &mut Stats) {
         if !std::mem::take(&mut self.reader(dir).head_started) {
             stats.http_messages = stats.http_messages.saturating_add(1);
         }
@@ -319,7 +319,7 @@ impl Conn {
         let parsed = parse_request_head(&head_bytes, &mut anomalies);
         self.head_done(
             Dir::Req,
-            parsed.as_ref().map(|_| ()).map_err(|_| "bad_head"),
+            parsed.as_ref().map(|_| ()).map_err(|_| HeadSkip::BadHead),
             stats,
         );
         if let Ok(head) = parsed {

@@ -35,7 +35,7 @@ use super::event::push_anomaly;
 use super::exchanges::{Emitted, Exchanges};
 use super::reader::{ConnReader, Dir, Upgrade};
 use super::{BodyEnd, ConnInfo, ExchangeRef, HttpEvent, RequestHead};
-use crate::anomaly::Stats;
+use crate::anomaly::{HeadSkip, Stats};
 use crate::stream::GapLen;
 use chunked::ChunkedDecoder;
 use std::collections::VecDeque;
@@ -307,7 +307,7 @@ impl ConnReader for Conn {
         self.end_dir(Dir::Req, end, ts_us, stats, out);
         for dir in [Dir::Req, Dir::Resp] {
             if self.reader(dir).head_started {
-                self.head_done(dir, Err("unfinished"), stats);
+                self.head_done(dir, Err(HeadSkip::Unfinished), stats);
             }
         }
         self.end_dir(Dir::Resp, end, ts_us, stats, out);

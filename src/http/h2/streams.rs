@@ -7,7 +7,7 @@ use super::exchange::{ReqMsg, Resp, RespMsg, Stream, field_text, request_head, r
 use super::flood::RESET_RATE_LIMIT;
 use super::frames::{FrameHeader, error_code_name, flag, headers_fragment, kind};
 use super::hpack::HpackError;
-use crate::anomaly::Stats;
+use crate::anomaly::{HeadSkip, Stats};
 use crate::http::decompress::ContentDecoder;
 use crate::http::event::push_anomaly;
 use crate::http::exchanges::Emitted;
@@ -34,7 +34,7 @@ impl Conn {
         if truncated {
             stats.http_messages = stats.http_messages.saturating_add(1);
             stats.anomaly("http.head_too_large");
-            stats.skip_http_message("head_too_large");
+            stats.skip_http_message(HeadSkip::HeadTooLarge);
             self.lose_hpack(dir, ts_us, stats, out);
             return;
         }
@@ -53,7 +53,7 @@ impl Conn {
                 // The 2024 CONTINUATION flood: a block that never ends is not kept.
                 stats.http_messages = stats.http_messages.saturating_add(1);
                 stats.anomaly("h2.continuation_flood");
-                stats.skip_http_message("head_too_large");
+                stats.skip_http_message(HeadSkip::HeadTooLarge);
                 self.lose_hpack(dir, ts_us, stats, out);
                 return;
             }
@@ -106,13 +106,13 @@ impl Conn {
             Err(HpackError::ListTooLarge) => {
                 // The table is still in step: only this header list is lost.
                 stats.anomaly(HpackError::ListTooLarge.anomaly());
-                stats.skip_http_message("head_too_large");
+                stats.skip_http_message(HeadSkip::HeadTooLarge);
                 self.drop_stream_heads(dir, block.stream, ts_us, stats, out);
                 return;
             }
             Err(e) => {
                 stats.anomaly(e.anomaly());
-                stats.skip_http_message("bad_head");
+                stats.skip_http_message(HeadSkip::BadHead);
                 self.lose_hpack(dir, ts_us, stats, out);
                 return;
             }
@@ -162,13 +162,13 @@ impl Conn {
         }
         if id == 0 || id.is_multiple_of(2) || id <= self.highest_stream {
             stats.anomaly("h2.bad_stream_id");
-            stats.skip_http_message("bad_head");
+            stats.skip_http_message(HeadSkip::BadHead);
             return;
         }
         self.highest_stream = id;
         if self.streams.len() >= self.limits.h2_streams {
             stats.anomaly("h2.stream_limit");
-            stats.skip_http_message("stream_limit");
+            stats.skip_http_message(HeadSkip::StreamLimit);
             return;
         }
         stats.http_messages_parsed = stats.http_messages_parsed.saturating_add(1);
@@ -235,13 +235,13 @@ impl Conn {
                 } else {
                     "h2.stream_limit"
                 });
-                stats.skip_http_message("bad_head");
+                stats.skip_http_message(HeadSkip::BadHead);
                 return;
             }
             if id <= self.highest_stream {
                 // A stream already closed: a late frame.
                 stats.anomaly("h2.frame_on_closed_stream");
-                stats.skip_http_message("bad_head");
+                stats.skip_http_message(HeadSkip::BadHead);
                 return;
             }
             self.highest_stream = id;

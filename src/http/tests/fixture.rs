@@ -302,7 +302,7 @@ fn field(r: &HttpRow, key: &str) -> String {
         "req_wire" => r.request_wire_len.to_string(),
         "resp_wire" => r.response_wire_len.to_string(),
         "complete" => r.complete.to_string(),
-        "anomalies" => o(&r.anomalies),
+        "anomalies" => r.anomalies.text().unwrap_or("-").to_string(),
         "client" => r.client_addr.clone(),
         "server" => r.server_addr.clone(),
         other => panic!("unknown row key {other}"),

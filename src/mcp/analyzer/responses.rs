@@ -256,7 +256,7 @@ impl Analyzer {
         for &i in &ctx.rows {
             if let Some(r) = self.rows.get_mut(i) {
                 r.ex.response_bytes = wire_len;
-                r.anomalies.extend(anomalies.iter().cloned());
+                r.anomalies.extend(anomalies.iter().map(String::as_str));
                 r.resp_end_ts = Some(ts);
                 r.http_done = true;
             }

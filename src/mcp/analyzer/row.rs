@@ -2,11 +2,12 @@
 //! [`Exchange`] columns built from a row and what its session showed (classification).
 
 use super::Analyzer;
-use crate::anomaly::Stats;
-use crate::hashing::{HashMap, HashSet};
+use crate::anomaly::{AnomalySet, Stats};
+use crate::hashing::HashMap;
 use crate::http::redact::redact_target;
 use crate::http::{BodyEnd, HttpRequest, http_version_name};
 use crate::mcp::classify::{self, Final, RowFacts};
+use crate::mcp::retry::FindingSet;
 use crate::mcp::session::{SessionFacts, SessionInfo, fnv1a};
 use crate::mcp::{Exchange, InferenceInputs, Kind, RetryOrigin, StreamEnd, Transport};
 use crate::rpc::RpcId;
@@ -58,7 +59,7 @@ pub(super) struct Row {
     pub(super) request_body_json: Option<bool>,
     pub(super) resp_end_ts: Option<i64>,
     pub(super) resumes_row: Option<usize>,
-    pub(super) anomalies: Vec<String>,
+    pub(super) anomalies: AnomalySet,
     /// Set aside while open: its `exchange_id` and the retry columns inferred then.
     pub(super) reserved: Option<Reserved>,
 }
@@ -71,7 +72,7 @@ pub(super) struct Reserved {
     pub(super) retry_of: Option<u64>,
     pub(super) retry_origin: RetryOrigin,
     pub(super) retry_evidence: Option<String>,
-    pub(super) retry_findings: Option<String>,
+    pub(super) retry_findings: FindingSet,
     pub(super) continuation_of: Option<u64>,
 }
 
@@ -195,7 +196,7 @@ impl Analyzer {
             request_body_json: None,
             resp_end_ts: None,
             resumes_row: None,
-            anomalies: req.anomalies.clone(),
+            anomalies: req.anomalies.iter().map(String::as_str).collect(),
             reserved: None,
         }));
         self.queue.enqueue(req.ts_first_us, i);
@@ -238,9 +239,7 @@ impl Analyzer {
         }
         let verdict = classify::classify(&facts);
         let mut anomalies = row.anomalies.clone();
-        for a in &verdict.anomalies {
-            anomalies.push((*a).to_string());
-        }
+        anomalies.extend(verdict.anomalies.iter().copied());
         ex.outcome = verdict.outcome;
         ex.layer = verdict.layer;
         ex.error_code = verdict.error_code;
@@ -267,9 +266,7 @@ impl Analyzer {
                 .clone()
                 .or_else(|| info.user_agent.clone());
         }
-        let mut seen = HashSet::default();
-        anomalies.retain(|a| seen.insert(a.clone()));
-        ex.anomalies = (!anomalies.is_empty()).then(|| anomalies.join(";"));
+        ex.anomalies = anomalies;
         if ex.attempt == 0 {
             ex.attempt = 1;
         }
@@ -314,10 +311,8 @@ impl Analyzer {
 
     /// Attach an anomaly name to a row once (the run total is counted by the caller).
     pub(super) fn note_uncounted(&mut self, i: usize, name: &str) {
-        if let Some(r) = self.rows.get_mut(i)
-            && !r.anomalies.iter().any(|a| a == name)
-        {
-            r.anomalies.push(name.to_string());
+        if let Some(r) = self.rows.get_mut(i) {
+            r.anomalies.insert(name);
         }
     }
 }

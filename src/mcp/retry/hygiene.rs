@@ -14,68 +14,81 @@
 use super::index::Prior;
 use super::tool_catalog::{ToolCatalog, ToolSafety};
 use super::{clip, ms, result};
+use crate::contract::contract_names;
 use crate::mcp::{Exchange, InferenceConfig, Outcome};
+use std::sync::OnceLock;
 
-/// A retry-hygiene finding; [`Finding::name`] is its contract name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Finding {
-    UnsafeRetry,
-    RetryAfterIgnored,
-    UnchangedAfterInvalidParams,
-    ReplayAfterInvalidResponse,
-    NoBackoff,
-    TooManyAttempts,
+contract_names! {
+    /// A retry-hygiene finding; [`Finding::name`] is its contract name, [`Finding::ALL`] the
+    /// order of the contract's table (and of `retry_findings`).
+    pub enum Finding {
+        UnsafeRetry => "unsafe_retry",
+        RetryAfterIgnored => "retry_after_ignored",
+        UnchangedAfterInvalidParams => "unchanged_after_invalid_params",
+        ReplayAfterInvalidResponse => "replay_after_invalid_response",
+        NoBackoff => "no_backoff",
+        TooManyAttempts => "too_many_attempts",
+    }
 }
 
-impl Finding {
-    /// Every finding, in the order of the contract's table (and of `retry_findings`).
-    pub const ALL: [Finding; 6] = [
-        Finding::UnsafeRetry,
-        Finding::RetryAfterIgnored,
-        Finding::UnchangedAfterInvalidParams,
-        Finding::ReplayAfterInvalidResponse,
-        Finding::NoBackoff,
-        Finding::TooManyAttempts,
-    ];
+/// The findings on one row (the `retry_findings` column): a set over [`Finding::ALL`],
+/// written as the names in that order joined by `;`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FindingSet {
+    bits: u8,
+}
 
-    pub fn name(self) -> &'static str {
-        match self {
-            Finding::UnsafeRetry => "unsafe_retry",
-            Finding::RetryAfterIgnored => "retry_after_ignored",
-            Finding::UnchangedAfterInvalidParams => "unchanged_after_invalid_params",
-            Finding::ReplayAfterInvalidResponse => "replay_after_invalid_response",
-            Finding::NoBackoff => "no_backoff",
-            Finding::TooManyAttempts => "too_many_attempts",
+impl FindingSet {
+    pub fn insert(&mut self, f: Finding) {
+        self.bits |= 1 << f.index();
+    }
+
+    pub fn contains(self, f: Finding) -> bool {
+        self.bits & (1 << f.index()) != 0
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.bits == 0
+    }
+
+    /// The findings, in [`Finding::ALL`] order.
+    pub fn iter(self) -> impl Iterator<Item = Finding> {
+        Finding::ALL.into_iter().filter(move |f| self.contains(*f))
+    }
+
+    /// The column's text, `None` for no finding. Every set's text is made once, so that a
+    /// writer borrows it as it borrows any other cell.
+    pub fn text(self) -> Option<&'static str> {
+        static TEXTS: OnceLock<Vec<String>> = OnceLock::new();
+        let texts = TEXTS.get_or_init(|| {
+            (0..1u16 << Finding::ALL.len())
+                .map(|bits| {
+                    let set = FindingSet { bits: bits as u8 };
+                    set.iter().map(Finding::name).collect::<Vec<_>>().join(";")
+                })
+                .collect()
+        });
+        if self.is_empty() {
+            return None;
         }
-    }
-
-    /// The finding named `name` (exactly, lower case).
-    pub fn from_name(name: &str) -> Option<Finding> {
-        Finding::ALL.into_iter().find(|f| f.name() == name)
-    }
-
-    /// Position in [`Finding::ALL`].
-    pub fn index(self) -> usize {
-        self as usize
+        texts.get(usize::from(self.bits)).map(String::as_str)
     }
 }
 
-/// Every finding name, in [`Finding::ALL`] order.
-pub const FINDING_NAMES: [&str; 6] = [
-    "unsafe_retry",
-    "retry_after_ignored",
-    "unchanged_after_invalid_params",
-    "replay_after_invalid_response",
-    "no_backoff",
-    "too_many_attempts",
-];
+impl FromIterator<Finding> for FindingSet {
+    fn from_iter<I: IntoIterator<Item = Finding>>(iter: I) -> FindingSet {
+        let mut set = FindingSet::default();
+        for f in iter {
+            set.insert(f);
+        }
+        set
+    }
+}
 
-/// The findings of a `retry_findings` value (unknown names skipped).
-pub fn findings_of(column: Option<&str>) -> impl Iterator<Item = Finding> + '_ {
-    column
-        .unwrap_or_default()
-        .split(';')
-        .filter_map(Finding::from_name)
+impl serde::Serialize for FindingSet {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.text().serialize(s)
+    }
 }
 
 /// Earlier attempts whose side effects are uncertain (they may have run).
@@ -217,12 +230,10 @@ pub(super) fn judge(
 /// Writes `findings` into the row: `retry_findings`, and each clause appended to
 /// `retry_evidence` after `; `.
 pub(super) fn apply(row: &mut Exchange, findings: Vec<(Finding, String)>) {
-    row.retry_findings = None;
+    row.retry_findings = findings.iter().map(|(f, _)| *f).collect();
     if findings.is_empty() {
         return;
     }
-    let names: Vec<&str> = findings.iter().map(|(f, _)| f.name()).collect();
-    row.retry_findings = Some(names.join(";"));
     let evidence = row.retry_evidence.get_or_insert_with(String::new);
     for (_, clause) in findings {
         if !evidence.is_empty() {
@@ -238,14 +249,44 @@ mod tests {
 
     #[test]
     fn names_round_trip_in_contract_order() {
+        let names: Vec<&str> = Finding::ALL.into_iter().map(Finding::name).collect();
+        assert_eq!(
+            names,
+            [
+                "unsafe_retry",
+                "retry_after_ignored",
+                "unchanged_after_invalid_params",
+                "replay_after_invalid_response",
+                "no_backoff",
+                "too_many_attempts",
+            ]
+        );
         for (i, f) in Finding::ALL.into_iter().enumerate() {
             assert_eq!(f.index(), i);
-            assert_eq!(FINDING_NAMES[i], f.name());
             assert_eq!(Finding::from_name(f.name()), Some(f));
         }
         assert_eq!(Finding::from_name("UNSAFE_RETRY"), None);
-        let got: Vec<Finding> = findings_of(Some("unsafe_retry;no_backoff;x")).collect();
+    }
+
+    #[test]
+    fn a_set_is_written_in_contract_order() {
+        let set: FindingSet = [Finding::NoBackoff, Finding::UnsafeRetry, Finding::NoBackoff]
+            .into_iter()
+            .collect();
+        assert_eq!(set.text(), Some("unsafe_retry;no_backoff"));
+        let got: Vec<Finding> = set.iter().collect();
         assert_eq!(got, [Finding::UnsafeRetry, Finding::NoBackoff]);
-        assert_eq!(findings_of(None).count(), 0);
+        assert!(set.contains(Finding::NoBackoff) && !set.contains(Finding::TooManyAttempts));
+        assert_eq!(FindingSet::default().text(), None);
+        assert_eq!(
+            serde_json::to_string(&set).unwrap(),
+            r#""unsafe_retry;no_backoff""#
+        );
+        assert_eq!(
+            serde_json::to_string(&FindingSet::default()).unwrap(),
+            "null"
+        );
+        let all: FindingSet = Finding::ALL.into_iter().collect();
+        assert_eq!(all.iter().count(), Finding::ALL.len());
     }
 }

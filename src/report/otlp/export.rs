@@ -4,6 +4,7 @@
 //! exponential backoff; what could not be delivered is counted by reason, never dropped
 //! silently. Header values (`--otlp-header`) are sent, never printed.
 
+use crate::contract::contract_names;
 use crate::http::retry_after;
 use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
@@ -27,26 +28,19 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// `--otlp-timeout` default: how long the end of the run waits for queued batches.
 pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// The body encoding (`--otlp-protocol`, named as `OTEL_EXPORTER_OTLP_PROTOCOL` names them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Protocol {
-    /// `http/protobuf`: binary protobuf, which every OTLP/HTTP receiver accepts.
-    #[default]
-    HttpProtobuf,
-    /// `http/json`: the same JSON as the `--otlp` file.
-    HttpJson,
+contract_names! {
+    /// The body encoding (`--otlp-protocol`, named as `OTEL_EXPORTER_OTLP_PROTOCOL` names them).
+    #[derive(Default)]
+    pub enum Protocol {
+        /// `http/protobuf`: binary protobuf, which every OTLP/HTTP receiver accepts.
+        #[default]
+        HttpProtobuf => "http/protobuf",
+        /// `http/json`: the same JSON as the `--otlp` file.
+        HttpJson => "http/json",
+    }
 }
 
 impl Protocol {
-    /// By its `OTEL_EXPORTER_OTLP_PROTOCOL` name.
-    pub fn from_name(name: &str) -> Option<Protocol> {
-        match name {
-            "http/protobuf" => Some(Protocol::HttpProtobuf),
-            "http/json" => Some(Protocol::HttpJson),
-            _ => None,
-        }
-    }
-
     fn content_type(self) -> &'static str {
         match self {
             Protocol::HttpProtobuf => "application/x-protobuf",

@@ -197,7 +197,7 @@ fn attributes(row: &Exchange) -> Vec<KeyValue> {
         "mcp_trace.retry_origin",
         row.retry_origin.name(),
     ));
-    if let Some(f) = row.retry_findings.as_deref() {
+    if let Some(f) = row.retry_findings.text() {
         a.push(KeyValue::str("mcp_trace.retry_findings", f));
     }
     if let Some(e) = row.retry_evidence.as_deref() {

@@ -4,7 +4,7 @@
 use super::MAX_LIST_ROWS;
 use super::paint::{Painter, Style, Text, count, describe, plain};
 use crate::mcp::Exchange;
-use crate::mcp::retry::{Finding, findings_of};
+use crate::mcp::retry::Finding;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -70,13 +70,16 @@ fn chain_path(row: &Exchange, by_id: &HashMap<u64, &Exchange>) -> String {
 /// "Retry hygiene": counts per finding, then one line per finding on an attempt.
 pub(super) fn write_hygiene(p: Painter, out: &mut String, rows: &[Exchange]) {
     p.heading(out, "Retry hygiene");
-    let judged: Vec<&Exchange> = rows.iter().filter(|r| r.retry_findings.is_some()).collect();
+    let judged: Vec<&Exchange> = rows
+        .iter()
+        .filter(|r| !r.retry_findings.is_empty())
+        .collect();
     let mut counts = [0u64; Finding::ALL.len()];
     let mut lines = Vec::new();
     let by_id: HashMap<u64, &Exchange> = rows.iter().map(|r| (r.exchange_id, r)).collect();
     for r in &judged {
         let evidence = r.retry_evidence.as_deref().unwrap_or_default();
-        for f in findings_of(r.retry_findings.as_deref()) {
+        for f in r.retry_findings.iter() {
             if let Some(n) = counts.get_mut(f.index()) {
                 *n = n.saturating_add(1);
             }
@@ -176,7 +179,9 @@ mod tests {
         b.retry_origin = RetryOrigin::Application;
         b.outcome = Outcome::ToolSuccess;
         b.session_key = "S".into();
-        b.retry_findings = Some("unsafe_retry;retry_after_ignored".into());
+        b.retry_findings = [Finding::UnsafeRetry, Finding::RetryAfterIgnored]
+            .into_iter()
+            .collect();
         b.retry_evidence = Some(
             "rule 3 new id 10ms after #4 ended with HTTP_ERROR (503), same session; unsafe_retry: tool send_email not declared safe (no tools/list of this endpoint seen before this attempt) and #4 ended HTTP_ERROR (503), which may have run it; retry_after_ignored: HTTP 503 of #4 asked Retry-After 2000ms, sent 10ms after that response".into(),
         );

@@ -1,6 +1,7 @@
 //! One session as a timeline (`mcp-trace show --session`).
 
 use super::paint::*;
+use crate::mcp::retry::Finding;
 use crate::mcp::{Exchange, StreamEnd};
 use crate::report::sessions::sessions;
 use crate::timestamp::format_rfc3339_us;
@@ -78,8 +79,9 @@ pub fn session_timeline(rows: &[Exchange], session_key: &str, color: bool) -> Op
         .map(|&(t, id, dir, r)| {
             let mut links = Vec::new();
             if dir == 0 {
-                if let Some(f) = &r.retry_findings {
-                    links.push(format!("hygiene: {}", f.replace(';', ", ")));
+                if !r.retry_findings.is_empty() {
+                    let names: Vec<&str> = r.retry_findings.iter().map(Finding::name).collect();
+                    links.push(format!("hygiene: {}", names.join(", ")));
                 }
                 if let Some(prev) = r.retry_of {
                     let mut l = format!(
@@ -102,7 +104,7 @@ pub fn session_timeline(rows: &[Exchange], session_key: &str, color: bool) -> Op
                 if !matches!(r.stream_end, StreamEnd::None | StreamEnd::Complete) {
                     links.push(format!("stream ended: {}", r.stream_end));
                 }
-                if let Some(a) = &r.anomalies {
+                if let Some(a) = r.anomalies.text() {
                     links.push(format!("anomalies: {a}"));
                 }
             }

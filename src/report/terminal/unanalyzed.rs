@@ -18,7 +18,7 @@ pub(super) fn write_unanalyzed(p: Painter, out: &mut String, info: &RunInfo) {
             ]);
         }
     };
-    for (reason, n) in &s.packets_skipped {
+    for (reason, n) in &s.packets_skipped.by_name() {
         fact(format!("skipped: {reason}"), *n, "packets");
     }
     fact(
@@ -27,14 +27,14 @@ pub(super) fn write_unanalyzed(p: Painter, out: &mut String, info: &RunInfo) {
         "packets",
     );
     fact("gaps in TCP streams".into(), s.gap_bytes, "bytes");
-    for (reason, n) in &s.tcp_bytes_unused {
+    for (reason, n) in &s.tcp_bytes_unused.by_name() {
         fact(
             format!("TCP payload not stream data: {reason}"),
             *n,
             "bytes",
         );
     }
-    for (reason, n) in &s.http_messages_skipped {
+    for (reason, n) in &s.http_messages_skipped.by_name() {
         fact(format!("HTTP heads skipped: {reason}"), *n, "messages");
     }
     fact(

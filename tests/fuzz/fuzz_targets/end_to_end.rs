@@ -40,12 +40,12 @@ fuzz_target!(|data: &[u8]| {
         s.packets_decoded + s.packets_skipped_total()
     );
     // Every captured TCP payload byte and every HTTP head begun is accounted for.
-    let unused: u64 = s.tcp_bytes_unused.values().sum();
+    let unused: u64 = s.tcp_bytes_unused.total();
     assert_eq!(
         s.tcp_payload_bytes_seen,
         s.tcp_payload_bytes + s.duplicate_bytes + unused
     );
-    let skipped: u64 = s.http_messages_skipped.values().sum();
+    let skipped: u64 = s.http_messages_skipped.total();
     assert_eq!(s.http_messages, s.http_messages_parsed + skipped);
     let summary = run_summary(&RunInfo {
         undecrypted: &mcp_trace::report::NO_UNDECRYPTED,

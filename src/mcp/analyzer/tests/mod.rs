@@ -234,7 +234,5 @@ fn tool_json(status: u16, media: &str, body: &str) -> Exchange {
 }
 
 fn has_anomaly(e: &Exchange, name: &str) -> bool {
-    e.anomalies
-        .as_deref()
-        .is_some_and(|a| a.split(';').any(|x| x == name))
+    e.anomalies.contains(name)
 }

@@ -166,7 +166,7 @@ fn notification() {
     assert_eq!(e.rpc_method.as_deref(), Some("notifications/initialized"));
     assert!(!e.final_response);
     assert_eq!(e.http_status, Some(202));
-    assert_eq!(e.anomalies, None);
+    assert_eq!(e.anomalies.text(), None);
 }
 
 #[test]

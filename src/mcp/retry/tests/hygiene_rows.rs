@@ -24,7 +24,7 @@ fn call(ts_ms: i64, id: &str) -> Exchange {
         rpc_method: Some("tools/call".into()),
         tool_name: Some("send".into()),
         outcome: Outcome::ToolSuccess,
-        retry_findings: Some("stale".into()),
+        retry_findings: Finding::ALL.into_iter().collect(),
         ..Default::default()
     };
     e.inference.endpoint = EP.into();
@@ -95,7 +95,7 @@ fn run(rows: Vec<Exchange>) -> Vec<Exchange> {
 }
 
 fn findings(rows: &[Exchange], id: u64) -> Option<&str> {
-    rows[id as usize - 1].retry_findings.as_deref()
+    rows[id as usize - 1].retry_findings.text()
 }
 
 fn evidence(rows: &[Exchange], id: u64) -> &str {
@@ -532,7 +532,7 @@ fn continuations_and_stream_resumptions_are_never_findings() {
     let rows = run(rows);
     assert_eq!(rows[4].attempt, 5);
     assert_eq!(rows[4].retry_origin.name(), "sdk");
-    assert!(rows.iter().all(|r| r.retry_findings.is_none()));
+    assert!(rows.iter().all(|r| r.retry_findings.is_empty()));
 }
 
 #[test]
@@ -545,6 +545,6 @@ fn a_success_is_not_a_repeat_so_it_is_never_judged() {
     ]);
     assert!(
         rows.iter()
-            .all(|r| r.retry_of.is_none() && r.retry_findings.is_none())
+            .all(|r| r.retry_of.is_none() && r.retry_findings.is_empty())
     );
 }

@@ -1098,7 +1098,7 @@ mod prop {
                     r.retry_origin.name().to_string(),
                     r.retry_evidence.clone(),
                     r.continuation_of,
-                    r.retry_findings.clone(),
+                    r.retry_findings.text().map(str::to_string),
                 )
             })
             .collect()
