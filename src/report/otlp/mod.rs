@@ -31,7 +31,7 @@ use arcstr::ArcStr;
 use export::Exporter;
 use model::{
     ExportRequest, Hex, KeyValue, Resource, ResourceSpans, SPAN_KIND_INTERNAL, STATUS_UNSET, Scope,
-    ScopeSpans, Span, Status, U64Text,
+    ScopeSpans, Span, Status, Text, U64Text,
 };
 use span::{LinkTarget, Placement, link, link_targets, span_of, us_to_ns};
 use std::collections::{BTreeMap, VecDeque};
@@ -191,12 +191,13 @@ impl Service {
     }
 
     fn resource(&self) -> Resource {
-        let mut attributes = vec![KeyValue::str(
-            "service.name",
-            self.name.as_deref().unwrap_or(UNKNOWN_SERVICE),
-        )];
+        let name = match &self.name {
+            Some(n) => Text::Owned(n.clone()),
+            None => Text::Static(UNKNOWN_SERVICE),
+        };
+        let mut attributes = vec![KeyValue::str("service.name", name)];
         if let Some(v) = &self.version {
-            attributes.push(KeyValue::str("service.version", v.as_str()));
+            attributes.push(KeyValue::str("service.version", v.clone()));
         }
         Resource { attributes }
     }
@@ -230,7 +231,9 @@ pub struct OtlpSink {
     limits: OtlpLimits,
     file: Option<PartialFile>,
     exporter: Option<(Exporter, Endpoint)>,
-    batch: Vec<(Service, Span)>,
+    /// Spans of the next request, each with the index of its service in `batch_services`.
+    batch: Vec<(usize, Span)>,
+    batch_services: Vec<Service>,
     /// Trace of each recent exchange, for the links of later rows; oldest first in `order`.
     traces: HashMap<u64, [u8; 16]>,
     order: VecDeque<u64>,
@@ -270,6 +273,7 @@ impl OtlpSink {
             file,
             exporter,
             batch: Vec::new(),
+            batch_services: Vec::new(),
             traces: HashMap::default(),
             order: VecDeque::new(),
             held: HashMap::default(),
@@ -417,15 +421,15 @@ impl OtlpSink {
         let roots = std::mem::take(&mut self.roots);
         for (key, root) in roots {
             let mut attributes = Vec::with_capacity(8);
-            if let Some(sid) = root.session_id.as_deref() {
+            if let Some(sid) = &root.session_id {
                 attributes.push(KeyValue::str("mcp.session.id", sid));
             }
-            if let Some(v) = root.protocol_version.as_deref() {
-                attributes.push(KeyValue::str("mcp.protocol.version", v));
+            if let Some(v) = &root.protocol_version {
+                attributes.push(KeyValue::str("mcp.protocol.version", v.clone()));
             }
-            attributes.push(KeyValue::str("mcp_trace.session_key", &*key));
-            attributes.push(KeyValue::str("mcp_trace.client_addr", &*root.client_addr));
-            attributes.push(KeyValue::str("mcp_trace.server_addr", &*root.server_addr));
+            attributes.push(KeyValue::str("mcp_trace.session_key", &key));
+            attributes.push(KeyValue::str("mcp_trace.client_addr", &root.client_addr));
+            attributes.push(KeyValue::str("mcp_trace.server_addr", &root.server_addr));
             attributes.push(KeyValue::int(
                 "mcp_trace.exchanges",
                 i64::try_from(root.exchanges).unwrap_or(i64::MAX),
@@ -459,7 +463,15 @@ impl OtlpSink {
     }
 
     fn emit(&mut self, service: Service, span: Span) -> Result<(), ReportError> {
-        self.batch.push((service, span));
+        // Rows of one client come together: the last service is the usual match.
+        let index = match self.batch_services.iter().rposition(|s| *s == service) {
+            Some(i) => i,
+            None => {
+                self.batch_services.push(service);
+                self.batch_services.len() - 1
+            }
+        };
+        self.batch.push((index, span));
         if self.batch.len() >= SPANS_PER_REQUEST {
             self.flush()?;
         }
@@ -472,23 +484,19 @@ impl OtlpSink {
             return Ok(());
         }
         let batch = std::mem::take(&mut self.batch);
+        let services = std::mem::take(&mut self.batch_services);
         // Resources in order of first appearance.
-        let mut services: Vec<&Service> = Vec::new();
-        for (s, _) in &batch {
-            if !services.contains(&s) {
-                services.push(s);
-            }
-        }
         let request = ExportRequest {
             resource_spans: services
                 .iter()
-                .map(|&service| ResourceSpans {
+                .enumerate()
+                .map(|(index, service)| ResourceSpans {
                     resource: service.resource(),
                     scope_spans: [ScopeSpans {
                         scope: SCOPE,
                         spans: batch
                             .iter()
-                            .filter(|(s, _)| s == service)
+                            .filter(|(i, _)| *i == index)
                             .map(|(_, span)| span)
                             .collect(),
                     }],

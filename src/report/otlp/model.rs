@@ -2,6 +2,7 @@
 //! through the protobuf JSON mapping: camelCase names, 64-bit integers as strings, enums as
 //! integers; trace and span ids as lower-case hex, as OTLP/JSON requires instead of base64).
 
+use arcstr::ArcStr;
 use serde::{Serialize, Serializer};
 
 /// `SPAN_KIND_INTERNAL`.
@@ -102,13 +103,62 @@ pub struct KeyValue {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum AnyValue {
-    StringValue(String),
+    StringValue(Text),
     IntValue(I64Text),
     BoolValue(bool),
 }
 
+/// A string value without a copy where the row already holds it (shared) or it is a name
+/// (static): most attributes are one of the two.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Text {
+    Static(&'static str),
+    Shared(ArcStr),
+    Owned(String),
+}
+
+impl Text {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Text::Static(s) => s,
+            Text::Shared(s) => s,
+            Text::Owned(s) => s,
+        }
+    }
+}
+
+impl From<&'static str> for Text {
+    fn from(s: &'static str) -> Text {
+        Text::Static(s)
+    }
+}
+
+impl From<ArcStr> for Text {
+    fn from(s: ArcStr) -> Text {
+        Text::Shared(s)
+    }
+}
+
+impl From<&ArcStr> for Text {
+    fn from(s: &ArcStr) -> Text {
+        Text::Shared(s.clone())
+    }
+}
+
+impl From<String> for Text {
+    fn from(s: String) -> Text {
+        Text::Owned(s)
+    }
+}
+
+impl Serialize for Text {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl KeyValue {
-    pub fn str(key: &'static str, value: impl Into<String>) -> KeyValue {
+    pub fn str(key: &'static str, value: impl Into<Text>) -> KeyValue {
         KeyValue {
             key,
             value: AnyValue::StringValue(value.into()),
@@ -136,12 +186,23 @@ pub struct Hex<const N: usize>(pub [u8; N]);
 
 impl<const N: usize> Serialize for Hex<N> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use std::fmt::Write;
-        let mut text = String::with_capacity(2 * N);
-        for b in self.0 {
-            let _ = write!(text, "{b:02x}");
+        let mut text = [0u8; 32];
+        for (pair, b) in text.chunks_exact_mut(2).zip(self.0) {
+            if let [hi, lo] = pair {
+                *hi = hex_digit(b >> 4);
+                *lo = hex_digit(b & 0xf);
+            }
         }
-        s.serialize_str(&text)
+        let used = text.get(..2 * N).unwrap_or_default();
+        s.serialize_str(std::str::from_utf8(used).unwrap_or_default())
+    }
+}
+
+fn hex_digit(nibble: u8) -> u8 {
+    if nibble < 10 {
+        b'0' + nibble
+    } else {
+        b'a' + nibble - 10
     }
 }
 
@@ -151,7 +212,7 @@ pub struct U64Text(pub u64);
 
 impl Serialize for U64Text {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&self.0)
+        s.serialize_str(itoa::Buffer::new().format(self.0))
     }
 }
 
@@ -161,7 +222,7 @@ pub struct I64Text(pub i64);
 
 impl Serialize for I64Text {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&self.0)
+        s.serialize_str(itoa::Buffer::new().format(self.0))
     }
 }
 

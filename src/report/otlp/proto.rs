@@ -87,6 +87,7 @@ fn key_value(out: &mut Vec<u8>, field: u64, kv: &KeyValue) {
         let mut v = Vec::new();
         match &kv.value {
             AnyValue::StringValue(s) => {
+                let s = s.as_str();
                 tag(&mut v, 1, LEN);
                 varint(&mut v, s.len() as u64);
                 v.extend_from_slice(s.as_bytes());

@@ -3,7 +3,8 @@
 
 use super::ids::{RunKey, session_root_span_id, session_trace_id};
 use super::model::{
-    Event, Hex, KeyValue, Link, SPAN_KIND_CLIENT, STATUS_ERROR, STATUS_UNSET, Span, Status, U64Text,
+    Event, Hex, KeyValue, Link, SPAN_KIND_CLIENT, STATUS_ERROR, STATUS_UNSET, Span, Status, Text,
+    U64Text,
 };
 use crate::mcp::{Exchange, Outcome, RetryOrigin};
 
@@ -134,25 +135,25 @@ pub fn us_to_ns(us: i64) -> u64 {
 
 fn attributes(row: &Exchange) -> Vec<KeyValue> {
     let mut a = Vec::with_capacity(24);
-    if let Some(m) = row.rpc_method.as_deref() {
+    if let Some(m) = &row.rpc_method {
         a.push(KeyValue::str("mcp.method.name", m));
     }
     if let Some(id) = row.jsonrpc_id.as_deref() {
         a.push(KeyValue::str("jsonrpc.request.id", request_id_text(id)));
     }
-    if let Some(sid) = row.session_id.as_deref() {
+    if let Some(sid) = &row.session_id {
         a.push(KeyValue::str("mcp.session.id", sid));
     }
-    if let Some(v) = row.protocol_version.as_deref() {
-        a.push(KeyValue::str("mcp.protocol.version", v));
+    if let Some(v) = &row.protocol_version {
+        a.push(KeyValue::str("mcp.protocol.version", v.clone()));
     }
     if row.rpc_method.as_deref() == Some("tools/call") {
-        if let Some(tool) = row.tool_name.as_deref() {
+        if let Some(tool) = &row.tool_name {
             a.push(KeyValue::str("gen_ai.tool.name", tool));
         }
         a.push(KeyValue::str("gen_ai.operation.name", "execute_tool"));
     }
-    if let Some(prompt) = row.inference.prompt_name.as_deref() {
+    if let Some(prompt) = &row.inference.prompt_name {
         a.push(KeyValue::str("gen_ai.prompt.name", prompt));
     }
     if let Some(code) = row.error_code {
@@ -177,7 +178,10 @@ fn attributes(row: &Exchange) -> Vec<KeyValue> {
             i64::from(status),
         ));
     }
-    let path = row.path.split_once('?').map_or(&*row.path, |(p, _)| p);
+    let path = match row.path.split_once('?') {
+        Some((p, _)) => Text::Owned(p.to_string()),
+        None => Text::Shared(row.path.clone()),
+    };
     a.push(KeyValue::str("url.path", path));
 
     a.push(KeyValue::str("mcp_trace.kind", row.kind.name()));
@@ -200,11 +204,11 @@ fn attributes(row: &Exchange) -> Vec<KeyValue> {
     if let Some(f) = row.retry_findings.text() {
         a.push(KeyValue::str("mcp_trace.retry_findings", f));
     }
-    if let Some(e) = row.retry_evidence.as_deref() {
-        a.push(KeyValue::str("mcp_trace.retry_evidence", e));
+    if let Some(e) = &row.retry_evidence {
+        a.push(KeyValue::str("mcp_trace.retry_evidence", e.clone()));
     }
-    a.push(KeyValue::str("mcp_trace.session_key", &*row.session_key));
-    a.push(KeyValue::str("mcp_trace.capture", &*row.capture));
+    a.push(KeyValue::str("mcp_trace.session_key", &row.session_key));
+    a.push(KeyValue::str("mcp_trace.capture", &row.capture));
     if let Some(s) = row.tcp_stream {
         a.push(KeyValue::int("mcp_trace.tcp_stream", saturating_i64(s)));
     }
@@ -259,7 +263,7 @@ fn push_endpoint(a: &mut Vec<KeyValue>, address: &'static str, port: &'static st
     if host.is_empty() {
         return;
     }
-    a.push(KeyValue::str(address, host));
+    a.push(KeyValue::str(address, host.to_string()));
     if let Some(n) = port_no {
         a.push(KeyValue::int(port, i64::from(n)));
     }
