@@ -9,6 +9,7 @@
 //! the exchange they repeat or continue. Memory follows the open links and sessions, each
 //! under a named limit.
 
+mod encoder;
 mod export;
 mod ids;
 mod model;
@@ -28,14 +29,13 @@ use super::output::PartialFile;
 use crate::hashing::HashMap;
 use crate::mcp::{Exchange, RetryOrigin};
 use arcstr::ArcStr;
+use encoder::{Batch, Encoder, Outputs};
 use export::Exporter;
 use model::{
-    ExportRequest, Hex, KeyValue, Resource, ResourceSpans, SPAN_KIND_INTERNAL, STATUS_UNSET, Scope,
-    ScopeSpans, Span, Status, Text, U64Text,
+    Hex, KeyValue, Resource, SPAN_KIND_INTERNAL, STATUS_UNSET, Scope, Span, Status, Text, U64Text,
 };
 use span::{LinkTarget, Placement, link, link_targets, span_of, us_to_ns};
 use std::collections::{BTreeMap, VecDeque};
-use std::io::Write;
 use std::path::PathBuf;
 
 /// `--otlp-max-events` default: SSE events written per span.
@@ -229,8 +229,8 @@ struct Root {
 pub struct OtlpSink {
     run: RunKey,
     limits: OtlpLimits,
-    file: Option<PartialFile>,
-    exporter: Option<(Exporter, Endpoint)>,
+    encoder: Option<Encoder>,
+    endpoint: Option<Endpoint>,
     /// Spans of the next request, each with the index of its service in `batch_services`.
     batch: Vec<(usize, Span)>,
     batch_services: Vec<Service>,
@@ -242,7 +242,6 @@ pub struct OtlpSink {
     held_count: usize,
     roots: BTreeMap<ArcStr, Root>,
     report: OtlpReport,
-    buf: Vec<u8>,
 }
 
 impl OtlpSink {
@@ -254,15 +253,20 @@ impl OtlpSink {
             .as_deref()
             .map(PartialFile::create)
             .transpose()?;
-        let exporter = match options.endpoint {
+        let exporter = match &options.endpoint {
             Some(endpoint) => Some((
                 Exporter::spawn(endpoint.clone()).map_err(|e| ReportError::Thread {
                     message: format!("cannot start the OTLP sender: {e}"),
                 })?,
-                endpoint,
+                endpoint.protocol,
             )),
             None => None,
         };
+        let encoder = Encoder::spawn(Outputs {
+            file,
+            exporter,
+            requests: 0,
+        })?;
         Ok(OtlpSink {
             run: RunKey::of_inputs(&options.inputs),
             limits: options.limits,
@@ -270,8 +274,8 @@ impl OtlpSink {
                 file: options.path.as_ref().map(|p| p.display().to_string()),
                 ..OtlpReport::default()
             },
-            file,
-            exporter,
+            encoder: Some(encoder),
+            endpoint: options.endpoint,
             batch: Vec::new(),
             batch_services: Vec::new(),
             traces: HashMap::default(),
@@ -279,7 +283,6 @@ impl OtlpSink {
             held: HashMap::default(),
             held_count: 0,
             roots: BTreeMap::new(),
-            buf: Vec::new(),
         })
     }
 
@@ -354,10 +357,17 @@ impl OtlpSink {
         }
         self.write_roots()?;
         self.flush()?;
-        if let Some(file) = self.file.take() {
+        let Some(encoder) = self.encoder.take() else {
+            return Err(ReportError::Thread {
+                message: "the OTLP encoder already ended".into(),
+            });
+        };
+        let outputs = encoder.finish()?;
+        self.report.requests = outputs.requests;
+        if let Some(file) = outputs.file {
             file.commit()?;
         }
-        if let Some((exporter, endpoint)) = self.exporter.take() {
+        if let (Some((exporter, _)), Some(endpoint)) = (outputs.exporter, self.endpoint.take()) {
             let stats = exporter.finish(endpoint.flush_timeout);
             self.report.endpoint = Some((endpoint.display_url(), stats));
         }
@@ -478,47 +488,21 @@ impl OtlpSink {
         Ok(())
     }
 
-    /// One `ExportTraceServiceRequest` of the batch: a line of the file, a POST.
+    /// One `ExportTraceServiceRequest` of the batch, to the encoder: a line of the file, a
+    /// POST.
     fn flush(&mut self) -> Result<(), ReportError> {
         if self.batch.is_empty() {
             return Ok(());
         }
-        let batch = std::mem::take(&mut self.batch);
-        let services = std::mem::take(&mut self.batch_services);
-        // Resources in order of first appearance.
-        let request = ExportRequest {
-            resource_spans: services
-                .iter()
-                .enumerate()
-                .map(|(index, service)| ResourceSpans {
-                    resource: service.resource(),
-                    scope_spans: [ScopeSpans {
-                        scope: SCOPE,
-                        spans: batch
-                            .iter()
-                            .filter(|(i, _)| *i == index)
-                            .map(|(_, span)| span)
-                            .collect(),
-                    }],
-                })
-                .collect(),
+        let batch = Batch {
+            services: std::mem::take(&mut self.batch_services),
+            spans: std::mem::replace(&mut self.batch, Vec::with_capacity(SPANS_PER_REQUEST)),
         };
-        self.buf.clear();
-        serde_json::to_writer(&mut self.buf, &request).map_err(|e| ReportError::Thread {
-            message: format!("cannot encode OTLP/JSON: {e}"),
-        })?;
-        self.report.requests += 1;
-        if let Some((exporter, endpoint)) = &self.exporter {
-            let body = match endpoint.protocol {
-                Protocol::HttpProtobuf => proto::encode(&request),
-                Protocol::HttpJson => self.buf.clone(),
-            };
-            exporter.send(body, batch.len() as u64);
+        match self.encoder.as_mut() {
+            Some(e) => e.send(batch),
+            None => Err(ReportError::Thread {
+                message: "the OTLP encoder already ended".into(),
+            }),
         }
-        if let Some(file) = self.file.as_mut() {
-            self.buf.push(b'\n');
-            file.write_all(&self.buf).map_err(|e| file.io_error(e))?;
-        }
-        Ok(())
     }
 }

@@ -1,0 +1,131 @@
+//! The encoding of requests (OTLP/JSON for the file and `http/json`, protobuf for
+//! `http/protobuf`), the file's writes and the hand-over to the sender, on a thread of their
+//! own: they overlap the analysis instead of adding to it. Batches go over a bounded channel,
+//! so memory stays at a few requests.
+
+use super::export::Exporter;
+use super::model::{ExportRequest, ResourceSpans, ScopeSpans, Span};
+use super::{Protocol, SCOPE, Service, proto};
+use crate::report::ReportError;
+use crate::report::output::PartialFile;
+use std::io::Write;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+/// Requests in flight before the sink waits for the encoder.
+const REQUESTS_IN_FLIGHT: usize = 4;
+
+/// One request's spans, each with the index of its service in `services`.
+pub struct Batch {
+    pub services: Vec<Service>,
+    pub spans: Vec<(usize, Span)>,
+}
+
+/// What the encoder writes to and hands its bodies to; given back when it ends.
+pub struct Outputs {
+    pub file: Option<PartialFile>,
+    pub exporter: Option<(Exporter, Protocol)>,
+    /// Requests encoded.
+    pub requests: u64,
+}
+
+/// The encoder thread and the channel to it.
+pub struct Encoder {
+    tx: Option<SyncSender<Batch>>,
+    handle: Option<JoinHandle<Result<Outputs, ReportError>>>,
+}
+
+impl Encoder {
+    pub fn spawn(outputs: Outputs) -> Result<Encoder, ReportError> {
+        let (tx, rx) = sync_channel(REQUESTS_IN_FLIGHT);
+        let handle = std::thread::Builder::new()
+            .name("otlp-encode".into())
+            .spawn(move || encode_all(outputs, &rx))
+            .map_err(|e| ReportError::Thread {
+                message: format!("cannot start the OTLP encoder: {e}"),
+            })?;
+        Ok(Encoder {
+            tx: Some(tx),
+            handle: Some(handle),
+        })
+    }
+
+    /// Queues one request; an error is the encoder's own (the file could not be written).
+    pub fn send(&mut self, batch: Batch) -> Result<(), ReportError> {
+        if self.tx.as_ref().is_some_and(|tx| tx.send(batch).is_ok()) {
+            return Ok(());
+        }
+        self.tx = None;
+        match self.join() {
+            Err(e) => Err(e),
+            Ok(_) => Err(ReportError::Thread {
+                message: "the OTLP encoder stopped early".into(),
+            }),
+        }
+    }
+
+    /// Encodes what is queued and gives the outputs back.
+    pub fn finish(mut self) -> Result<Outputs, ReportError> {
+        self.tx = None;
+        self.join()
+    }
+
+    fn join(&mut self) -> Result<Outputs, ReportError> {
+        match self.handle.take() {
+            Some(h) => h.join().unwrap_or_else(|_| {
+                Err(ReportError::Thread {
+                    message: "the OTLP encoder panicked".into(),
+                })
+            }),
+            None => Err(ReportError::Thread {
+                message: "the OTLP encoder already ended".into(),
+            }),
+        }
+    }
+}
+
+fn encode_all(mut out: Outputs, batches: &Receiver<Batch>) -> Result<Outputs, ReportError> {
+    let mut buf = Vec::new();
+    while let Ok(batch) = batches.recv() {
+        let request = ExportRequest {
+            // Resources in order of first appearance.
+            resource_spans: batch
+                .services
+                .iter()
+                .enumerate()
+                .map(|(index, service)| ResourceSpans {
+                    resource: service.resource(),
+                    scope_spans: [ScopeSpans {
+                        scope: SCOPE,
+                        spans: batch
+                            .spans
+                            .iter()
+                            .filter(|(i, _)| *i == index)
+                            .map(|(_, span)| span)
+                            .collect(),
+                    }],
+                })
+                .collect(),
+        };
+        out.requests += 1;
+        let json = out.file.is_some() || matches!(out.exporter, Some((_, Protocol::HttpJson)));
+        if json {
+            buf.clear();
+            serde_json::to_writer(&mut buf, &request).map_err(|e| ReportError::Thread {
+                message: format!("cannot encode OTLP/JSON: {e}"),
+            })?;
+        }
+        if let Some((exporter, protocol)) = &out.exporter {
+            let body = match protocol {
+                Protocol::HttpProtobuf => proto::encode(&request),
+                Protocol::HttpJson => buf.clone(),
+            };
+            exporter.send(body, batch.spans.len() as u64);
+        }
+        if let Some(file) = out.file.as_mut() {
+            buf.push(b'\n');
+            file.write_all(&buf).map_err(|e| file.io_error(e))?;
+        }
+    }
+    Ok(out)
+}
