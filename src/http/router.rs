@@ -199,7 +199,7 @@ impl Router {
     /// [`HttpEvent::Request`], if it has one: bytes held while the sides are unknown (either
     /// side's, to be safe), or what the connection's reader says. Every request it hands
     /// on later started at or after this time, or at or after the delivery that brings it.
-    pub fn request_started_us(&self) -> Option<i64> {
+    pub fn held_since_us(&self) -> Option<i64> {
         match &self.route {
             Route::NotHttp => None,
             Route::Undecided => self.held.iter().find_map(|h| match h {

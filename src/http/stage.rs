@@ -18,7 +18,7 @@ pub struct HttpStage {
     /// would otherwise hold (and, growing, copy) them all inline.
     conns: HashMap<u64, Box<Router>>,
     /// Streams with a request begun and not yet handed on, with its first-byte time, and the
-    /// same ordered by that time: see [`HttpStage::earliest_unfinished_request_us`].
+    /// same ordered by that time: see [`HttpStage::held_since_us`].
     unfinished: HashMap<u64, i64>,
     unfinished_by_start: BTreeSet<(i64, u64)>,
 }
@@ -39,15 +39,6 @@ impl HttpStage {
             unfinished: HashMap::default(),
             unfinished_by_start: BTreeSet::new(),
         }
-    }
-
-    /// The first-byte time of the earliest request begun on any stream and not yet handed on
-    /// (`None`: no request is under way). Every [`HttpEvent::Request`] this stage emits later
-    /// started at or after it, or at or after the packet that completes it; the analyzer
-    /// releases the rows that started before it without waiting longer
-    /// (`mcp::Analyzer::set_release_mark`).
-    pub fn earliest_unfinished_request_us(&self) -> Option<i64> {
-        self.unfinished_by_start.first().map(|&(ts, _)| ts)
     }
 
     fn track_unfinished(&mut self, stream: u64, started: Option<i64>) {
@@ -112,35 +103,35 @@ impl StreamStage for HttpStage {
                 let from = out.len();
                 c.on_data(side, bytes, ts_us, ev.frame, stats, out);
                 c.tally(out.get(from..).unwrap_or_default());
-                c.request_started_us()
+                c.held_since_us()
             }),
             StreamEventKind::Decrypted { version, sni } => {
                 self.conns.get_mut(&stream).and_then(|c| {
                     c.on_decrypted(version.as_deref(), sni.as_deref());
-                    c.request_started_us()
+                    c.held_since_us()
                 })
             }
             StreamEventKind::Negotiated { protocol } => self.conns.get_mut(&stream).and_then(|c| {
                 c.on_negotiated(&protocol);
-                c.request_started_us()
+                c.held_since_us()
             }),
             StreamEventKind::Gap { side, len } => self.conns.get_mut(&stream).and_then(|c| {
                 let from = out.len();
                 c.on_gap(side, len, ts_us, stats, out);
                 c.tally(out.get(from..).unwrap_or_default());
-                c.request_started_us()
+                c.held_since_us()
             }),
             StreamEventKind::Fin { side } => self.conns.get_mut(&stream).and_then(|c| {
                 let from = out.len();
                 c.on_fin(side, ts_us, stats, out);
                 c.tally(out.get(from..).unwrap_or_default());
-                c.request_started_us()
+                c.held_since_us()
             }),
             StreamEventKind::Rst { side } => self.conns.get_mut(&stream).and_then(|c| {
                 let from = out.len();
                 c.on_rst(side, ts_us, stats, out);
                 c.tally(out.get(from..).unwrap_or_default());
-                c.request_started_us()
+                c.held_since_us()
             }),
             StreamEventKind::Closed { reason, mut record } => {
                 if let Some(mut c) = self.conns.remove(&stream) {
@@ -174,8 +165,12 @@ impl StreamStage for HttpStage {
         self.unfinished_by_start.clear();
     }
 
-    /// The earliest request under way: see [`HttpStage::earliest_unfinished_request_us`].
+    /// The first-byte time of the earliest request begun on any stream and not yet handed on
+    /// (`None`: no request is under way). Every [`HttpEvent::Request`] this stage emits later
+    /// started at or after it, or at or after the packet that completes it; the analyzer
+    /// releases the rows that started before it without waiting longer
+    /// (`mcp::Analyzer::set_release_mark`).
     fn held_since_us(&self) -> Option<i64> {
-        self.earliest_unfinished_request_us()
+        self.unfinished_by_start.first().map(|&(ts, _)| ts)
     }
 }

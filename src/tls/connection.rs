@@ -222,7 +222,7 @@ impl TlsConnection {
     }
 
     /// Capture time of the oldest bytes held and not yet handed on.
-    pub fn earliest_held_ts(&self) -> Option<i64> {
+    pub fn held_since_ns(&self) -> Option<i64> {
         match self.mode {
             Mode::Detecting => self.held.first().map(|e| e.ts_ns),
             Mode::Plaintext => None,

@@ -252,11 +252,8 @@ impl TlsStage {
     }
 
     /// Capture time of the oldest bytes the stage holds and has not handed on.
-    pub fn earliest_held_ts(&self) -> Option<i64> {
-        self.conns
-            .values()
-            .filter_map(|c| c.earliest_held_ts())
-            .min()
+    pub fn held_since_ns(&self) -> Option<i64> {
+        self.conns.values().filter_map(|c| c.held_since_ns()).min()
     }
 
     /// Handshake facts of an open connection (the HTTP stage's router reads the chosen ALPN).
@@ -355,6 +352,6 @@ impl StreamStage for TlsStage {
     }
 
     fn held_since_us(&self) -> Option<i64> {
-        self.earliest_held_ts().map(|ns| ns.div_euclid(1000))
+        self.held_since_ns().map(|ns| ns.div_euclid(1000))
     }
 }

@@ -783,7 +783,7 @@ fn the_earliest_request_under_way_is_tracked_until_it_is_handed_on() {
     let out = std::cell::RefCell::new(Vec::new());
     let mut push = |stage: &mut HttpStage, ev| {
         stage.push(ev, &mut stats, &mut out.borrow_mut());
-        stage.earliest_unfinished_request_us()
+        stage.held_since_us()
     };
     assert_eq!(push(&mut stage, at(3, 1000, opened(40000))), None);
     // Half a head on stream 3, then a whole head and half a body on stream 4.
@@ -830,13 +830,13 @@ fn bytes_held_before_the_sides_are_known_count_as_a_request_under_way() {
     stage.push(at(5, 2000, opened(40002)), &mut stats, &mut out);
     // Two bytes say nothing yet about which side speaks HTTP.
     stage.push(at(5, 2001, client("PO")), &mut stats, &mut out);
-    assert_eq!(stage.earliest_unfinished_request_us(), Some(2_001_000));
+    assert_eq!(stage.held_since_us(), Some(2_001_000));
     stage.push(
         at(5, 2002, client("ST / HTTP/1.1\r\n\r\n")),
         &mut stats,
         &mut out,
     );
-    assert_eq!(stage.earliest_unfinished_request_us(), None);
+    assert_eq!(stage.held_since_us(), None);
     stage.finish(&mut stats, &mut out);
     let starts: Vec<i64> = out
         .iter()

@@ -266,7 +266,7 @@ impl Analyzer {
 
     /// Tells the analyzer that every request still to come started at or after
     /// `unfinished_from_us` (the HTTP stage's earliest request under way,
-    /// [`crate::http::HttpStage::earliest_unfinished_request_us`]; `None`: none is) or else
+    /// [`crate::stream::StreamStage::held_since_us`]; `None`: none is) or else
     /// at or after the packet that completes it, with every event before it already pushed.
     /// From then on a row that started before that time and [`RELEASE_MARK_MIN_AGE_US`]
     /// before the latest event leaves without waiting out [`REORDER_SLACK_US`]: its

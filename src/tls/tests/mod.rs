@@ -273,12 +273,12 @@ fn rfc8448_split_at_every_byte_gives_the_same_plaintext() {
 }
 
 #[test]
-fn earliest_held_ts_is_the_partial_record() {
+fn held_since_ns_is_the_partial_record() {
     let mut stage = TlsStage::new(rfc8448_keylog());
     let mut stats = Stats::default();
     let mut out = Vec::new();
     stage.push(opened(1), &mut stats, &mut out);
-    assert_eq!(stage.earliest_held_ts(), None);
+    assert_eq!(stage.held_since_ns(), None);
     let ch = rfc8448_wire().remove(0).1;
     stage.push(
         ev(
@@ -292,11 +292,7 @@ fn earliest_held_ts_is_the_partial_record() {
         &mut stats,
         &mut out,
     );
-    assert_eq!(
-        stage.earliest_held_ts(),
-        Some(5),
-        "undecided: the held event"
-    );
+    assert_eq!(stage.held_since_ns(), Some(5), "undecided: the held event");
     stage.push(
         ev(
             1,
@@ -309,7 +305,7 @@ fn earliest_held_ts_is_the_partial_record() {
         &mut stats,
         &mut out,
     );
-    assert_eq!(stage.earliest_held_ts(), Some(5), "the record began at 5");
+    assert_eq!(stage.held_since_ns(), Some(5), "the record began at 5");
     stage.push(
         ev(
             1,
@@ -322,7 +318,7 @@ fn earliest_held_ts_is_the_partial_record() {
         &mut stats,
         &mut out,
     );
-    assert_eq!(stage.earliest_held_ts(), None);
+    assert_eq!(stage.held_since_ns(), None);
 }
 
 #[test]

@@ -680,7 +680,7 @@ fn the_release_mark_is_the_earliest_open_request() {
             &mut stats,
             &mut out,
         );
-        stage.earliest_unfinished_request_us()
+        stage.held_since_us()
     };
     let opened = StreamEventKind::Opened {
         client: "10.0.0.1:1".parse().unwrap(),
