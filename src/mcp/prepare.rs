@@ -14,7 +14,7 @@ use super::McpLimits;
 use crate::hashing::HashMap;
 use crate::http::BODY_RESERVE_MAX;
 use crate::http::{ExchangeRef, HttpEvent, ResponseHead};
-use crate::rpc::digest::{ElementDigest, ParamsKeys, digest_envelopes};
+use crate::rpc::digest::{DigestError, ElementDigest, ParamsKeys, digest_envelopes};
 use crate::rpc::envelope::EnvelopeBody;
 use crate::rpc::{self, RpcError, RpcMessage, SseEvent, SseParser};
 
@@ -38,7 +38,7 @@ const PARAMS_KEYS_PRESENT: [&str; 3] = ["inputResponses", "requestState", "curso
 #[derive(Debug)]
 pub struct PreparedPost {
     /// The body with each element's `params` cut down, or serde_json's error text.
-    pub(super) parsed: Result<EnvelopeBody, String>,
+    pub(super) parsed: Result<EnvelopeBody, DigestError>,
     /// Per JSON-RPC element (one, or each of a batch): the canonical fingerprint of the whole
     /// element and of its `params` without [`PARAMS_KEYS_IGNORED`], taken before cutting.
     pub(super) fingerprints: Vec<ElementDigest>,
@@ -242,7 +242,7 @@ pub(super) fn prepare_post(body: &[u8]) -> PreparedPost {
             fingerprints,
         },
         Err(e) => PreparedPost {
-            parsed: Err(e.to_string()),
+            parsed: Err(DigestError::from(&e)),
             fingerprints: Vec::new(),
         },
     }

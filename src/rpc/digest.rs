@@ -36,6 +36,29 @@ pub fn digest_envelopes(
     run_seed(bytes, BodySeed { keys })
 }
 
+/// Why a body gave no envelopes, as the MCP stage needs to tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DigestError {
+    /// Nested deeper than serde_json's 128 levels: such a body may well be JSON-RPC.
+    #[error("nested too deep")]
+    TooDeep,
+    /// Not JSON.
+    #[error("not JSON")]
+    NotJson,
+}
+
+impl From<&serde_json::Error> for DigestError {
+    fn from(e: &serde_json::Error) -> DigestError {
+        // serde_json names its recursion limit only in the message (the error code is
+        // private): this is the one place that reads it.
+        if e.is_syntax() && e.to_string().starts_with("recursion limit exceeded") {
+            DigestError::TooDeep
+        } else {
+            DigestError::NotJson
+        }
+    }
+}
+
 /// Which `params` members [`digest_body`] keeps and which the params fingerprint ignores.
 #[derive(Debug, Clone, Copy)]
 pub struct ParamsKeys<'a> {
@@ -331,8 +354,14 @@ mod tests {
             assert_eq!(ours, theirs, "{bad}");
         }
         let deep = "[".repeat(200) + &"]".repeat(200);
-        let ours = digest_body(deep.as_bytes(), &KEYS).unwrap_err().to_string();
-        assert!(ours.starts_with("recursion limit exceeded"), "{ours}");
+        let ours = digest_body(deep.as_bytes(), &KEYS).unwrap_err();
+        assert!(
+            ours.to_string().starts_with("recursion limit exceeded"),
+            "{ours}"
+        );
+        assert_eq!(DigestError::from(&ours), DigestError::TooDeep);
+        let cut = digest_body(b"{\"a\":", &KEYS).unwrap_err();
+        assert_eq!(DigestError::from(&cut), DigestError::NotJson);
     }
 
     fn json() -> impl proptest::strategy::Strategy<Value = Value> {

@@ -12,6 +12,7 @@ use crate::mcp::prepare::{PreparedPost, prepare_post};
 use crate::mcp::session::{ContextKey, fnv1a, host_of, legacy_session_param, path_of};
 use crate::mcp::texts::Texts;
 use crate::mcp::{Kind, TraceParent};
+use crate::rpc::digest::DigestError;
 use crate::rpc::digest::ElementDigest;
 use crate::rpc::envelope::{Envelope, EnvelopeBody, EnvelopeElement};
 use crate::rpc::{self, RpcId, RpcMessage};
@@ -83,9 +84,7 @@ impl Analyzer {
                 };
                 // serde_json stops at 128 levels of nesting; such a body may well be
                 // JSON-RPC, so its loss is counted even on an endpoint not known as MCP.
-                if let Err(e) = &parsed
-                    && e.starts_with("recursion limit exceeded")
-                {
+                if parsed.as_ref().err() == Some(&DigestError::TooDeep) {
                     stats.anomaly("rpc.json_too_deep");
                 }
                 let value = parsed.ok();
