@@ -52,6 +52,19 @@ impl PartialFile {
         }
     }
 
+    /// Flushes what is buffered and waits until the file's data is on disk, so that
+    /// [`PartialFile::commit`] has little left to wait for. For a writer on a thread of its
+    /// own, whose waits do not hold up the analysis.
+    pub fn sync_so_far(&mut self) -> std::io::Result<()> {
+        match self.file.as_mut() {
+            Some(w) => {
+                w.flush()?;
+                w.get_ref().sync_data()
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Flushes, syncs and renames the partial file to the final path.
     pub fn commit(mut self) -> Result<(), ReportError> {
         let path = self.path.display().to_string();

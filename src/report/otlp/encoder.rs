@@ -5,7 +5,8 @@
 
 use super::export::Exporter;
 use super::model::{ExportRequest, ResourceSpans, ScopeSpans, Span};
-use super::{Protocol, SCOPE, Service, proto};
+use super::span::SpanDraft;
+use super::{Protocol, SCOPE, Service, json, proto};
 use crate::report::ReportError;
 use crate::report::output::PartialFile;
 use std::io::Write;
@@ -15,10 +16,29 @@ use std::thread::JoinHandle;
 /// Requests in flight before the sink waits for the encoder.
 const REQUESTS_IN_FLIGHT: usize = 4;
 
+/// Bytes written between two syncs of the file: the disk's writes overlap the analysis
+/// instead of all waiting for the end of the run.
+const SYNC_EVERY_BYTES: usize = 8 << 20;
+
 /// One request's spans, each with the index of its service in `services`.
 pub struct Batch {
     pub services: Vec<Service>,
-    pub spans: Vec<(usize, Span)>,
+    pub spans: Vec<(usize, PendingSpan)>,
+}
+
+/// A span as the sink hands it over: an exchange's is made here, off the analysis thread.
+pub enum PendingSpan {
+    Draft(SpanDraft),
+    Ready(Span),
+}
+
+impl PendingSpan {
+    fn into_span(self) -> Span {
+        match self {
+            PendingSpan::Draft(draft) => draft.into_span(),
+            PendingSpan::Ready(span) => span,
+        }
+    }
 }
 
 /// What the encoder writes to and hands its bodies to; given back when it ends.
@@ -86,7 +106,13 @@ impl Encoder {
 
 fn encode_all(mut out: Outputs, batches: &Receiver<Batch>) -> Result<Outputs, ReportError> {
     let mut buf = Vec::new();
+    let mut unsynced = 0;
     while let Ok(batch) = batches.recv() {
+        let spans: Vec<(usize, Span)> = batch
+            .spans
+            .into_iter()
+            .map(|(service, span)| (service, span.into_span()))
+            .collect();
         let request = ExportRequest {
             // Resources in order of first appearance.
             resource_spans: batch
@@ -97,8 +123,7 @@ fn encode_all(mut out: Outputs, batches: &Receiver<Batch>) -> Result<Outputs, Re
                     resource: service.resource(),
                     scope_spans: [ScopeSpans {
                         scope: SCOPE,
-                        spans: batch
-                            .spans
+                        spans: spans
                             .iter()
                             .filter(|(i, _)| *i == index)
                             .map(|(_, span)| span)
@@ -111,20 +136,23 @@ fn encode_all(mut out: Outputs, batches: &Receiver<Batch>) -> Result<Outputs, Re
         let json = out.file.is_some() || matches!(out.exporter, Some((_, Protocol::HttpJson)));
         if json {
             buf.clear();
-            serde_json::to_writer(&mut buf, &request).map_err(|e| ReportError::Thread {
-                message: format!("cannot encode OTLP/JSON: {e}"),
-            })?;
+            json::encode(&mut buf, &request);
         }
         if let Some((exporter, protocol)) = &out.exporter {
             let body = match protocol {
                 Protocol::HttpProtobuf => proto::encode(&request),
                 Protocol::HttpJson => buf.clone(),
             };
-            exporter.send(body, batch.spans.len() as u64);
+            exporter.send(body, spans.len() as u64);
         }
         if let Some(file) = out.file.as_mut() {
             buf.push(b'\n');
             file.write_all(&buf).map_err(|e| file.io_error(e))?;
+            unsynced += buf.len();
+            if unsynced >= SYNC_EVERY_BYTES {
+                file.sync_so_far().map_err(|e| file.io_error(e))?;
+                unsynced = 0;
+            }
         }
     }
     Ok(out)

@@ -12,6 +12,7 @@
 mod encoder;
 mod export;
 mod ids;
+mod json;
 mod model;
 mod proto;
 mod span;
@@ -29,12 +30,12 @@ use super::output::PartialFile;
 use crate::hashing::HashMap;
 use crate::mcp::{Exchange, RetryOrigin};
 use arcstr::ArcStr;
-use encoder::{Batch, Encoder, Outputs};
+use encoder::{Batch, Encoder, Outputs, PendingSpan};
 use export::Exporter;
 use model::{
     Hex, KeyValue, Resource, SPAN_KIND_INTERNAL, STATUS_UNSET, Scope, Span, Status, Text, U64Text,
 };
-use span::{LinkTarget, Placement, link, link_targets, span_of, us_to_ns};
+use span::{LinkTarget, Placement, SpanDraft, link, link_targets, us_to_ns};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 
@@ -206,7 +207,7 @@ impl Service {
 /// A span waiting for the trace of the exchange it links to.
 struct Held {
     service: Service,
-    span: Span,
+    span: SpanDraft,
     target: LinkTarget,
     origin: RetryOrigin,
 }
@@ -214,6 +215,8 @@ struct Held {
 /// A session's root span, grown as its rows pass.
 #[derive(Debug, Clone)]
 struct Root {
+    trace_id: [u8; 16],
+    span_id: [u8; 8],
     service: Service,
     first_us: i64,
     last_us: i64,
@@ -232,7 +235,7 @@ pub struct OtlpSink {
     encoder: Option<Encoder>,
     endpoint: Option<Endpoint>,
     /// Spans of the next request, each with the index of its service in `batch_services`.
-    batch: Vec<(usize, Span)>,
+    batch: Vec<(usize, PendingSpan)>,
     batch_services: Vec<Service>,
     /// Trace of each recent exchange, for the links of later rows; oldest first in `order`.
     traces: HashMap<u64, [u8; 16]>,
@@ -289,16 +292,19 @@ impl OtlpSink {
     /// The span of one released row; a row the filters left out (`selected` false) gets
     /// none, but later rows still link to it.
     pub fn push(&mut self, row: &Exchange, selected: bool) -> Result<(), ReportError> {
-        let place = Placement::of(row);
+        let place = match Placement::joined(row) {
+            Some(place) => place,
+            None if selected => {
+                let (trace_id, root) = self.grow_root(row)?;
+                Placement::in_session(trace_id, root)
+            }
+            None => Placement::of(row),
+        };
         self.remember_trace(row.exchange_id, place.trace_id);
         if !selected {
             return self.release_waiters(row.exchange_id, place.trace_id);
         }
-        if !place.joined {
-            self.grow_root(row)?;
-        }
-        let service = Service::of(row);
-        let mut span = span_of(&self.run, row, place);
+        let mut span = SpanDraft::of(&self.run, row, place);
         self.report.spans += 1;
         let mut waiting = None;
         for target in link_targets(row) {
@@ -319,14 +325,19 @@ impl OtlpSink {
         match waiting {
             Some(target) => {
                 self.held.entry(target.exchange_id).or_default().push(Held {
-                    service,
+                    service: Service::of(row),
                     span,
                     target,
                     origin: row.retry_origin,
                 });
                 self.held_count += 1;
             }
-            None => self.emit(service, span)?,
+            None => {
+                let index = self
+                    .service_index(row.client_name.as_deref(), row.client_version.as_deref())
+                    .unwrap_or_else(|| self.add_service(Service::of(row)));
+                self.push_span(index, PendingSpan::Draft(span))?;
+            }
         }
         self.release_waiters(row.exchange_id, place.trace_id)
     }
@@ -340,7 +351,7 @@ impl OtlpSink {
                     .links
                     .push(link(&self.run, h.target, trace, h.origin));
                 self.report.links += 1;
-                self.emit(h.service, h.span)?;
+                self.emit(h.service, PendingSpan::Draft(h.span))?;
             }
         }
         Ok(())
@@ -350,10 +361,10 @@ impl OtlpSink {
     /// file and lets the sender drain; what could not be delivered is in the report.
     pub fn finish(mut self) -> Result<OtlpReport, ReportError> {
         let mut held: Vec<Held> = self.held.drain().flat_map(|(_, v)| v).collect();
-        held.sort_by_key(|h| h.span.start_time_unix_nano.0);
+        held.sort_by_key(|h| h.span.start_ns);
         for h in held {
             self.report.links_unresolved += 1;
-            self.emit(h.service, h.span)?;
+            self.emit(h.service, PendingSpan::Draft(h.span))?;
         }
         self.write_roots()?;
         self.flush()?;
@@ -385,7 +396,8 @@ impl OtlpSink {
         }
     }
 
-    fn grow_root(&mut self, row: &Exchange) -> Result<(), ReportError> {
+    /// Adds `row` to its session's root span; gives the session's trace and root span ids.
+    fn grow_root(&mut self, row: &Exchange) -> Result<([u8; 16], [u8; 8]), ReportError> {
         if !self.roots.contains_key(&row.session_key)
             && self.roots.len() >= self.limits.session_roots
         {
@@ -400,6 +412,8 @@ impl OtlpSink {
             .roots
             .entry(row.session_key.clone())
             .or_insert_with(|| Root {
+                trace_id: session_trace_id(&row.session_key),
+                span_id: session_root_span_id(&row.session_key),
                 service: Service::of(row),
                 first_us: row.ts_request,
                 last_us: end,
@@ -423,7 +437,7 @@ impl OtlpSink {
         if root.protocol_version.is_none() {
             root.protocol_version.clone_from(&row.protocol_version);
         }
-        Ok(())
+        Ok((root.trace_id, root.span_id))
     }
 
     /// Writes every root held, in session-key order, and forgets them.
@@ -450,8 +464,8 @@ impl OtlpSink {
             ));
             let start = us_to_ns(root.first_us);
             let span = Span {
-                trace_id: Hex(session_trace_id(&key)),
-                span_id: Hex(session_root_span_id(&key)),
+                trace_id: Hex(root.trace_id),
+                span_id: Hex(root.span_id),
                 parent_span_id: None,
                 name: "MCP session".into(),
                 kind: SPAN_KIND_INTERNAL,
@@ -467,21 +481,34 @@ impl OtlpSink {
                 },
             };
             self.report.session_spans += 1;
-            self.emit(root.service, span)?;
+            self.emit(root.service, PendingSpan::Ready(span))?;
         }
         Ok(())
     }
 
-    fn emit(&mut self, service: Service, span: Span) -> Result<(), ReportError> {
-        // Rows of one client come together: the last service is the usual match.
-        let index = match self.batch_services.iter().rposition(|s| *s == service) {
+    fn emit(&mut self, service: Service, span: PendingSpan) -> Result<(), ReportError> {
+        let index = match self.service_index(service.name.as_deref(), service.version.as_deref()) {
             Some(i) => i,
-            None => {
-                self.batch_services.push(service);
-                self.batch_services.len() - 1
-            }
+            None => self.add_service(service),
         };
-        self.batch.push((index, span));
+        self.push_span(index, span)
+    }
+
+    /// The batch's index of the service with this name and version.
+    fn service_index(&self, name: Option<&str>, version: Option<&str>) -> Option<usize> {
+        // Rows of one client come together: the last service is the usual match.
+        self.batch_services
+            .iter()
+            .rposition(|s| s.name.as_deref() == name && s.version.as_deref() == version)
+    }
+
+    fn add_service(&mut self, service: Service) -> usize {
+        self.batch_services.push(service);
+        self.batch_services.len() - 1
+    }
+
+    fn push_span(&mut self, service_index: usize, span: PendingSpan) -> Result<(), ReportError> {
+        self.batch.push((service_index, span));
         if self.batch.len() >= SPANS_PER_REQUEST {
             self.flush()?;
         }

@@ -6,7 +6,9 @@ use super::model::{
     Event, Hex, KeyValue, Link, SPAN_KIND_CLIENT, STATUS_ERROR, STATUS_UNSET, Span, Status, Text,
     U64Text,
 };
-use crate::mcp::{Exchange, Outcome, RetryOrigin};
+use crate::mcp::retry::FindingSet;
+use crate::mcp::{Exchange, Kind, Outcome, RetryOrigin, SseMark, StreamEnd};
+use arcstr::ArcStr;
 
 /// Where a span sits: its trace, and its parent (the caller's span, or the session root).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,21 +20,33 @@ pub struct Placement {
 }
 
 impl Placement {
+    /// Under the caller's span when the request carried a valid `traceparent`.
+    pub fn joined(row: &Exchange) -> Option<Placement> {
+        row.inference.trace_parent.map(|tp| Placement {
+            trace_id: tp.trace_id,
+            parent: tp.span_id,
+            joined: true,
+        })
+    }
+
+    /// In the session's trace, under its root span.
+    pub fn in_session(trace_id: [u8; 16], root: [u8; 8]) -> Placement {
+        Placement {
+            trace_id,
+            parent: root,
+            joined: false,
+        }
+    }
+
     /// The caller's trace when the request carried a valid `traceparent`, else its
     /// session's trace under the session root span.
     pub fn of(row: &Exchange) -> Placement {
-        match row.inference.trace_parent {
-            Some(tp) => Placement {
-                trace_id: tp.trace_id,
-                parent: tp.span_id,
-                joined: true,
-            },
-            None => Placement {
-                trace_id: session_trace_id(&row.session_key),
-                parent: session_root_span_id(&row.session_key),
-                joined: false,
-            },
-        }
+        Placement::joined(row).unwrap_or_else(|| {
+            Placement::in_session(
+                session_trace_id(&row.session_key),
+                session_root_span_id(&row.session_key),
+            )
+        })
     }
 }
 
@@ -71,60 +85,245 @@ pub fn link(run: &RunKey, target: LinkTarget, trace_id: [u8; 16], origin: RetryO
     }
 }
 
-/// The span of `row`, placed by `place`, with its SSE events and without links (added once
-/// resolved).
-pub fn span_of(run: &RunKey, row: &Exchange, place: Placement) -> Span {
-    let events = row
-        .inference
-        .sse_marks
-        .iter()
-        .map(|m| Event {
-            time_unix_nano: U64Text(us_to_ns(m.ts_us)),
-            name: m.name.to_string(),
-        })
-        .collect();
-    let start_ns = us_to_ns(row.ts_request);
-    let end_us = row
-        .ts_response
-        .unwrap_or(row.inference.ts_request_end)
-        .max(row.ts_request);
-    let failed = row.outcome.is_failure();
-    Span {
-        trace_id: Hex(place.trace_id),
-        span_id: Hex(run.span_id(row.exchange_id)),
-        parent_span_id: Some(Hex(place.parent)),
-        name: span_name(row),
-        kind: SPAN_KIND_CLIENT,
-        start_time_unix_nano: U64Text(start_ns),
-        end_time_unix_nano: U64Text(us_to_ns(end_us).max(start_ns)),
-        attributes: attributes(row),
-        events,
-        dropped_events_count: row.inference.sse_marks_dropped,
-        links: Vec::new(),
-        status: Status {
-            code: if failed { STATUS_ERROR } else { STATUS_UNSET },
-            // The conventions ask for the JSON-RPC error's message when there is one.
-            message: failed.then(|| {
-                row.error_message
-                    .clone()
-                    .filter(|_| row.outcome == Outcome::JsonrpcError)
-                    .unwrap_or_else(|| row.outcome.name().to_string())
-            }),
-        },
+/// What the span of a row is made of, taken from the row on the analysis thread: names,
+/// attributes and texts are made from it on the encoder's thread ([`SpanDraft::into_span`]).
+#[derive(Debug, Clone)]
+pub struct SpanDraft {
+    pub trace_id: [u8; 16],
+    pub span_id: [u8; 8],
+    pub parent: [u8; 8],
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Added once resolved.
+    pub links: Vec<Link>,
+    exchange_id: u64,
+    capture: ArcStr,
+    session_key: ArcStr,
+    rpc_method: Option<ArcStr>,
+    jsonrpc_id: Option<String>,
+    session_id: Option<ArcStr>,
+    protocol_version: Option<String>,
+    tool_name: Option<ArcStr>,
+    prompt_name: Option<ArcStr>,
+    http_method: ArcStr,
+    kind: Kind,
+    path: ArcStr,
+    http_version: Option<&'static str>,
+    http_status: Option<u16>,
+    server_addr: ArcStr,
+    client_addr: ArcStr,
+    tcp_stream: Option<u64>,
+    outcome: Outcome,
+    error_code: Option<i64>,
+    /// The JSON-RPC error's message, on a `JSONRPC_ERROR` row.
+    jsonrpc_error_message: Option<String>,
+    final_response: bool,
+    stream_end: StreamEnd,
+    sse_events: u32,
+    sse_marks: Vec<SseMark>,
+    sse_marks_dropped: u32,
+    attempt: u32,
+    retry_origin: RetryOrigin,
+    retry_findings: FindingSet,
+    retry_evidence: Option<String>,
+}
+
+impl SpanDraft {
+    /// The draft of `row`'s span, placed by `place`, without links.
+    pub fn of(run: &RunKey, row: &Exchange, place: Placement) -> SpanDraft {
+        let start_ns = us_to_ns(row.ts_request);
+        let end_us = row
+            .ts_response
+            .unwrap_or(row.inference.ts_request_end)
+            .max(row.ts_request);
+        SpanDraft {
+            trace_id: place.trace_id,
+            span_id: run.span_id(row.exchange_id),
+            parent: place.parent,
+            start_ns,
+            end_ns: us_to_ns(end_us).max(start_ns),
+            links: Vec::new(),
+            exchange_id: row.exchange_id,
+            capture: row.capture.clone(),
+            session_key: row.session_key.clone(),
+            rpc_method: row.rpc_method.clone(),
+            jsonrpc_id: row.jsonrpc_id.clone(),
+            session_id: row.session_id.clone(),
+            protocol_version: row.protocol_version.clone(),
+            tool_name: row.tool_name.clone(),
+            prompt_name: row.inference.prompt_name.clone(),
+            http_method: row.http_method.clone(),
+            kind: row.kind,
+            path: row.path.clone(),
+            http_version: row.http_version,
+            http_status: row.http_status,
+            server_addr: row.server_addr.clone(),
+            client_addr: row.client_addr.clone(),
+            tcp_stream: row.tcp_stream,
+            outcome: row.outcome,
+            error_code: row.error_code,
+            jsonrpc_error_message: row
+                .error_message
+                .clone()
+                .filter(|_| row.outcome == Outcome::JsonrpcError),
+            final_response: row.final_response,
+            stream_end: row.stream_end,
+            sse_events: row.sse_events,
+            sse_marks: row.inference.sse_marks.clone(),
+            sse_marks_dropped: row.inference.sse_marks_dropped,
+            attempt: row.attempt,
+            retry_origin: row.retry_origin,
+            retry_findings: row.retry_findings,
+            retry_evidence: row.retry_evidence.clone(),
+        }
+    }
+
+    /// The span, with its SSE events.
+    pub fn into_span(self) -> Span {
+        let failed = self.outcome.is_failure();
+        Span {
+            trace_id: Hex(self.trace_id),
+            span_id: Hex(self.span_id),
+            parent_span_id: Some(Hex(self.parent)),
+            name: span_name(
+                self.rpc_method.as_deref(),
+                self.tool_name.as_deref().or(self.prompt_name.as_deref()),
+                &self.http_method,
+                self.kind,
+            ),
+            kind: SPAN_KIND_CLIENT,
+            start_time_unix_nano: U64Text(self.start_ns),
+            end_time_unix_nano: U64Text(self.end_ns),
+            attributes: self.attributes(),
+            events: self
+                .sse_marks
+                .iter()
+                .map(|m| Event {
+                    time_unix_nano: U64Text(us_to_ns(m.ts_us)),
+                    name: m.name.to_string(),
+                })
+                .collect(),
+            dropped_events_count: self.sse_marks_dropped,
+            status: Status {
+                code: if failed { STATUS_ERROR } else { STATUS_UNSET },
+                // The conventions ask for the JSON-RPC error's message when there is one.
+                message: failed.then(|| {
+                    self.jsonrpc_error_message
+                        .unwrap_or_else(|| self.outcome.name().to_string())
+                }),
+            },
+            links: self.links,
+        }
+    }
+
+    fn attributes(&self) -> Vec<KeyValue> {
+        let mut a = Vec::with_capacity(24);
+        if let Some(m) = &self.rpc_method {
+            a.push(KeyValue::str("mcp.method.name", m));
+        }
+        if let Some(id) = self.jsonrpc_id.as_deref() {
+            a.push(KeyValue::str("jsonrpc.request.id", request_id_text(id)));
+        }
+        if let Some(sid) = &self.session_id {
+            a.push(KeyValue::str("mcp.session.id", sid));
+        }
+        if let Some(v) = &self.protocol_version {
+            a.push(KeyValue::str("mcp.protocol.version", v.clone()));
+        }
+        if self.rpc_method.as_deref() == Some("tools/call") {
+            if let Some(tool) = &self.tool_name {
+                a.push(KeyValue::str("gen_ai.tool.name", tool));
+            }
+            a.push(KeyValue::str("gen_ai.operation.name", "execute_tool"));
+        }
+        if let Some(prompt) = &self.prompt_name {
+            a.push(KeyValue::str("gen_ai.prompt.name", prompt));
+        }
+        if let Some(code) = self.error_code {
+            a.push(KeyValue::str("rpc.response.status_code", code.to_string()));
+        }
+        if let Some(kind) = error_type(self.outcome, self.error_code) {
+            a.push(KeyValue::str("error.type", kind));
+        }
+        a.push(KeyValue::str("network.transport", "tcp"));
+        a.push(KeyValue::str("network.protocol.name", "http"));
+        if let Some(v) = self.http_version {
+            a.push(KeyValue::str(
+                "network.protocol.version",
+                v.strip_prefix("HTTP/").unwrap_or(v),
+            ));
+        }
+        push_endpoint(&mut a, "server.address", "server.port", &self.server_addr);
+        push_endpoint(&mut a, "client.address", "client.port", &self.client_addr);
+        if let Some(status) = self.http_status {
+            a.push(KeyValue::int(
+                "http.response.status_code",
+                i64::from(status),
+            ));
+        }
+        let path = match self.path.split_once('?') {
+            Some((p, _)) => Text::Owned(p.to_string()),
+            None => Text::Shared(self.path.clone()),
+        };
+        a.push(KeyValue::str("url.path", path));
+
+        a.push(KeyValue::str("mcp_trace.kind", self.kind.name()));
+        a.push(KeyValue::bool(
+            "mcp_trace.final_response",
+            self.final_response,
+        ));
+        // Only a response that was a stream has a stream end and events.
+        if self.stream_end != StreamEnd::None || self.sse_events > 0 {
+            a.push(KeyValue::str(
+                "mcp_trace.stream_end",
+                self.stream_end.name(),
+            ));
+            a.push(KeyValue::int(
+                "mcp_trace.sse_events",
+                i64::from(self.sse_events),
+            ));
+        }
+        a.push(KeyValue::str("mcp_trace.outcome", self.outcome.name()));
+        a.push(KeyValue::str(
+            "mcp_trace.layer",
+            self.outcome.layer().name(),
+        ));
+        a.push(KeyValue::int("mcp_trace.attempt", i64::from(self.attempt)));
+        a.push(KeyValue::str(
+            "mcp_trace.retry_origin",
+            self.retry_origin.name(),
+        ));
+        if let Some(f) = self.retry_findings.text() {
+            a.push(KeyValue::str("mcp_trace.retry_findings", f));
+        }
+        if let Some(e) = &self.retry_evidence {
+            a.push(KeyValue::str("mcp_trace.retry_evidence", e.clone()));
+        }
+        a.push(KeyValue::str("mcp_trace.session_key", &self.session_key));
+        a.push(KeyValue::str("mcp_trace.capture", &self.capture));
+        if let Some(s) = self.tcp_stream {
+            a.push(KeyValue::int("mcp_trace.tcp_stream", saturating_i64(s)));
+        }
+        a.push(KeyValue::int(
+            "mcp_trace.exchange_id",
+            saturating_i64(self.exchange_id),
+        ));
+        a
     }
 }
 
 /// `{mcp.method.name} {target}` (the tool or prompt), `{mcp.method.name}` without one; a
 /// row that is no JSON-RPC message is named by its HTTP method and kind (`GET stream`).
-pub fn span_name(row: &Exchange) -> String {
-    let target = row
-        .tool_name
-        .as_deref()
-        .or(row.inference.prompt_name.as_deref());
-    match (row.rpc_method.as_deref(), target) {
+pub fn span_name(
+    rpc_method: Option<&str>,
+    target: Option<&str>,
+    http_method: &str,
+    kind: Kind,
+) -> String {
+    match (rpc_method, target) {
         (Some(method), Some(target)) => format!("{method} {target}"),
         (Some(method), None) => method.to_string(),
-        (None, _) => format!("{} {}", row.http_method, row.kind.name()),
+        (None, _) => format!("{http_method} {}", kind.name()),
     }
 }
 
@@ -133,99 +332,13 @@ pub fn us_to_ns(us: i64) -> u64 {
     u64::try_from(us).unwrap_or(0).saturating_mul(1000)
 }
 
-fn attributes(row: &Exchange) -> Vec<KeyValue> {
-    let mut a = Vec::with_capacity(24);
-    if let Some(m) = &row.rpc_method {
-        a.push(KeyValue::str("mcp.method.name", m));
-    }
-    if let Some(id) = row.jsonrpc_id.as_deref() {
-        a.push(KeyValue::str("jsonrpc.request.id", request_id_text(id)));
-    }
-    if let Some(sid) = &row.session_id {
-        a.push(KeyValue::str("mcp.session.id", sid));
-    }
-    if let Some(v) = &row.protocol_version {
-        a.push(KeyValue::str("mcp.protocol.version", v.clone()));
-    }
-    if row.rpc_method.as_deref() == Some("tools/call") {
-        if let Some(tool) = &row.tool_name {
-            a.push(KeyValue::str("gen_ai.tool.name", tool));
-        }
-        a.push(KeyValue::str("gen_ai.operation.name", "execute_tool"));
-    }
-    if let Some(prompt) = &row.inference.prompt_name {
-        a.push(KeyValue::str("gen_ai.prompt.name", prompt));
-    }
-    if let Some(code) = row.error_code {
-        a.push(KeyValue::str("rpc.response.status_code", code.to_string()));
-    }
-    if let Some(kind) = error_type(row) {
-        a.push(KeyValue::str("error.type", kind));
-    }
-    a.push(KeyValue::str("network.transport", "tcp"));
-    a.push(KeyValue::str("network.protocol.name", "http"));
-    if let Some(v) = row.http_version {
-        a.push(KeyValue::str(
-            "network.protocol.version",
-            v.strip_prefix("HTTP/").unwrap_or(v),
-        ));
-    }
-    push_endpoint(&mut a, "server.address", "server.port", &row.server_addr);
-    push_endpoint(&mut a, "client.address", "client.port", &row.client_addr);
-    if let Some(status) = row.http_status {
-        a.push(KeyValue::int(
-            "http.response.status_code",
-            i64::from(status),
-        ));
-    }
-    let path = match row.path.split_once('?') {
-        Some((p, _)) => Text::Owned(p.to_string()),
-        None => Text::Shared(row.path.clone()),
-    };
-    a.push(KeyValue::str("url.path", path));
-
-    a.push(KeyValue::str("mcp_trace.kind", row.kind.name()));
-    a.push(KeyValue::bool(
-        "mcp_trace.final_response",
-        row.final_response,
-    ));
-    a.push(KeyValue::str("mcp_trace.stream_end", row.stream_end.name()));
-    a.push(KeyValue::int(
-        "mcp_trace.sse_events",
-        i64::from(row.sse_events),
-    ));
-    a.push(KeyValue::str("mcp_trace.outcome", row.outcome.name()));
-    a.push(KeyValue::str("mcp_trace.layer", row.outcome.layer().name()));
-    a.push(KeyValue::int("mcp_trace.attempt", i64::from(row.attempt)));
-    a.push(KeyValue::str(
-        "mcp_trace.retry_origin",
-        row.retry_origin.name(),
-    ));
-    if let Some(f) = row.retry_findings.text() {
-        a.push(KeyValue::str("mcp_trace.retry_findings", f));
-    }
-    if let Some(e) = &row.retry_evidence {
-        a.push(KeyValue::str("mcp_trace.retry_evidence", e.clone()));
-    }
-    a.push(KeyValue::str("mcp_trace.session_key", &row.session_key));
-    a.push(KeyValue::str("mcp_trace.capture", &row.capture));
-    if let Some(s) = row.tcp_stream {
-        a.push(KeyValue::int("mcp_trace.tcp_stream", saturating_i64(s)));
-    }
-    a.push(KeyValue::int(
-        "mcp_trace.exchange_id",
-        saturating_i64(row.exchange_id),
-    ));
-    a
-}
-
 /// `error.type` on a failed row: the JSON-RPC error code when one came back, `tool_error`
 /// for a tool result with `isError` (both as the conventions name them), else the outcome.
-fn error_type(row: &Exchange) -> Option<String> {
-    if !row.outcome.is_failure() {
+fn error_type(outcome: Outcome, error_code: Option<i64>) -> Option<String> {
+    if !outcome.is_failure() {
         return None;
     }
-    Some(match (row.outcome, row.error_code) {
+    Some(match (outcome, error_code) {
         (Outcome::ToolError, _) => "tool_error".to_string(),
         (_, Some(code)) => code.to_string(),
         (outcome, None) => outcome.name().to_string(),

@@ -1,7 +1,7 @@
 //! The sink on hand-made rows: links to targets released later, evicted or never seen,
 //! session roots, batching into requests, and the parts of a span.
 
-use super::span::span_name;
+use super::span::SpanDraft;
 use super::*;
 use crate::mcp::{Outcome, TraceParent};
 use crate::report::test_rows::ex;
@@ -31,6 +31,13 @@ fn run_with(rows: &[(Exchange, bool)], limits: OtlpLimits) -> (Vec<serde_json::V
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     (lines, report)
+}
+
+/// The name of `row`'s span.
+fn name_of(row: &Exchange) -> String {
+    SpanDraft::of(&RunKey::of_inputs(&["cap.pcap"]), row, Placement::of(row))
+        .into_span()
+        .name
 }
 
 fn spans(lines: &[serde_json::Value]) -> Vec<serde_json::Value> {
@@ -175,11 +182,11 @@ fn names_and_endpoints() {
     let mut prompt = ex(1, 0);
     prompt.rpc_method = Some("prompts/get".into());
     prompt.inference.prompt_name = Some("review".into());
-    assert_eq!(span_name(&prompt), "prompts/get review");
+    assert_eq!(name_of(&prompt), "prompts/get review");
     let mut get = ex(2, 0);
     get.http_method = "GET".into();
     get.kind = crate::mcp::Kind::Stream;
-    assert_eq!(span_name(&get), "GET stream");
+    assert_eq!(name_of(&get), "GET stream");
 
     let mut v6 = ex(3, 0);
     v6.server_addr = "[::1]:3000".into();
