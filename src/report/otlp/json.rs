@@ -148,64 +148,66 @@ fn quoted_int(out: &mut Vec<u8>, n: impl itoa::Integer) {
     out.push(b'"');
 }
 
+/// The lower-case hex digit of a nibble.
+fn hex_digit(nibble: u8) -> u8 {
+    match nibble & 0xf {
+        n @ 0..=9 => b'0' + n,
+        n => b'a' + (n - 10),
+    }
+}
+
 /// An id as a lower-case hex string.
 fn hex(out: &mut Vec<u8>, bytes: &[u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     out.reserve(2 * bytes.len() + 2);
     out.push(b'"');
     for &b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)]);
-        out.push(DIGITS[usize::from(b & 0xf)]);
+        out.push(hex_digit(b >> 4));
+        out.push(hex_digit(b));
     }
     out.push(b'"');
 }
 
 /// How a byte is written inside a JSON string: as itself (0), as a short escape (its
 /// letter), or as `\u00XX` (`u`); the same choices as `serde_json`.
-const ESCAPE: [u8; 256] = {
-    let mut table = [0u8; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        table[b] = b'u';
-        b += 1;
+fn escape_of(b: u8) -> u8 {
+    match b {
+        0x08 => b'b',
+        0x09 => b't',
+        0x0a => b'n',
+        0x0c => b'f',
+        0x0d => b'r',
+        0x00..=0x1f => b'u',
+        b'"' | b'\\' => b,
+        _ => 0,
     }
-    table[0x08] = b'b';
-    table[0x09] = b't';
-    table[0x0a] = b'n';
-    table[0x0c] = b'f';
-    table[0x0d] = b'r';
-    table[b'"' as usize] = b'"';
-    table[b'\\' as usize] = b'\\';
-    table
-};
+}
 
 /// `text` as a JSON string, quotes included.
 fn string(out: &mut Vec<u8>, text: &str) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
-        let escape = ESCAPE[usize::from(b)];
+        let escape = escape_of(b);
         if escape == 0 {
             continue;
         }
-        out.extend_from_slice(&bytes[start..i]);
+        out.extend_from_slice(bytes.get(start..i).unwrap_or_default());
         match escape {
             b'u' => out.extend_from_slice(&[
                 b'\\',
                 b'u',
                 b'0',
                 b'0',
-                DIGITS[usize::from(b >> 4)],
-                DIGITS[usize::from(b & 0xf)],
+                hex_digit(b >> 4),
+                hex_digit(b),
             ]),
             letter => out.extend_from_slice(&[b'\\', letter]),
         }
         start = i + 1;
     }
-    out.extend_from_slice(&bytes[start..]);
+    out.extend_from_slice(bytes.get(start..).unwrap_or_default());
     out.push(b'"');
 }
 
