@@ -9,10 +9,10 @@
 //! own secret left out of the key log), 0-RTT early data, each TLS 1.3 suite.
 
 use crate::support::{Capture, Conn};
-use mcp_trace::anomaly::Stats;
 use mcp_trace::capture;
 use mcp_trace::decode::{Decoded, Decoder};
 use mcp_trace::flow::{FlowLimits, FlowTable};
+use mcp_trace::report::RunStats;
 use mcp_trace::tls::{ConnectionReport, KeyLog, TlsStage};
 use rustls::crypto::{CryptoProvider, ring as provider};
 use rustls::pki_types::pem::PemObject;
@@ -306,21 +306,21 @@ fn stage_reports(pcap: &Path, keylog: Option<&str>) -> Vec<ConnectionReport> {
     let Ok(capture::Source::Packets(reader)) = capture::open(pcap.to_str().unwrap(), 0) else {
         panic!("{pcap:?} is not a packet capture");
     };
-    let mut stats = Stats::default();
+    let mut stats = RunStats::default();
     let mut frames = capture::Merger::new(vec![reader]);
     let mut decoder = Decoder::new();
     let mut table = FlowTable::new(FlowLimits::default());
     let (mut flow_out, mut out) = (Vec::new(), Vec::new());
-    while let Some(frame) = frames.next_frame_ref(&mut stats) {
+    while let Some(frame) = frames.next_frame_ref(&mut stats.capture) {
         if let Decoded::Segment(seg) = decoder.decode_ref(&frame) {
-            table.push(seg, &mut stats, &mut flow_out);
+            table.push(seg, &mut stats.flow, &mut flow_out);
         }
     }
-    table.finish(&mut stats, &mut flow_out);
+    table.finish(&mut stats.flow, &mut flow_out);
     for ev in flow_out {
-        stage.push(ev, &mut stats, &mut out);
+        stage.push(ev, &mut stats.tls, &mut out);
     }
-    stage.finish(&mut stats, &mut out);
+    stage.finish(&mut stats.tls, &mut out);
     let mut reports = stage.take_reports();
     reports.sort_by_key(|r| r.stream);
     for r in &reports {

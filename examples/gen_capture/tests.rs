@@ -1,11 +1,11 @@
 use super::*;
 use crate::tcp::*;
-use mcp_trace::anomaly::Stats;
 use mcp_trace::capture::{self, Source};
 use mcp_trace::decode::{Decoded, Decoder};
 use mcp_trace::flow::{FlowLimits, FlowTable};
+use mcp_trace::report::RunStats;
 use mcp_trace::stream::{Decryption, Side, StreamEvent, StreamEventKind};
-use mcp_trace::tls::{ConnectionReport, KeyLog, TlsStage};
+use mcp_trace::tls::{ConnectionReport, KeyLog, TlsCounters, TlsStage};
 
 #[test]
 fn checksums_verify() {
@@ -58,7 +58,7 @@ struct Streams {
     bytes: BTreeMap<u64, [Vec<u8>; 2]>,
     gaps: u64,
     reports: Vec<ConnectionReport>,
-    stats: Stats,
+    stats: RunStats,
 }
 
 fn through_stages(path: &std::path::Path, keys: Option<&std::path::Path>) -> Streams {
@@ -71,13 +71,13 @@ fn through_stages(path: &std::path::Path, keys: Option<&std::path::Path>) -> Str
             .unwrap();
         TlsStage::new(log)
     });
-    let mut stats = Stats::default();
+    let mut stats = RunStats::default();
     let mut frames = capture::Merger::new(vec![reader]);
     let mut decoder = Decoder::new();
     let mut table = FlowTable::new(FlowLimits::default());
     let (mut flow_out, mut out) = (Vec::new(), Vec::new());
     let mut pass =
-        |flow_out: &mut Vec<StreamEvent>, out: &mut Vec<StreamEvent>, stats: &mut Stats| {
+        |flow_out: &mut Vec<StreamEvent>, out: &mut Vec<StreamEvent>, stats: &mut TlsCounters| {
             for ev in flow_out.drain(..) {
                 match stage.as_mut() {
                     Some(s) => s.push(ev, stats, out),
@@ -85,17 +85,17 @@ fn through_stages(path: &std::path::Path, keys: Option<&std::path::Path>) -> Str
                 }
             }
         };
-    while let Some(frame) = frames.next_frame(&mut stats) {
+    while let Some(frame) = frames.next_frame(&mut stats.capture) {
         if let Decoded::Segment(seg) = decoder.decode(&frame) {
-            table.push(seg, &mut stats, &mut flow_out);
-            pass(&mut flow_out, &mut out, &mut stats);
+            table.push(seg, &mut stats.flow, &mut flow_out);
+            pass(&mut flow_out, &mut out, &mut stats.tls);
         }
     }
-    table.finish(&mut stats, &mut flow_out);
-    pass(&mut flow_out, &mut out, &mut stats);
+    table.finish(&mut stats.flow, &mut flow_out);
+    pass(&mut flow_out, &mut out, &mut stats.tls);
     let mut reports = Vec::new();
     if let Some(s) = stage.as_mut() {
-        s.finish(&mut stats, &mut out);
+        s.finish(&mut stats.tls, &mut out);
         reports = s.take_reports();
     }
     let mut streams = Streams {
@@ -174,19 +174,19 @@ fn tls_capture_decrypts_to_the_plaintext_capture() {
     }
     assert_eq!(decrypted, with_data);
     assert!(
-        !got.stats.anomalies.keys().any(|k| k.starts_with("tls.")),
+        !got.stats.anomalies().keys().any(|k| k.starts_with("tls.")),
         "{:?}",
-        got.stats.anomalies
+        got.stats.anomalies()
     );
     // The two captures carry the same packets but for the TLS-only ones.
     assert_eq!(
-        want.stats.tcp_payload_bytes,
+        want.stats.flow.tcp_payload_bytes,
         want.bytes
             .values()
             .map(|s| (s[0].len() + s[1].len()) as u64)
             .sum::<u64>()
     );
-    assert!(got.stats.packets_total > want.stats.packets_total);
+    assert!(got.stats.capture.packets_total > want.stats.capture.packets_total);
 }
 
 #[test]

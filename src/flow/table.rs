@@ -34,8 +34,9 @@ use super::FlowLimits;
 use super::assembler::{Assembler, Sink};
 use super::seq::SeqNum;
 use super::slab::{List, Slab};
-use crate::anomaly::{Stats, UnusedBytes};
+use crate::anomaly::{Anomaly, UnusedBytes};
 use crate::decode::Segment;
+use crate::flow::FlowCounters;
 use crate::hashing::HashMap;
 use crate::stream::{CloseReason, ConnectionRecord, EndedBy, Side, StreamEvent, StreamEventKind};
 use std::hash::{Hash, Hasher};
@@ -156,7 +157,7 @@ impl Flow {
         }
     }
 
-    fn sink<'a>(&self, out: &'a mut Vec<StreamEvent>, stats: &'a mut Stats) -> Sink<'a> {
+    fn sink<'a>(&self, out: &'a mut Vec<StreamEvent>, stats: &'a mut FlowCounters) -> Sink<'a> {
         Sink {
             stream: self.stream,
             ts_ns: self.last_ts,
@@ -167,7 +168,7 @@ impl Flow {
     }
 
     /// Flush both directions and emit `Closed`.
-    fn close(&mut self, reason: CloseReason, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    fn close(&mut self, reason: CloseReason, stats: &mut FlowCounters, out: &mut Vec<StreamEvent>) {
         let mut sink = Sink {
             stream: self.stream,
             ts_ns: self.last_ts,
@@ -265,7 +266,7 @@ impl FlowTable {
     }
 
     /// Feed one segment (in capture order). Appends events for any stream in `out`.
-    pub fn push(&mut self, seg: Segment, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    pub fn push(&mut self, seg: Segment, stats: &mut FlowCounters, out: &mut Vec<StreamEvent>) {
         stats.tcp_payload_bytes_seen = stats
             .tcp_payload_bytes_seen
             .saturating_add(seg.payload.len() as u64);
@@ -311,7 +312,7 @@ impl FlowTable {
 
     /// End of capture: flush every open stream (buffered data delivered, holes
     /// as gaps, `Closed{CaptureEnd}`), in stream order. The table is empty afterwards.
-    pub fn finish(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    pub fn finish(&mut self, stats: &mut FlowCounters, out: &mut Vec<StreamEvent>) {
         let mut open: Vec<Box<Flow>> = self
             .flows
             .drain()
@@ -330,7 +331,7 @@ impl FlowTable {
         &mut self,
         key: FlowKey,
         seg: Segment,
-        stats: &mut Stats,
+        stats: &mut FlowCounters,
         out: &mut Vec<StreamEvent>,
     ) {
         if self.flows.len(List::Open) >= self.limits.max_open_flows.max(1) {
@@ -378,7 +379,13 @@ impl FlowTable {
     }
 
     /// A segment of an open flow.
-    fn process(&mut self, id: usize, seg: Segment, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    fn process(
+        &mut self,
+        id: usize,
+        seg: Segment,
+        stats: &mut FlowCounters,
+        out: &mut Vec<StreamEvent>,
+    ) {
         let limit = self.limits.max_buffered_bytes_per_direction;
         let Some(flow) = self.flows.get_mut(id) else {
             return;
@@ -439,7 +446,7 @@ impl FlowTable {
     }
 
     /// Rule 1: expire idle open flows and old tombstones (oldest first).
-    fn sweep(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    fn sweep(&mut self, stats: &mut FlowCounters, out: &mut Vec<StreamEvent>) {
         let idle = self.limits.idle_timeout_ns;
         while let Some(id) = self.flows.front(List::Open) {
             let expired = self
@@ -467,11 +474,11 @@ impl FlowTable {
     }
 
     /// Rule 3: close the least recently active open flow.
-    fn evict_one(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    fn evict_one(&mut self, stats: &mut FlowCounters, out: &mut Vec<StreamEvent>) {
         if let Some(id) = self.flows.front(List::Open)
             && let Some(mut flow) = self.remove(id)
         {
-            stats.anomaly("flow.evicted");
+            stats.anomaly(Anomaly::FlowEvicted);
             flow.close(CloseReason::Evicted, stats, out);
         }
     }

@@ -24,8 +24,8 @@ use crate::stream::Decryption;
 use std::ops::Range;
 
 mod keys;
-use crate::anomaly::Stats;
 use crate::stream::{GapLen, Side, StreamEvent, StreamEventKind};
+use crate::tls::TlsCounters;
 use keys::early_candidates;
 
 /// What the stage shares between connections: the secrets and the TLS 1.2 sessions seen.
@@ -238,7 +238,7 @@ impl TlsConnection {
         &mut self,
         event: StreamEvent,
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
         out: &mut Vec<StreamEvent>,
     ) {
         if self.mode == Mode::Detecting {
@@ -261,7 +261,12 @@ impl TlsConnection {
     }
 
     /// The stream ended without `Closed` (end of input): hands on what can be.
-    pub fn finish(&mut self, ctx: &mut TlsContext, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    pub fn finish(
+        &mut self,
+        ctx: &mut TlsContext,
+        stats: &mut TlsCounters,
+        out: &mut Vec<StreamEvent>,
+    ) {
         if self.mode == Mode::Detecting {
             self.decide(Mode::Plaintext, ctx, stats, out);
         }
@@ -315,7 +320,7 @@ impl TlsConnection {
         &mut self,
         mode: Mode,
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
         out: &mut Vec<StreamEvent>,
     ) {
         self.mode = mode;
@@ -332,7 +337,7 @@ impl TlsConnection {
         &mut self,
         event: StreamEvent,
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
         out: &mut Vec<StreamEvent>,
     ) {
         if self.mode != Mode::Tls {
@@ -438,7 +443,7 @@ impl TlsConnection {
         mut bytes: Vec<u8>,
         ts_ns: i64,
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
     ) {
         let delivered = bytes.len();
         self.bytes.received += delivered as u64;
@@ -484,7 +489,7 @@ impl TlsConnection {
     }
 
     /// The records the record reader holds whole.
-    fn read_held(&mut self, side: Side, ctx: &mut TlsContext, stats: &mut Stats) {
+    fn read_held(&mut self, side: Side, ctx: &mut TlsContext, stats: &mut TlsCounters) {
         while let Some(step) = self.dir(side).records.next_step() {
             match step {
                 Step::Record(mut record) => {
@@ -528,7 +533,7 @@ impl TlsConnection {
         bytes: &mut Vec<u8>,
         from: usize,
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
     ) {
         let mut at = from;
         let mut kept = 0;
@@ -569,7 +574,7 @@ impl TlsConnection {
         header: &[u8; HEADER_LEN],
         fragment: &mut [u8],
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
     ) -> Option<Range<usize>> {
         let ty = header[0];
         let wire = (HEADER_LEN + fragment.len()) as u64;
@@ -634,7 +639,7 @@ impl TlsConnection {
         side: Side,
         header: &[u8; HEADER_LEN],
         fragment: &mut [u8],
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
     ) -> Result<InPlace, &'static str> {
         let no_key = self.no_key_reason(side);
         let before_server_hello = self.server_hello.is_none();
@@ -730,7 +735,7 @@ impl TlsConnection {
         side: Side,
         bytes: &[u8],
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
     ) {
         let mut messages = Vec::new();
         if let Err(e) = self.dir(side).handshake.push(bytes, &mut messages) {
@@ -746,7 +751,7 @@ impl TlsConnection {
         side: Side,
         message: Message,
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
     ) {
         let tls13 = self.tls13;
         match (side, message.msg_type) {

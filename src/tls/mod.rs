@@ -53,6 +53,7 @@
 pub mod cbc;
 pub mod cipher;
 mod connection;
+mod counters;
 pub mod decrypt;
 pub mod facts;
 pub mod handshake;
@@ -64,11 +65,12 @@ pub mod session;
 mod tests;
 
 pub use connection::{TlsConnection, TlsContext};
+pub use counters::TlsCounters;
 pub use facts::{TlsBytes, TlsFacts};
 pub use keylog::{KeyLog, KeyLogStats};
 
-use crate::anomaly::Stats;
 use crate::capture::CaptureSecrets;
+use crate::counters::Merge;
 use crate::hashing::HashMap;
 use crate::stream::{ConnectionRecord, Decryption, StreamEvent, StreamEventKind, StreamStage};
 use arcstr::ArcStr;
@@ -77,22 +79,24 @@ use std::sync::Arc;
 /// Records of one direction failing authentication in a row before it is given up.
 pub const MAX_FAILURES_IN_ROW: u32 = 4;
 
-/// Anomaly names of this stage.
+/// Anomalies of this stage.
 pub mod anomaly {
+    use crate::anomaly::Anomaly;
+
     /// A record header announcing more than the protocol allows.
-    pub const RECORD_TOO_LONG: &str = "tls.record_too_long";
+    pub const RECORD_TOO_LONG: Anomaly = Anomaly::TlsRecordTooLong;
     /// A record header no TLS peer sends, in a stream that began as TLS.
-    pub const BAD_RECORD_HEADER: &str = "tls.bad_record_header";
+    pub const BAD_RECORD_HEADER: Anomaly = Anomaly::TlsBadRecordHeader;
     /// A handshake message over the reassembly bound.
-    pub const HANDSHAKE_TOO_LONG: &str = "tls.handshake_too_long";
+    pub const HANDSHAKE_TOO_LONG: Anomaly = Anomaly::TlsHandshakeTooLong;
     /// A handshake message whose fields do not fit.
-    pub const BAD_HANDSHAKE: &str = "tls.bad_handshake";
+    pub const BAD_HANDSHAKE: Anomaly = Anomaly::TlsBadHandshake;
     /// A direction given up after records failed authentication.
-    pub const DECRYPT_GAVE_UP: &str = "tls.decrypt_gave_up";
+    pub const DECRYPT_GAVE_UP: Anomaly = Anomaly::TlsDecryptGaveUp;
     /// A decrypted TLS 1.3 record with an unknown inner content type.
-    pub const BAD_INNER_CONTENT_TYPE: &str = "tls.bad_inner_content_type";
+    pub const BAD_INNER_CONTENT_TYPE: Anomaly = Anomaly::TlsBadInnerContentType;
     /// A KeyUpdate without application keys to update.
-    pub const KEY_UPDATE_FAILED: &str = "tls.key_update_failed";
+    pub const KEY_UPDATE_FAILED: Anomaly = Anomaly::TlsKeyUpdateFailed;
 }
 
 /// What the stage reports about one connection when it ends.
@@ -173,7 +177,12 @@ impl TlsStage {
     }
 
     /// Takes one flow event; appends the events for the next stage to `out`.
-    pub fn push(&mut self, event: StreamEvent, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    pub fn push(
+        &mut self,
+        event: StreamEvent,
+        stats: &mut TlsCounters,
+        out: &mut Vec<StreamEvent>,
+    ) {
         if self.capture_secrets.len() > self.secrets_taken {
             self.take_capture_secrets(event.frame);
         }
@@ -227,7 +236,7 @@ impl TlsStage {
     }
 
     /// Ends what the stage holds of `stream` (as at end of input) and reports it.
-    fn end_stream(&mut self, stream: u64, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    fn end_stream(&mut self, stream: u64, stats: &mut TlsCounters, out: &mut Vec<StreamEvent>) {
         if let Some(mut conn) = self.conns.remove(&stream) {
             conn.finish(&mut self.ctx, stats, out);
             self.report(stream, &conn, stats);
@@ -237,7 +246,7 @@ impl TlsStage {
     }
 
     /// End of input: every connection still open hands on what it can.
-    pub fn finish(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    pub fn finish(&mut self, stats: &mut TlsCounters, out: &mut Vec<StreamEvent>) {
         self.take_capture_secrets(u64::MAX);
         let mut streams: Vec<u64> = self
             .conns
@@ -266,7 +275,7 @@ impl TlsStage {
         std::mem::take(&mut self.reports)
     }
 
-    fn report_plaintext(&mut self, stream: u64, stats: &mut Stats) {
+    fn report_plaintext(&mut self, stream: u64, stats: &mut TlsCounters) {
         count_connection(Decryption::Plaintext, stats);
         if self.keep_reports {
             self.reports.push(ConnectionReport {
@@ -278,7 +287,7 @@ impl TlsStage {
         }
     }
 
-    fn report(&mut self, stream: u64, conn: &TlsConnection, stats: &mut Stats) {
+    fn report(&mut self, stream: u64, conn: &TlsConnection, stats: &mut TlsCounters) {
         let decryption = conn.decryption();
         count_connection(decryption, stats);
         let bytes = conn.bytes();
@@ -287,13 +296,7 @@ impl TlsStage {
         stats.tls_bytes_application = stats
             .tls_bytes_application
             .saturating_add(bytes.application);
-        for (why, n) in &bytes.undecrypted {
-            let slot = stats
-                .tls_bytes_undecrypted
-                .entry(why.to_string())
-                .or_default();
-            *slot = slot.saturating_add(*n);
-        }
+        Merge::merge(&mut stats.tls_bytes_undecrypted, &bytes.undecrypted);
         if self.keep_reports {
             self.reports.push(ConnectionReport {
                 stream,
@@ -331,10 +334,10 @@ fn fill_record(record: &mut ConnectionRecord, conn: &TlsConnection) {
     tls.resumed = facts.resumed;
 }
 
-fn count_connection(decryption: Decryption, stats: &mut Stats) {
+fn count_connection(decryption: Decryption, stats: &mut TlsCounters) {
     let count = stats
         .tls_connections
-        .entry(decryption.as_str().to_string())
+        .entry(decryption.as_str())
         .or_default();
     *count = count.saturating_add(1);
 }
@@ -342,12 +345,13 @@ fn count_connection(decryption: Decryption, stats: &mut Stats) {
 /// The stage between flow and HTTP in the pipeline's chain.
 impl StreamStage for TlsStage {
     type Output = StreamEvent;
+    type Counters = TlsCounters;
 
-    fn push(&mut self, ev: StreamEvent, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    fn push(&mut self, ev: StreamEvent, stats: &mut TlsCounters, out: &mut Vec<StreamEvent>) {
         TlsStage::push(self, ev, stats, out);
     }
 
-    fn finish(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    fn finish(&mut self, stats: &mut TlsCounters, out: &mut Vec<StreamEvent>) {
         TlsStage::finish(self, stats, out);
     }
 

@@ -19,7 +19,7 @@ struct Outcome {
     /// Decrypted client bytes per stream.
     client: BTreeMap<u64, Vec<u8>>,
     reports: BTreeMap<u64, ConnectionReport>,
-    stats: Stats,
+    stats: TlsCounters,
 }
 
 fn run(case: &str, capture_file: &str, key_files: &[&str], use_dsb: bool) -> Outcome {
@@ -53,25 +53,27 @@ fn run(case: &str, capture_file: &str, key_files: &[&str], use_dsb: bool) -> Out
     let Source::Packets(reader) = capture::open(&path, 0).expect("open") else {
         panic!("{path} is not a packet capture");
     };
-    let mut stats = Stats::default();
+    let mut stats = TlsCounters::default();
     let mut frames = capture::Merger::new(vec![reader]);
     let mut decoder = Decoder::new();
     let mut table = FlowTable::new(FlowLimits::default());
     let mut stage = TlsStage::new(keylog);
     let mut flow_out = Vec::new();
     let mut out = Vec::new();
-    let mut feed = |flow_out: &mut Vec<StreamEvent>, stage: &mut TlsStage, stats: &mut Stats| {
-        for ev in flow_out.drain(..) {
-            stage.push(ev, stats, &mut out);
-        }
-    };
-    while let Some(frame) = frames.next_frame(&mut stats) {
+    let mut feed =
+        |flow_out: &mut Vec<StreamEvent>, stage: &mut TlsStage, stats: &mut TlsCounters| {
+            for ev in flow_out.drain(..) {
+                stage.push(ev, stats, &mut out);
+            }
+        };
+    let mut flow = crate::flow::FlowCounters::default();
+    while let Some(frame) = frames.next_frame(&mut Default::default()) {
         if let Decoded::Segment(seg) = decoder.decode(&frame) {
-            table.push(seg, &mut stats, &mut flow_out);
+            table.push(seg, &mut flow, &mut flow_out);
             feed(&mut flow_out, &mut stage, &mut stats);
         }
     }
-    table.finish(&mut stats, &mut flow_out);
+    table.finish(&mut flow, &mut flow_out);
     feed(&mut flow_out, &mut stage, &mut stats);
     stage.finish(&mut stats, &mut out);
     let mut client: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
@@ -175,7 +177,11 @@ fn tls13_rfc8446_full_handshake_and_0rtt_resumption() {
         o.reports
     );
     assert!(
-        o.stats.anomalies.keys().all(|k| !k.starts_with("tls.")),
+        o.stats
+            .anomalies
+            .by_name()
+            .keys()
+            .all(|k| !k.starts_with("tls.")),
         "{:?}",
         o.stats.anomalies
     );

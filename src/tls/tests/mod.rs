@@ -113,7 +113,7 @@ fn rfc8448_wire() -> Vec<(Side, Vec<u8>)> {
 struct Run {
     out: Vec<StreamEvent>,
     report: ConnectionReport,
-    stats: Stats,
+    stats: TlsCounters,
 }
 
 impl Run {
@@ -138,7 +138,7 @@ impl Run {
 
 /// Runs one connection's deliveries (side, bytes or gap) through a stage.
 fn run_with(stage: &mut TlsStage, stream: u64, deliveries: &[(Side, Option<Vec<u8>>, u64)]) -> Run {
-    let mut stats = Stats::default();
+    let mut stats = TlsCounters::default();
     let mut out = Vec::new();
     stage.push(opened(stream), &mut stats, &mut out);
     for (i, (side, bytes, gap)) in deliveries.iter().enumerate() {
@@ -275,7 +275,7 @@ fn rfc8448_split_at_every_byte_gives_the_same_plaintext() {
 #[test]
 fn held_since_ns_is_the_partial_record() {
     let mut stage = TlsStage::new(rfc8448_keylog());
-    let mut stats = Stats::default();
+    let mut stats = TlsCounters::default();
     let mut out = Vec::new();
     stage.push(opened(1), &mut stats, &mut out);
     assert_eq!(stage.held_since_ns(), None);
@@ -461,7 +461,10 @@ fn tampered_records_fail_and_the_direction_is_given_up() {
     }
     let run = run_with(&mut TlsStage::new(rfc8448_keylog()), 9, &data_only(wire));
     assert_eq!(run.report.decryption, Decryption::DecryptFailed);
-    assert_eq!(run.stats.anomalies.get(anomaly::DECRYPT_GAVE_UP), Some(&1));
+    assert_eq!(
+        run.stats.anomalies.get(anomaly::DECRYPT_GAVE_UP.name()),
+        Some(&1)
+    );
     assert_eq!(
         run.report.bytes.undecrypted.get(reason::DECRYPT_FAILED),
         Some(&(72 * (u64::from(MAX_FAILURES_IN_ROW) + 2)))
@@ -482,7 +485,10 @@ fn record_too_long_and_huge_handshake_are_counted_not_buffered() {
         10,
         &[(Side::Client, Some(too_long), 0)],
     );
-    assert_eq!(run.stats.anomalies.get(anomaly::RECORD_TOO_LONG), Some(&1));
+    assert_eq!(
+        run.stats.anomalies.get(anomaly::RECORD_TOO_LONG.name()),
+        Some(&1)
+    );
     assert_eq!(
         run.report.bytes.undecrypted.get(reason::NOT_RECORDS),
         Some(&69)
@@ -500,7 +506,7 @@ fn record_too_long_and_huge_handshake_are_counted_not_buffered() {
     }
     let run = run_with(&mut TlsStage::new(KeyLog::new()), 11, &deliveries);
     assert_eq!(
-        run.stats.anomalies.get(anomaly::HANDSHAKE_TOO_LONG),
+        run.stats.anomalies.get(anomaly::HANDSHAKE_TOO_LONG.name()),
         Some(&1)
     );
     assert_eq!(run.report.bytes.handshake, 11 + 100 * 16005);
@@ -867,7 +873,7 @@ fn many_connections_without_key_stay_bounded() {
     let t = tls12(0xC02F, Aead::Aes128Gcm, HashAlg::Sha256);
     let deliveries = t.connection(&[], true);
     let mut stage = TlsStage::new(KeyLog::new());
-    let mut stats = Stats::default();
+    let mut stats = TlsCounters::default();
     let mut out = Vec::new();
     let started = std::time::Instant::now();
     let n = 100_000u64;
@@ -966,7 +972,7 @@ fn mutated_and_random_streams_never_panic_and_add_up() {
 #[test]
 fn debug_of_a_live_stage_shows_no_secret_and_no_plaintext() {
     let mut stage = TlsStage::new(rfc8448_keylog());
-    let mut stats = Stats::default();
+    let mut stats = TlsCounters::default();
     let mut out = Vec::new();
     stage.push(opened(1), &mut stats, &mut out);
     let mut wire = rfc8448_wire();

@@ -3,7 +3,7 @@
 //! with a key log from the input (seeds: the TLS samples' streams and key logs).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mcp_trace::anomaly::Stats;
+use mcp_trace::tls::TlsCounters;
 use mcp_trace::capture::{CaptureSecrets, SecretsBlock};
 use mcp_trace::stream::{Decryption, Side, StreamEvent, StreamEventKind, StreamStage};
 use mcp_trace::tls::{KeyLog, TlsStage, keylog::DSB_TLS_KEY_LOG};
@@ -41,7 +41,7 @@ fuzz_target!(|data: &[u8]| {
         keylog.add_text("fuzz", &input.keylog_text);
         TlsStage::new(keylog)
     };
-    let mut stats = Stats::default();
+    let mut stats = TlsCounters::default();
     let mut out: Vec<StreamEvent> = Vec::new();
     let mut flows: HashMap<u64, Flow> = HashMap::new();
     for ev in input.events {
