@@ -40,6 +40,7 @@ use super::seq::{SeqMap, SeqNum};
 use crate::anomaly::{Anomaly, UnusedBytes};
 use crate::flow::FlowCounters;
 use crate::stream::{GapLen, Side, StreamEvent, StreamEventKind};
+use crate::timestamp::CaptureTime;
 use std::collections::BTreeMap;
 
 /// Most separate out-of-order pieces buffered per direction; bounds the map
@@ -64,7 +65,7 @@ pub const ACK_EVIDENCE_SEGMENTS: u8 = 2;
 /// Where events of one stream go, stamped with the packet that caused them.
 pub(crate) struct Sink<'a> {
     pub stream: u64,
-    pub ts_ns: i64,
+    pub ts: CaptureTime,
     pub frame: u64,
     pub out: &'a mut Vec<StreamEvent>,
     pub stats: &'a mut FlowCounters,
@@ -74,7 +75,7 @@ impl Sink<'_> {
     pub fn emit(&mut self, kind: StreamEventKind) {
         self.out.push(StreamEvent {
             stream: self.stream,
-            ts_ns: self.ts_ns,
+            ts: self.ts,
             frame: self.frame,
             kind,
         });

@@ -39,6 +39,7 @@ use crate::decode::Segment;
 use crate::flow::FlowCounters;
 use crate::hashing::HashMap;
 use crate::stream::{CloseReason, ConnectionRecord, EndedBy, Side, StreamEvent, StreamEventKind};
+use crate::timestamp::CaptureTime;
 use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 
@@ -105,13 +106,13 @@ struct Flow {
     server: SocketAddr,
     from_client: Assembler,
     from_server: Assembler,
-    last_ts: i64,
+    last_ts_ns: i64,
     last_frame: u64,
     closed: bool,
     /// For the connection's record: the input and time of the first packet, packets
     /// processed, whether a RST ended it.
     input: usize,
-    first_ts: i64,
+    first_ts_ns: i64,
     packets: u64,
     rst: bool,
 }
@@ -160,7 +161,7 @@ impl Flow {
     fn sink<'a>(&self, out: &'a mut Vec<StreamEvent>, stats: &'a mut FlowCounters) -> Sink<'a> {
         Sink {
             stream: self.stream,
-            ts_ns: self.last_ts,
+            ts: CaptureTime::from_ns(self.last_ts_ns),
             frame: self.last_frame,
             out,
             stats,
@@ -171,7 +172,7 @@ impl Flow {
     fn close(&mut self, reason: CloseReason, stats: &mut FlowCounters, out: &mut Vec<StreamEvent>) {
         let mut sink = Sink {
             stream: self.stream,
-            ts_ns: self.last_ts,
+            ts: CaptureTime::from_ns(self.last_ts_ns),
             frame: self.last_frame,
             out,
             stats,
@@ -187,8 +188,8 @@ impl Flow {
     fn closed_event(&self, reason: CloseReason) -> StreamEventKind {
         let mut record = ConnectionRecord::new(self.stream, self.input, self.client, self.server);
         let facts = &mut record.flow;
-        facts.first_ts_ns = self.first_ts;
-        facts.last_ts_ns = self.last_ts;
+        facts.first_ts = CaptureTime::from_ns(self.first_ts_ns);
+        facts.last_ts = CaptureTime::from_ns(self.last_ts_ns);
         facts.packets = self.packets;
         facts.client_bytes = self.from_client.delivered_bytes();
         facts.server_bytes = self.from_server.delivered_bytes();
@@ -349,7 +350,7 @@ impl FlowTable {
         stats.tcp_streams = stats.tcp_streams.saturating_add(1);
         out.push(StreamEvent {
             stream,
-            ts_ns: seg.ts_ns,
+            ts: CaptureTime::from_ns(seg.ts_ns),
             frame: seg.frame,
             kind: StreamEventKind::Opened {
                 client,
@@ -365,11 +366,11 @@ impl FlowTable {
             server,
             from_client: Assembler::new(Side::Client),
             from_server: Assembler::new(Side::Server),
-            last_ts: seg.ts_ns,
+            last_ts_ns: seg.ts_ns,
             last_frame: seg.frame,
             closed: false,
             input: seg.input,
-            first_ts: seg.ts_ns,
+            first_ts_ns: seg.ts_ns,
             packets: 0,
             rst: false,
         };
@@ -390,7 +391,7 @@ impl FlowTable {
         let Some(flow) = self.flows.get_mut(id) else {
             return;
         };
-        flow.last_ts = seg.ts_ns;
+        flow.last_ts_ns = seg.ts_ns;
         flow.last_frame = seg.frame;
         flow.packets = flow.packets.saturating_add(1);
         flow.rst |= seg.flags.rst;
@@ -452,7 +453,7 @@ impl FlowTable {
             let expired = self
                 .flows
                 .get(id)
-                .is_some_and(|f| self.now_ns.saturating_sub(f.last_ts) > idle);
+                .is_some_and(|f| self.now_ns.saturating_sub(f.last_ts_ns) > idle);
             if !expired {
                 break;
             }
@@ -465,7 +466,7 @@ impl FlowTable {
             let expired = self
                 .flows
                 .get(id)
-                .is_some_and(|f| self.now_ns.saturating_sub(f.last_ts) > linger);
+                .is_some_and(|f| self.now_ns.saturating_sub(f.last_ts_ns) > linger);
             if !expired {
                 break;
             }

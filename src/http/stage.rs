@@ -79,7 +79,7 @@ impl StreamStage for HttpStage {
 
     /// Feeds one stream event; finished HTTP events are appended to `out`.
     fn push(&mut self, ev: StreamEvent, stats: &mut HttpCounters, out: &mut Vec<HttpEvent>) {
-        let ts_us = ev.ts_ns.div_euclid(1000);
+        let ts_us = ev.ts.as_us();
         let stream = ev.stream;
         // The stream's request under way after the event, if any.
         let started = match ev.kind {

@@ -31,6 +31,7 @@ pub use record::{
 };
 pub use stage::{Chain, StreamStage};
 
+use crate::timestamp::CaptureTime;
 use std::net::SocketAddr;
 
 /// Which end of the connection sent the bytes. The client is the SYN sender,
@@ -74,7 +75,7 @@ pub struct StreamEvent {
     /// Stream index in order of first packet (like tshark's `tcp.stream`), 0-based.
     pub stream: u64,
     /// Time of the packet that produced the event.
-    pub ts_ns: i64,
+    pub ts: CaptureTime,
     /// Frame index of the packet that produced the event.
     pub frame: u64,
     /// What happened.

@@ -6,6 +6,7 @@
 //! as it found them.
 
 use super::CloseReason;
+use crate::timestamp::CaptureTime;
 use arcstr::ArcStr;
 use std::net::SocketAddr;
 
@@ -146,9 +147,9 @@ pub struct FlowFacts {
     /// content says the other end is the client, as it does for the exchanges).
     pub client: SocketAddr,
     pub server: SocketAddr,
-    /// Capture time of the first and the last packet, ns since the Unix epoch.
-    pub first_ts_ns: i64,
-    pub last_ts_ns: i64,
+    /// Capture time of the first and the last packet.
+    pub first_ts: CaptureTime,
+    pub last_ts: CaptureTime,
     /// Packets of the connection up to its close (not the ACKs after it).
     pub packets: u64,
     /// TCP payload delivered in order, per side.
@@ -199,8 +200,8 @@ impl ConnectionRecord {
                 capture: ArcStr::new(),
                 client,
                 server,
-                first_ts_ns: 0,
-                last_ts_ns: 0,
+                first_ts: CaptureTime::default(),
+                last_ts: CaptureTime::default(),
                 packets: 0,
                 client_bytes: 0,
                 server_bytes: 0,

@@ -95,6 +95,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::stream::{CloseReason, Side, StreamEventKind};
+    use crate::timestamp::CaptureTime;
 
     /// Holds each stream's data until its stream closes, then hands it on as one `Data`
     /// event (the shape of a stage that buffers records before it can decode them).
@@ -112,9 +113,7 @@ mod tests {
                 StreamEventKind::Data { bytes, .. } => {
                     match self.held.iter_mut().find(|h| h.0 == ev.stream) {
                         Some(h) => h.2.extend_from_slice(&bytes),
-                        None => self
-                            .held
-                            .push((ev.stream, ev.ts_ns.div_euclid(1000), bytes)),
+                        None => self.held.push((ev.stream, ev.ts.as_us(), bytes)),
                     }
                 }
                 StreamEventKind::Closed { .. } => {
@@ -122,7 +121,7 @@ mod tests {
                         let (stream, _, bytes) = self.held.remove(i);
                         out.push(StreamEvent {
                             stream,
-                            ts_ns: ev.ts_ns,
+                            ts: ev.ts,
                             frame: ev.frame,
                             kind: StreamEventKind::Data {
                                 side: Side::Client,
@@ -140,7 +139,7 @@ mod tests {
             for (stream, ts_us, bytes) in self.held.drain(..) {
                 out.push(StreamEvent {
                     stream,
-                    ts_ns: ts_us * 1000,
+                    ts: CaptureTime::from_us(ts_us),
                     frame: 0,
                     kind: StreamEventKind::Data {
                         side: Side::Client,
@@ -167,7 +166,7 @@ mod tests {
 
         fn push(&mut self, ev: StreamEvent, _: &mut (), out: &mut Vec<(u64, usize)>) {
             if let StreamEventKind::Data { bytes, .. } = ev.kind {
-                self.open_since_us.get_or_insert(ev.ts_ns.div_euclid(1000));
+                self.open_since_us.get_or_insert(ev.ts.as_us());
                 out.push((ev.stream, bytes.len()));
             }
         }
@@ -185,7 +184,7 @@ mod tests {
     fn event(stream: u64, ts_us: i64, kind: StreamEventKind) -> StreamEvent {
         StreamEvent {
             stream,
-            ts_ns: ts_us * 1000,
+            ts: CaptureTime::from_us(ts_us),
             frame: 0,
             kind,
         }

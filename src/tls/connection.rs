@@ -25,6 +25,7 @@ use std::ops::Range;
 
 mod keys;
 use crate::stream::{GapLen, Side, StreamEvent, StreamEventKind};
+use crate::timestamp::CaptureTime;
 use crate::tls::TlsCounters;
 use keys::early_candidates;
 
@@ -77,7 +78,7 @@ struct Direction {
     failures_in_row: u32,
     gave_up: bool,
     /// Capture time of the oldest bytes of the partial record held.
-    held_since: Option<i64>,
+    held_since: Option<CaptureTime>,
     /// Plaintext decrypted from the current delivery.
     out: Vec<u8>,
 }
@@ -222,9 +223,9 @@ impl TlsConnection {
     }
 
     /// Capture time of the oldest bytes held and not yet handed on.
-    pub fn held_since_ns(&self) -> Option<i64> {
+    pub fn held_since(&self) -> Option<CaptureTime> {
         match self.mode {
-            Mode::Detecting => self.held.first().map(|e| e.ts_ns),
+            Mode::Detecting => self.held.first().map(|e| e.ts),
             Mode::Plaintext => None,
             Mode::Tls => match (self.client.held_since, self.server.held_since) {
                 (Some(a), Some(b)) => Some(a.min(b)),
@@ -346,13 +347,13 @@ impl TlsConnection {
         }
         let StreamEvent {
             stream,
-            ts_ns,
+            ts,
             frame,
             kind,
         } = event;
         match kind {
             StreamEventKind::Data { side, bytes } => {
-                self.on_data(side, bytes, ts_ns, ctx, stats);
+                self.on_data(side, bytes, ts, ctx, stats);
                 let dir = self.dir(side);
                 if !dir.out.is_empty() {
                     let bytes = std::mem::take(&mut dir.out);
@@ -361,7 +362,7 @@ impl TlsConnection {
                         self.negotiated_sent = true;
                         out.push(StreamEvent {
                             stream,
-                            ts_ns,
+                            ts,
                             frame,
                             kind: StreamEventKind::Decrypted {
                                 version: self.facts.version_name().map(Into::into),
@@ -371,7 +372,7 @@ impl TlsConnection {
                         if let Some(alpn) = &self.facts.alpn {
                             out.push(StreamEvent {
                                 stream,
-                                ts_ns,
+                                ts,
                                 frame,
                                 kind: StreamEventKind::Negotiated {
                                     protocol: alpn.as_bytes().into(),
@@ -381,7 +382,7 @@ impl TlsConnection {
                     }
                     out.push(StreamEvent {
                         stream,
-                        ts_ns,
+                        ts,
                         frame,
                         kind: StreamEventKind::Data { side, bytes },
                     });
@@ -402,7 +403,7 @@ impl TlsConnection {
                     };
                     out.push(StreamEvent {
                         stream,
-                        ts_ns,
+                        ts,
                         frame,
                         kind,
                     });
@@ -412,14 +413,14 @@ impl TlsConnection {
                 self.finish(ctx, stats, out);
                 out.push(StreamEvent {
                     stream,
-                    ts_ns,
+                    ts,
                     frame,
                     kind: StreamEventKind::Closed { reason, record },
                 });
             }
             kind => out.push(StreamEvent {
                 stream,
-                ts_ns,
+                ts,
                 frame,
                 kind,
             }),
@@ -441,7 +442,7 @@ impl TlsConnection {
         &mut self,
         side: Side,
         mut bytes: Vec<u8>,
-        ts_ns: i64,
+        ts: CaptureTime,
         ctx: &mut TlsContext,
         stats: &mut TlsCounters,
     ) {
@@ -484,7 +485,7 @@ impl TlsConnection {
         if held == 0 {
             dir.held_since = None;
         } else if held <= delivered || dir.held_since.is_none() {
-            dir.held_since = Some(ts_ns);
+            dir.held_since = Some(ts);
         }
     }
 

@@ -73,6 +73,7 @@ use crate::capture::CaptureSecrets;
 use crate::counters::Merge;
 use crate::hashing::HashMap;
 use crate::stream::{ConnectionRecord, Decryption, StreamEvent, StreamEventKind, StreamStage};
+use crate::timestamp::CaptureTime;
 use arcstr::ArcStr;
 use std::sync::Arc;
 
@@ -261,8 +262,8 @@ impl TlsStage {
     }
 
     /// Capture time of the oldest bytes the stage holds and has not handed on.
-    pub fn held_since_ns(&self) -> Option<i64> {
-        self.conns.values().filter_map(|c| c.held_since_ns()).min()
+    pub fn held_since(&self) -> Option<CaptureTime> {
+        self.conns.values().filter_map(|c| c.held_since()).min()
     }
 
     /// Handshake facts of an open connection (the HTTP stage's router reads the chosen ALPN).
@@ -356,6 +357,6 @@ impl StreamStage for TlsStage {
     }
 
     fn held_since_us(&self) -> Option<i64> {
-        self.held_since_ns().map(|ns| ns.div_euclid(1000))
+        self.held_since().map(CaptureTime::as_us)
     }
 }

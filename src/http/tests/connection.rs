@@ -6,11 +6,12 @@ use crate::http::{HttpEvent, HttpStage};
 use crate::stream::{
     CloseReason, ConnectionRecord, Side, StreamEvent, StreamEventKind, StreamStage,
 };
+use crate::timestamp::CaptureTime;
 
 fn at(ms: i64, kind: StreamEventKind) -> StreamEvent {
     StreamEvent {
         stream: 3,
-        ts_ns: ms * 1_000_000,
+        ts: CaptureTime::from_us(ms * 1000),
         frame: 0,
         kind,
     }

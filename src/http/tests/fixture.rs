@@ -16,6 +16,7 @@
 use crate::http::HttpCounters;
 use crate::http::*;
 use crate::stream::{CloseReason, GapLen, Side, StreamEvent, StreamEventKind, StreamStage};
+use crate::timestamp::CaptureTime;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone)]
@@ -154,7 +155,7 @@ fn events(f: &Fixture, cut: &dyn Fn(usize) -> Vec<usize>) -> Vec<StreamEvent> {
     let mut push = |kind: StreamEventKind, ts_ns: i64, frame: u64| {
         evs.push(StreamEvent {
             stream: 7,
-            ts_ns,
+            ts: CaptureTime::from_ns(ts_ns),
             frame,
             kind,
         })
@@ -492,7 +493,7 @@ fn steps(list: &[Step]) -> Vec<HttpEvent> {
     let server: std::net::SocketAddr = "10.0.0.2:80".parse().unwrap();
     let mut evs = vec![StreamEvent {
         stream: 3,
-        ts_ns: 1_000_000_000,
+        ts: CaptureTime::from_ns(1_000_000_000),
         frame: 0,
         kind: StreamEventKind::Opened {
             client,
@@ -518,7 +519,7 @@ fn steps(list: &[Step]) -> Vec<HttpEvent> {
         let n = i as i64 + 1;
         evs.push(StreamEvent {
             stream: 3,
-            ts_ns: 1_000_000_000 + n * 1_000_000,
+            ts: CaptureTime::from_ns(1_000_000_000 + n * 1_000_000),
             frame: n as u64,
             kind,
         });
@@ -754,7 +755,7 @@ mod proptests {
 fn at(stream: u64, ms: i64, kind: StreamEventKind) -> StreamEvent {
     StreamEvent {
         stream,
-        ts_ns: ms * 1_000_000,
+        ts: CaptureTime::from_us(ms * 1000),
         frame: u64::try_from(ms).unwrap(),
         kind,
     }

@@ -18,6 +18,7 @@ use super::schedule::tests::{
 use super::schedule::{HashAlg, tls12_key_block, tls13_traffic_keys};
 use super::*;
 use crate::stream::{CloseReason, GapLen, Side};
+use crate::timestamp::CaptureTime;
 use std::net::SocketAddr;
 
 const RFC8448_CLIENT_RANDOM: &str =
@@ -26,11 +27,11 @@ const RFC8448_CLIENT_RANDOM: &str =
 const RFC8448_CLIENT_FINISHED: &str =
     "14000020a8ec436d677634ae525ac1fcebe11a039ec17694fac6e98527b642f2edd5ce61";
 
-fn ev(stream: u64, ts: i64, kind: StreamEventKind) -> StreamEvent {
+fn ev(stream: u64, ts_us: i64, kind: StreamEventKind) -> StreamEvent {
     StreamEvent {
         stream,
-        ts_ns: ts,
-        frame: ts as u64,
+        ts: CaptureTime::from_us(ts_us),
+        frame: ts_us as u64,
         kind,
     }
 }
@@ -273,12 +274,12 @@ fn rfc8448_split_at_every_byte_gives_the_same_plaintext() {
 }
 
 #[test]
-fn held_since_ns_is_the_partial_record() {
+fn held_since_is_the_partial_record() {
     let mut stage = TlsStage::new(rfc8448_keylog());
     let mut stats = TlsCounters::default();
     let mut out = Vec::new();
     stage.push(opened(1), &mut stats, &mut out);
-    assert_eq!(stage.held_since_ns(), None);
+    assert_eq!(stage.held_since(), None);
     let ch = rfc8448_wire().remove(0).1;
     stage.push(
         ev(
@@ -292,7 +293,11 @@ fn held_since_ns_is_the_partial_record() {
         &mut stats,
         &mut out,
     );
-    assert_eq!(stage.held_since_ns(), Some(5), "undecided: the held event");
+    assert_eq!(
+        stage.held_since(),
+        Some(CaptureTime::from_us(5)),
+        "undecided: the held event"
+    );
     stage.push(
         ev(
             1,
@@ -305,7 +310,11 @@ fn held_since_ns_is_the_partial_record() {
         &mut stats,
         &mut out,
     );
-    assert_eq!(stage.held_since_ns(), Some(5), "the record began at 5");
+    assert_eq!(
+        stage.held_since(),
+        Some(CaptureTime::from_us(5)),
+        "the record began at 5"
+    );
     stage.push(
         ev(
             1,
@@ -318,7 +327,7 @@ fn held_since_ns_is_the_partial_record() {
         &mut stats,
         &mut out,
     );
-    assert_eq!(stage.held_since_ns(), None);
+    assert_eq!(stage.held_since(), None);
 }
 
 #[test]

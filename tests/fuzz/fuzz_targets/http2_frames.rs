@@ -15,12 +15,12 @@ fuzz_target!(|data: &[u8]| {
     let mut out = Vec::new();
     for ev in mcp_trace_fuzz::stream_events(data) {
         let opened = matches!(ev.kind, StreamEventKind::Opened { .. });
-        let (stream, ts_ns, frame) = (ev.stream, ev.ts_ns, ev.frame);
+        let (stream, ts, frame) = (ev.stream, ev.ts, ev.frame);
         stage.push(ev, &mut stats, &mut out);
         if opened {
             let preface = StreamEvent {
                 stream,
-                ts_ns,
+                ts,
                 frame,
                 kind: StreamEventKind::Data {
                     side: Side::Client,

@@ -9,6 +9,7 @@ use super::frames::{flag, kind};
 use crate::http::HttpCounters;
 use crate::http::{HttpEvent, HttpLimits, HttpStage};
 use crate::stream::{CloseReason, GapLen, Side, StreamEvent, StreamEventKind, StreamStage};
+use crate::timestamp::CaptureTime;
 
 pub(crate) mod enc {
     //! The test encoder.
@@ -134,7 +135,7 @@ pub(super) fn run_with(
         stage.push(
             StreamEvent {
                 stream: 0,
-                ts_ns: ts,
+                ts: CaptureTime::from_ns(ts),
                 frame: (ts / 1_000_000) as u64,
                 kind,
             },
@@ -673,7 +674,7 @@ fn the_release_mark_is_the_earliest_open_request() {
         stage.push(
             StreamEvent {
                 stream: 7,
-                ts_ns: ts_us * 1000,
+                ts: CaptureTime::from_us(ts_us),
                 frame: 0,
                 kind,
             },
