@@ -64,7 +64,7 @@ fn stream_chain(
     secrets: &CaptureSecrets,
 ) -> StreamChain {
     Chain::new(
-        TlsStage::shared(Arc::clone(keylog), false).with_capture_secrets(secrets.clone()),
+        TlsStage::shared(Arc::clone(keylog)).with_capture_secrets(secrets.clone()),
         HttpStage::with_limits(names.to_vec(), limits),
     )
 }

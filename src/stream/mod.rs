@@ -27,7 +27,8 @@ mod record;
 mod stage;
 
 pub use record::{
-    ConnectionRecord, Decryption, EndedBy, FlowFacts, HttpFacts, HttpVersion, McpCounts, TlsSummary,
+    ConnectionRecord, Decryption, EndedBy, FlowFacts, HttpFacts, HttpVersion, McpCounts, TlsBytes,
+    TlsSummary,
 };
 pub use stage::{Chain, StreamStage};
 

@@ -11,10 +11,10 @@
 //! renegotiation whose keys are not logged, 0-RTT data before a ServerHello
 //! the capture lacks); the connection's one [`Decryption`] value then names
 //! the failure.
-//! Per connection it reports handshake facts ([`TlsFacts`]: version, suite,
-//! SNI, ALPN offered and chosen, resumption, client random, never a secret),
-//! exactly one [`Decryption`] value, and where every byte went ([`TlsBytes`]:
-//! handshake, decrypted application data, or undecrypted with a reason; they
+//! Per connection it fills the `Closed` event's record ([`TlsSummary`](crate::stream::TlsSummary)):
+//! handshake facts (version, suite, SNI, ALPN offered and chosen, resumption, client random,
+//! never a secret), exactly one [`Decryption`] value, and where every byte went
+//! ([`TlsBytes`]: handshake, decrypted application data, or undecrypted with a reason; they
 //! add up to the bytes received). Memory is bounded by the named limits of
 //! each part: [`record::MAX_RECORD_FRAGMENT`], [`handshake::MAX_HANDSHAKE_MESSAGE`],
 //! [`keylog::MAX_KEYLOG_ENTRIES`], [`session::MAX_CACHED_SESSIONS`]. Never panics.
@@ -100,19 +100,6 @@ pub mod anomaly {
     pub const KEY_UPDATE_FAILED: Anomaly = Anomaly::TlsKeyUpdateFailed;
 }
 
-/// What the stage reports about one connection when it ends.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConnectionReport {
-    /// The flow stage's stream index.
-    pub stream: u64,
-    /// The contract's `decryption` value.
-    pub decryption: Decryption,
-    /// Handshake facts (empty when not TLS).
-    pub facts: TlsFacts,
-    /// Byte accounting (zero when not TLS).
-    pub bytes: TlsBytes,
-}
-
 /// The TLS stage for any number of connections: one [`TlsConnection`] per stream that
 /// sent data, until it is known to be plaintext.
 #[derive(Debug, Default)]
@@ -122,29 +109,24 @@ pub struct TlsStage {
     conns: HashMap<u64, Box<TlsConnection>>,
     /// Open streams without TLS state: `true` when decided plaintext, `false` before any data.
     passing: HashMap<u64, bool>,
-    reports: Vec<ConnectionReport>,
-    /// Keep the reports for [`TlsStage::take_reports`] (else they are only counted).
-    keep_reports: bool,
     /// The capture's Decryption Secrets Blocks, and how many of them are in the key log.
     capture_secrets: CaptureSecrets,
     secrets_taken: usize,
 }
 
 impl TlsStage {
-    /// A stage with the secrets of `keylog`; its reports are kept for [`TlsStage::take_reports`].
+    /// A stage with the secrets of `keylog`.
     pub fn new(keylog: KeyLog) -> TlsStage {
-        TlsStage::shared(Arc::new(keylog), true)
+        TlsStage::shared(Arc::new(keylog))
     }
 
-    /// A stage reading the key log every thread shares; `keep_reports` keeps each
-    /// connection's report for [`TlsStage::take_reports`] besides counting it in the stats.
-    pub fn shared(keylog: Arc<KeyLog>, keep_reports: bool) -> TlsStage {
+    /// A stage reading the key log every thread shares.
+    pub fn shared(keylog: Arc<KeyLog>) -> TlsStage {
         TlsStage {
             ctx: TlsContext {
                 keylog,
                 sessions: Default::default(),
             },
-            keep_reports,
             ..TlsStage::default()
         }
     }
@@ -203,10 +185,10 @@ impl TlsStage {
                     if let Some(record) = out.get_mut(from..).and_then(closed_record) {
                         fill_record(record, &conn);
                     }
-                    self.report(stream, &conn, stats);
+                    count_ended(&conn, stats);
                 } else {
                     if self.passing.remove(&stream).is_some() {
-                        self.report_plaintext(stream, stats);
+                        count_connection(Decryption::Plaintext, stats);
                     }
                     out.push(event);
                 }
@@ -236,13 +218,13 @@ impl TlsStage {
         }
     }
 
-    /// Ends what the stage holds of `stream` (as at end of input) and reports it.
+    /// Ends what the stage holds of `stream` (as at end of input) and counts it.
     fn end_stream(&mut self, stream: u64, stats: &mut TlsCounters, out: &mut Vec<StreamEvent>) {
         if let Some(mut conn) = self.conns.remove(&stream) {
             conn.finish(&mut self.ctx, stats, out);
-            self.report(stream, &conn, stats);
+            count_ended(&conn, stats);
         } else if self.passing.remove(&stream).is_some() {
-            self.report_plaintext(stream, stats);
+            count_connection(Decryption::Plaintext, stats);
         }
     }
 
@@ -270,43 +252,18 @@ impl TlsStage {
     pub fn facts(&self, stream: u64) -> Option<&TlsFacts> {
         self.conns.get(&stream).map(|c| c.facts())
     }
+}
 
-    /// The reports of connections that ended since the last call.
-    pub fn take_reports(&mut self) -> Vec<ConnectionReport> {
-        std::mem::take(&mut self.reports)
-    }
-
-    fn report_plaintext(&mut self, stream: u64, stats: &mut TlsCounters) {
-        count_connection(Decryption::Plaintext, stats);
-        if self.keep_reports {
-            self.reports.push(ConnectionReport {
-                stream,
-                decryption: Decryption::Plaintext,
-                facts: TlsFacts::default(),
-                bytes: TlsBytes::default(),
-            });
-        }
-    }
-
-    fn report(&mut self, stream: u64, conn: &TlsConnection, stats: &mut TlsCounters) {
-        let decryption = conn.decryption();
-        count_connection(decryption, stats);
-        let bytes = conn.bytes();
-        stats.tls_bytes_received = stats.tls_bytes_received.saturating_add(bytes.received);
-        stats.tls_bytes_handshake = stats.tls_bytes_handshake.saturating_add(bytes.handshake);
-        stats.tls_bytes_application = stats
-            .tls_bytes_application
-            .saturating_add(bytes.application);
-        Merge::merge(&mut stats.tls_bytes_undecrypted, &bytes.undecrypted);
-        if self.keep_reports {
-            self.reports.push(ConnectionReport {
-                stream,
-                decryption,
-                facts: conn.facts().clone(),
-                bytes: bytes.clone(),
-            });
-        }
-    }
+/// Counts a connection that ended (TLS or not yet decided) in `stats`.
+fn count_ended(conn: &TlsConnection, stats: &mut TlsCounters) {
+    count_connection(conn.decryption(), stats);
+    let bytes = conn.bytes();
+    stats.tls_bytes_received = stats.tls_bytes_received.saturating_add(bytes.received);
+    stats.tls_bytes_handshake = stats.tls_bytes_handshake.saturating_add(bytes.handshake);
+    stats.tls_bytes_application = stats
+        .tls_bytes_application
+        .saturating_add(bytes.application);
+    Merge::merge(&mut stats.tls_bytes_undecrypted, &bytes.undecrypted);
 }
 
 /// The record of the `Closed` event among `events`.
@@ -317,12 +274,14 @@ fn closed_record(events: &mut [StreamEvent]) -> Option<&mut ConnectionRecord> {
     })
 }
 
-/// The connections table's TLS columns, from a connection that ended (plaintext ones keep
-/// the flow stage's `plaintext` and no facts).
+/// The record's TLS part (the connections table's TLS columns and the facts behind them),
+/// from a connection that ended (plaintext ones keep the flow stage's `plaintext` and no
+/// facts).
 fn fill_record(record: &mut ConnectionRecord, conn: &TlsConnection) {
     let decryption = conn.decryption();
     let tls = &mut record.tls;
     tls.decryption = decryption;
+    tls.bytes = conn.bytes().clone();
     if decryption == Decryption::Plaintext {
         return;
     }
@@ -333,6 +292,9 @@ fn fill_record(record: &mut ConnectionRecord, conn: &TlsConnection) {
     tls.alpn = facts.alpn.as_deref().map(ArcStr::from);
     // Unknown (null) when the ServerHello was not captured.
     tls.resumed = facts.resumed;
+    tls.alpn_offered = facts.alpn_offered.iter().map(ArcStr::from).collect();
+    tls.client_random = facts.client_random;
+    tls.early_data_offered = facts.early_data_offered;
 }
 
 fn count_connection(decryption: Decryption, stats: &mut TlsCounters) {
