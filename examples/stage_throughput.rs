@@ -13,13 +13,12 @@
 //! With no argument it runs all four. Each line gives the work, the time and the rate; it
 //! exits 1 when a stage handed on other than what it was given.
 
-use mcp_trace::anomaly::Stats;
 use mcp_trace::decode::{Segment, TcpFlags};
-use mcp_trace::flow::{FlowLimits, FlowTable};
+use mcp_trace::flow::{FlowCounters, FlowLimits, FlowTable};
 use mcp_trace::http::{
     BodyEnd, ConnInfo, ExchangeRef, HttpEvent, HttpRequest, RequestHead, ResponseHead,
 };
-use mcp_trace::mcp::{Analyzer, Exchange, InferenceConfig, Kind, Outcome};
+use mcp_trace::mcp::{Analyzer, Exchange, InferenceConfig, Kind, McpCounters, Outcome};
 use mcp_trace::report::{Format, sessions, write_exchanges};
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -55,7 +54,7 @@ fn segment(frame: u64, ts_ns: i64, port: u16, seq: u32, flags: &str, payload: &[
 /// One connection's client side; with `reorder`, every pair of segments swapped.
 fn flow(reorder: bool) -> Result<(), String> {
     let mut table = FlowTable::new(FlowLimits::default());
-    let mut stats = Stats::default();
+    let mut stats = FlowCounters::default();
     let mut out = Vec::new();
     let payload = vec![b'x'; MSS as usize];
     let n: u32 = 100_000;
@@ -93,7 +92,7 @@ fn flows() -> Result<(), String> {
         ..FlowLimits::default()
     };
     let mut table = FlowTable::new(limits);
-    let mut stats = Stats::default();
+    let mut stats = FlowCounters::default();
     let mut out = Vec::new();
     let payload = vec![b'y'; 200];
     let connections: u16 = 20_000;
@@ -128,7 +127,7 @@ fn flows() -> Result<(), String> {
 /// 100,000 `tools/call` requests, each answered by one SSE event, on one connection.
 fn analyzer() -> Result<(), String> {
     let mut a = Analyzer::new(InferenceConfig::default());
-    let mut stats = Stats::default();
+    let mut stats = McpCounters::default();
     let conn = Arc::new(ConnInfo {
         conn: 1,
         tcp_stream: Some(0),

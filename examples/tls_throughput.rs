@@ -16,13 +16,13 @@
 //! hands on other bytes than the plaintext capture's flow stage, or reports a
 //! connection with data not decrypted.
 
-use mcp_trace::anomaly::Stats;
 use mcp_trace::capture::{self, Source};
 use mcp_trace::decode::{Decoded, Decoder};
 use mcp_trace::flow::{FlowLimits, FlowTable};
+use mcp_trace::report::RunStats;
 use mcp_trace::stream::Decryption;
 use mcp_trace::stream::{Side, StreamEvent, StreamEventKind};
-use mcp_trace::tls::{KeyLog, TlsStage};
+use mcp_trace::tls::{KeyLog, TlsCounters, TlsStage};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -38,14 +38,22 @@ struct Handed {
     bytes: u64,
     /// FNV-1a of each stream's bytes per side, whatever the events' sizes.
     digests: BTreeMap<(u64, bool), u64>,
-    /// Connections the TLS stage reported, and those not decrypted though they carried data.
-    reports: u64,
+    /// Connections closed (their records), and those the TLS stage did not decrypt though
+    /// they carried TLS bytes.
+    connections: u64,
     not_decrypted: u64,
 }
 
 /// Counts (and with `verify` hashes) the bytes of `events`, emptying it.
 fn count(events: &mut Vec<StreamEvent>, handed: &mut Handed, verify: bool) {
     for ev in events.drain(..) {
+        if let StreamEventKind::Closed { record, .. } = &ev.kind {
+            handed.connections += 1;
+            let tls = &record.tls;
+            if tls.decryption != Decryption::Decrypted && tls.bytes.received > 0 {
+                handed.not_decrypted += 1;
+            }
+        }
         if let StreamEventKind::Data { side, bytes } = &ev.kind {
             handed.bytes += bytes.len() as u64;
             if !verify {
@@ -75,42 +83,35 @@ fn pass(path: &str, keys: Option<&str>, verify: bool) -> Result<(f64, Handed), S
     else {
         return Err(format!("{path}: not a packet capture"));
     };
-    let mut stats = Stats::default();
+    let mut stats = RunStats::default();
     let mut frames = capture::Merger::new(vec![reader]);
     let mut decoder = Decoder::new();
     let mut table = FlowTable::new(FlowLimits::default());
     let (mut flow_out, mut out) = (Vec::new(), Vec::new());
     let mut handed = Handed::default();
-    let mut step =
-        |flow_out: &mut Vec<StreamEvent>, stats: &mut Stats, handed: &mut Handed| match stage
-            .as_mut()
-        {
-            Some(s) => {
-                for ev in flow_out.drain(..) {
-                    s.push(ev, stats, &mut out);
-                }
-                count(&mut out, handed, verify);
+    let mut step = |flow_out: &mut Vec<StreamEvent>,
+                    stats: &mut TlsCounters,
+                    handed: &mut Handed| match stage.as_mut() {
+        Some(s) => {
+            for ev in flow_out.drain(..) {
+                s.push(ev, stats, &mut out);
             }
-            None => count(flow_out, handed, verify),
-        };
-    while let Some(frame) = frames.next_frame_ref(&mut stats) {
+            count(&mut out, handed, verify);
+        }
+        None => count(flow_out, handed, verify),
+    };
+    while let Some(frame) = frames.next_frame_ref(&mut stats.capture) {
         if let Decoded::Segment(seg) = decoder.decode_ref(&frame) {
-            table.push(seg, &mut stats, &mut flow_out);
-            step(&mut flow_out, &mut stats, &mut handed);
+            table.push(seg, &mut stats.flow, &mut flow_out);
+            step(&mut flow_out, &mut stats.tls, &mut handed);
         }
     }
-    table.finish(&mut stats, &mut flow_out);
-    step(&mut flow_out, &mut stats, &mut handed);
+    table.finish(&mut stats.flow, &mut flow_out);
+    step(&mut flow_out, &mut stats.tls, &mut handed);
     if let Some(s) = stage.as_mut() {
         let mut rest = Vec::new();
-        s.finish(&mut stats, &mut rest);
+        s.finish(&mut stats.tls, &mut rest);
         count(&mut rest, &mut handed, verify);
-        for r in s.take_reports() {
-            handed.reports += 1;
-            if r.decryption != Decryption::Decrypted && r.bytes.received > 0 {
-                handed.not_decrypted += 1;
-            }
-        }
     }
     Ok((start.elapsed().as_secs_f64(), handed))
 }
@@ -219,7 +220,7 @@ fn run(plain: &str, tls: &str, rounds: usize) -> Result<bool, String> {
         "decrypted bytes {} the plaintext capture's ({} bytes); {} connections, {} with data not decrypted",
         if same { "equal" } else { "DIFFER from" },
         plain_run.handed.bytes,
-        tls_stage.handed.reports,
+        tls_stage.handed.connections,
         tls_stage.handed.not_decrypted
     );
     Ok(same && tls_stage.handed.not_decrypted == 0)

@@ -1,6 +1,7 @@
-//! Run-wide accounting shared by every stage: packet and byte counters and
-//! named anomalies (`stage.condition`, e.g. `flow.overlap_mismatch`), every name listed
-//! once in [`ANOMALIES`].
+//! The registry of the run's counter names: every anomaly (`stage.condition`, e.g.
+//! `flow.overlap_mismatch`) with its meaning and stage, listed once as an [`Anomaly`], and the
+//! reasons by which skipped packets, unused TCP bytes and skipped HTTP heads are counted.
+//! The stages count by these keys (their counters are their own, `crate::counters`).
 //!
 //! Identities the run summary promises:
 //! - `packets_total = packets_decoded + sum(packets_skipped)`;
@@ -9,9 +10,7 @@
 //! - `http_messages = http_messages_parsed + sum(http_messages_skipped)`;
 //! - `tls_bytes_received = tls_bytes_handshake + tls_bytes_application + sum(tls_bytes_undecrypted)`.
 
-use crate::contract::{Counts, contract_names};
-use serde::Serialize;
-use std::collections::BTreeMap;
+use crate::contract::contract_names;
 
 contract_names! {
     /// Why a packet was not used: the `packets_skipped` keys.
@@ -63,59 +62,6 @@ contract_names! {
     }
 }
 
-/// Counters for one run. Every stage receives `&mut Stats`.
-#[derive(Debug, Default, Clone, Serialize)]
-pub struct Stats {
-    /// Every packet record read from every input.
-    pub packets_total: u64,
-    /// Packets decoded down to a TCP segment (or an IP fragment that was held for reassembly).
-    pub packets_decoded: u64,
-    /// Packets not used, by reason.
-    pub packets_skipped: Counts<SkipReason>,
-    /// Frames cut short by the snap length (still used as far as they go).
-    pub packets_truncated: u64,
-    /// TCP streams (connections) seen, including port reuse.
-    pub tcp_streams: u64,
-    /// Captured TCP payload bytes of every segment given to the flow stage.
-    pub tcp_payload_bytes_seen: u64,
-    /// TCP payload bytes delivered in order to the HTTP stage.
-    pub tcp_payload_bytes: u64,
-    /// Payload bytes seen more than once (retransmissions, overlaps) and dropped.
-    pub duplicate_bytes: u64,
-    /// Bytes of sequence space never seen (reported as gaps).
-    pub gap_bytes: u64,
-    /// Captured payload bytes that cannot be stream data, by reason.
-    pub tcp_bytes_unused: Counts<UnusedBytes>,
-    /// HTTP message heads the HTTP stage began to read (requests and responses, 1xx included).
-    pub http_messages: u64,
-    /// Heads parsed into a request or a response (some cut short, with an anomaly on the row).
-    pub http_messages_parsed: u64,
-    /// Heads begun but not usable, by reason.
-    pub http_messages_skipped: Counts<HeadSkip>,
-    /// HTTP request/response exchanges reconstructed.
-    pub http_exchanges: u64,
-    /// TCP streams whose payload was not HTTP.
-    pub non_http_streams: u64,
-    /// Bytes skipped by the HTTP stage while resynchronising.
-    pub http_bytes_skipped: u64,
-    /// Anomalies by name.
-    pub anomalies: BTreeMap<String, u64>,
-    /// TCP connections by the TLS stage's `decryption` value (`plaintext` included).
-    pub tls_connections: BTreeMap<String, u64>,
-    /// Stream bytes of TLS connections given to the TLS stage.
-    pub tls_bytes_received: u64,
-    /// Of those, TLS protocol records (handshake, change cipher spec, alerts).
-    pub tls_bytes_handshake: u64,
-    /// Of those, application data records decrypted.
-    pub tls_bytes_application: u64,
-    /// Of those, bytes not decrypted, by reason.
-    pub tls_bytes_undecrypted: BTreeMap<String, u64>,
-    /// Key log lines that are not `LABEL <hex> <hex>` (skipped).
-    pub keylog_malformed_lines: u64,
-    /// Where the first of them are, as `file:line` (never the line itself).
-    pub keylog_malformed_at: Vec<String>,
-}
-
 /// One anomaly name and what it means. A name ending in `<...>` is a pattern: the code
 /// appends a value from a known set (e.g. `http.no_response_<stream_end>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,462 +93,228 @@ const fn a(name: &'static str, meaning: &'static str) -> AnomalyName {
     AnomalyName { name, meaning }
 }
 
-/// Every anomaly name the stages record, in stage order. README's anomaly table is this
-/// list (a test compares them); a name missing here fails the tests.
-pub const ANOMALIES: &[AnomalyName] = &[
-    a(
-        "capture.damaged_input",
+/// Declares [`Anomaly`] and [`ANOMALIES`] from one list of `Variant => "name": "meaning"`.
+macro_rules! registry {
+    ($($variant:ident => $name:literal: $meaning:literal,)+) => {
+        contract_names! {
+            /// Every anomaly name the stages record, in stage order: the key the stages
+            /// count by. A pattern entry (`h2.goaway_<error>`) is counted with its value
+            /// appended (`AnomalyCounts::add_pattern`).
+            pub enum Anomaly {
+                $($variant => $name,)+
+            }
+        }
+
+        /// Every anomaly name with its meaning, in stage order. README's anomaly table is
+        /// this list (a test compares them); a name missing here fails the tests.
+        pub const ANOMALIES: &[AnomalyName] = &[$(a($name, $meaning),)+];
+    };
+}
+
+registry! {
+    CaptureDamagedInput => "capture.damaged_input":
         "an input could not be read to its end (truncated or corrupt file)",
-    ),
-    a(
-        "capture.time_went_backwards",
+    CaptureTimeWentBackwards => "capture.time_went_backwards":
         "a packet is older than the one before it; latencies across it are unreliable",
-    ),
-    a(
-        "capture.unknown_interface",
+    CaptureUnknownInterface => "capture.unknown_interface":
         "a pcapng packet names an interface that was never described",
-    ),
-    a(
-        "decode.ip_fragment_incomplete",
+    DecodeIpFragmentIncomplete => "decode.ip_fragment_incomplete":
         "IP fragments never completed into a datagram",
-    ),
-    a(
-        "flow.before_stream_start",
+    FlowBeforeStreamStart => "flow.before_stream_start":
         "data or FIN before the stream's first sequence number",
-    ),
-    a(
-        "flow.buffer_limit",
+    FlowBufferLimit => "flow.buffer_limit":
         "out-of-order bytes beyond `--max-flow-buffer`; dropped as a gap",
-    ),
-    a("flow.data_after_close", "payload on a flow already closed"),
-    a("flow.data_after_fin", "payload past the sender's FIN"),
-    a(
-        "flow.evicted",
-        "a flow evicted to stay within `--max-open-flows`",
-    ),
-    a("flow.fin_mismatch", "a FIN below data already delivered"),
-    a(
-        "flow.overlap_mismatch",
+    FlowDataAfterClose => "flow.data_after_close": "payload on a flow already closed",
+    FlowDataAfterFin => "flow.data_after_fin": "payload past the sender's FIN",
+    FlowEvicted => "flow.evicted": "a flow evicted to stay within `--max-open-flows`",
+    FlowFinMismatch => "flow.fin_mismatch": "a FIN below data already delivered",
+    FlowOverlapMismatch => "flow.overlap_mismatch":
         "a retransmission whose bytes differ from the first copy (the first is kept)",
-    ),
-    a(
-        "flow.seq_out_of_window",
+    FlowSeqOutOfWindow => "flow.seq_out_of_window":
         "a segment too far ahead of the stream to be believed",
-    ),
-    a(
-        "flow.truncated_segment",
-        "a segment cut short by the snap length",
-    ),
-    a(
-        "tls.bad_handshake",
-        "a handshake message whose fields do not fit",
-    ),
-    a(
-        "tls.bad_inner_content_type",
+    FlowTruncatedSegment => "flow.truncated_segment": "a segment cut short by the snap length",
+    TlsBadHandshake => "tls.bad_handshake": "a handshake message whose fields do not fit",
+    TlsBadInnerContentType => "tls.bad_inner_content_type":
         "a decrypted TLS 1.3 record with an unknown inner content type",
-    ),
-    a(
-        "tls.bad_record_header",
+    TlsBadRecordHeader => "tls.bad_record_header":
         "a record header no TLS peer sends, in a stream that began as TLS",
-    ),
-    a(
-        "tls.decrypt_gave_up",
+    TlsDecryptGaveUp => "tls.decrypt_gave_up":
         "a direction given up after records failed authentication",
-    ),
-    a(
-        "tls.handshake_too_long",
-        "a handshake message longer than the limit",
-    ),
-    a(
-        "tls.key_update_failed",
-        "a KeyUpdate without application keys to update",
-    ),
-    a("tls.record_too_long", "a record longer than TLS allows"),
-    a(
-        "http.bad_chunked",
+    TlsHandshakeTooLong => "tls.handshake_too_long": "a handshake message longer than the limit",
+    TlsKeyUpdateFailed => "tls.key_update_failed": "a KeyUpdate without application keys to update",
+    TlsRecordTooLong => "tls.record_too_long": "a record longer than TLS allows",
+    HttpBadChunked => "http.bad_chunked":
         "chunked framing that does not parse; the body ends there",
-    ),
-    a(
-        "http.bad_content_encoding",
+    HttpBadContentEncoding => "http.bad_content_encoding":
         "a body that does not decode with its `Content-Encoding`",
-    ),
-    a(
-        "http.bad_content_length",
+    HttpBadContentLength => "http.bad_content_length":
         "a `Content-Length` that is not a number, or several that disagree",
-    ),
-    a(
-        "http.bad_header_line",
-        "a header line that cannot be read (dropped)",
-    ),
-    a(
-        "http.bad_request_line",
+    HttpBadHeaderLine => "http.bad_header_line": "a header line that cannot be read (dropped)",
+    HttpBadRequestLine => "http.bad_request_line":
         "bytes where a request line should be (skipped until the next message)",
-    ),
-    a(
-        "http.bad_status_line",
+    HttpBadStatusLine => "http.bad_status_line":
         "bytes where a status line should be (skipped until the next message)",
-    ),
-    a(
-        "http.bad_transfer_encoding",
+    HttpBadTransferEncoding => "http.bad_transfer_encoding":
         "a `Transfer-Encoding` whose last coding is not `chunked`",
-    ),
-    a(
-        "http.content_length_and_chunked",
+    HttpContentLengthAndChunked => "http.content_length_and_chunked":
         "both `Content-Length` and chunked framing (chunked wins)",
-    ),
-    a(
-        "http.decompression_limit",
+    HttpDecompressionLimit => "http.decompression_limit":
         "a decoded body past `--max-decoded`; the rest is dropped",
-    ),
-    a(
-        "http.deferred_limit",
+    HttpDeferredLimit => "http.deferred_limit":
         "response events held while their request still arrives, past the limit (dropped)",
-    ),
-    a(
-        "http.gap_between_messages",
-        "a capture gap between two messages",
-    ),
-    a("http.gap_in_body", "a capture gap inside a body"),
-    a("http.gap_in_head", "a capture gap inside a message head"),
-    a("http.head_too_large", "a message head past `--max-header`"),
-    a(
-        "http.no_response_<stream_end>",
+    HttpGapBetweenMessages => "http.gap_between_messages": "a capture gap between two messages",
+    HttpGapInBody => "http.gap_in_body": "a capture gap inside a body",
+    HttpGapInHead => "http.gap_in_head": "a capture gap inside a message head",
+    HttpHeadTooLarge => "http.head_too_large": "a message head past `--max-header`",
+    HttpNoResponse => "http.no_response_<stream_end>":
         "`mcp-trace http`: a request without a response, and how its stream ended",
-    ),
-    a(
-        "http.obs_fold",
-        "an obsolete folded header line (joined to the previous one)",
-    ),
-    a(
-        "http.pending_limit",
+    HttpObsFold => "http.obs_fold": "an obsolete folded header line (joined to the previous one)",
+    HttpPendingLimit => "http.pending_limit":
         "requests awaiting a response past the limit; the oldest is dropped",
-    ),
-    a(
-        "http.request_body_limit",
+    HttpRequestBodyLimit => "http.request_body_limit":
         "a request body past `--max-body`; the rest is not kept",
-    ),
-    a(
-        "http.response_without_request",
+    HttpResponseWithoutRequest => "http.response_without_request":
         "a response with no request left to answer",
-    ),
-    a(
-        "http.truncated_body",
-        "a body cut short by the end of its stream",
-    ),
-    a(
-        "http.truncated_head",
-        "a message head cut short by the end of its stream",
-    ),
-    a(
-        "http.unusual_version",
-        "an HTTP version other than 1.0 and 1.1",
-    ),
-    a(
-        "h2.bad_padding",
+    HttpTruncatedBody => "http.truncated_body": "a body cut short by the end of its stream",
+    HttpTruncatedHead => "http.truncated_head": "a message head cut short by the end of its stream",
+    HttpUnusualVersion => "http.unusual_version": "an HTTP version other than 1.0 and 1.1",
+    H2BadPadding => "h2.bad_padding":
         "a padded DATA or HEADERS frame whose padding is longer than the frame",
-    ),
-    a(
-        "h2.bad_preface",
+    H2BadPreface => "h2.bad_preface":
         "a client preface that is not `PRI * HTTP/2.0`; the connection is not read",
-    ),
-    a(
-        "h2.bad_status",
-        "a response `:status` that is not a three-digit number",
-    ),
-    a(
-        "h2.bad_stream_id",
+    H2BadStatus => "h2.bad_status": "a response `:status` that is not a three-digit number",
+    H2BadStreamId => "h2.bad_stream_id":
         "a frame on a stream id the sender may not use (even from the client, 0 for a stream frame)",
-    ),
-    a(
-        "h2.continuation_expected",
+    H2ContinuationExpected => "h2.continuation_expected":
         "another frame between a header block's HEADERS and its CONTINUATION",
-    ),
-    a(
-        "h2.continuation_flood",
+    H2ContinuationFlood => "h2.continuation_flood":
         "a header block longer than `--max-header` (CONTINUATION without end); the rest is not decoded",
-    ),
-    a(
-        "h2.data_without_head",
+    H2DataWithoutHead => "h2.data_without_head":
         "DATA before the stream's final response head, or after its end",
-    ),
-    a(
-        "h2.frame_on_closed_stream",
-        "a frame on a stream already closed",
-    ),
-    a(
-        "h2.frame_too_large",
+    H2FrameOnClosedStream => "h2.frame_on_closed_stream": "a frame on a stream already closed",
+    H2FrameTooLarge => "h2.frame_too_large":
         "a frame longer than the receiver's SETTINGS_MAX_FRAME_SIZE (read anyway)",
-    ),
-    a(
-        "h2.gap",
-        "a capture gap in an HTTP/2 connection: that direction is not read further",
-    ),
-    a(
-        "h2.goaway_<error>",
+    H2Gap => "h2.gap": "a capture gap in an HTTP/2 connection: that direction is not read further",
+    H2Goaway => "h2.goaway_<error>":
         "a GOAWAY frame and its error code (e.g. `h2.goaway_no_error`)",
-    ),
-    a(
-        "h2.goaway_unprocessed",
+    H2GoawayUnprocessed => "h2.goaway_unprocessed":
         "a stream above the server's GOAWAY last stream id: never processed",
-    ),
-    a(
-        "h2.header_table_limit",
+    H2HeaderTableLimit => "h2.header_table_limit":
         "a SETTINGS_HEADER_TABLE_SIZE above the decoder's 64 KiB ceiling (kept at the ceiling)",
-    ),
-    a(
-        "h2.hpack_bad_index",
-        "an HPACK index past the static and dynamic tables",
-    ),
-    a(
-        "h2.hpack_broken",
+    H2HpackBadIndex => "h2.hpack_bad_index": "an HPACK index past the static and dynamic tables",
+    H2HpackBroken => "h2.hpack_broken":
         "a header block not decoded: an earlier HPACK error left the table unknown",
-    ),
-    a(
-        "h2.hpack_huffman_eos",
+    H2HpackHuffmanEos => "h2.hpack_huffman_eos":
         "an HPACK Huffman string containing the EOS symbol",
-    ),
-    a(
-        "h2.hpack_huffman_padding",
+    H2HpackHuffmanPadding => "h2.hpack_huffman_padding":
         "an HPACK Huffman string with padding longer than 7 bits or not all ones",
-    ),
-    a("h2.hpack_integer_overflow", "an HPACK integer past 32 bits"),
-    a(
-        "h2.hpack_list_too_large",
+    H2HpackIntegerOverflow => "h2.hpack_integer_overflow": "an HPACK integer past 32 bits",
+    H2HpackListTooLarge => "h2.hpack_list_too_large":
         "a decoded header list past `--max-header` (the rest not emitted)",
-    ),
-    a(
-        "h2.hpack_size_update_missing",
+    H2HpackSizeUpdateMissing => "h2.hpack_size_update_missing":
         "a header block without the table size update a lowered SETTINGS_HEADER_TABLE_SIZE requires",
-    ),
-    a(
-        "h2.hpack_size_update_not_at_start",
+    H2HpackSizeUpdateNotAtStart => "h2.hpack_size_update_not_at_start":
         "an HPACK dynamic table size update after a header field",
-    ),
-    a(
-        "h2.hpack_size_update_too_large",
+    H2HpackSizeUpdateTooLarge => "h2.hpack_size_update_too_large":
         "an HPACK dynamic table size update above the advertised maximum",
-    ),
-    a(
-        "h2.hpack_truncated",
-        "a header block that ends inside a field",
-    ),
-    a(
-        "h2.hpack_state_lost",
+    H2HpackTruncated => "h2.hpack_truncated": "a header block that ends inside a field",
+    H2HpackStateLost => "h2.hpack_state_lost":
         "header blocks of a direction whose HPACK table is unknown after a gap or an error: not decoded",
-    ),
-    a(
-        "h2.missing_pseudo_header",
+    H2MissingPseudoHeader => "h2.missing_pseudo_header":
         "a request without `:method` or `:path`, or a response without `:status`",
-    ),
-    a(
-        "h2.ping_flood",
-        "more than 100 PING frames a second from one side",
-    ),
-    a(
-        "h2.push_promise",
+    H2PingFlood => "h2.ping_flood": "more than 100 PING frames a second from one side",
+    H2PushPromise => "h2.push_promise":
         "a PUSH_PROMISE (MCP has no use for server push; its block is decoded for the table only)",
-    ),
-    a(
-        "h2.rapid_reset",
+    H2RapidReset => "h2.rapid_reset":
         "more than 100 streams a second reset before their response (CVE-2023-44487)",
-    ),
-    a(
-        "h2.rst_stream_<error>",
+    H2RstStream => "h2.rst_stream_<error>":
         "a RST_STREAM and its error code (e.g. `h2.rst_stream_cancel`)",
-    ),
-    a(
-        "h2.settings_flood",
+    H2SettingsFlood => "h2.settings_flood":
         "more than 100 SETTINGS frames a second from one side (the excess not applied)",
-    ),
-    a(
-        "h2.stream_limit",
+    H2StreamLimit => "h2.stream_limit":
         "streams past `--max-h2-streams` open at once on a connection (not kept)",
-    ),
-    a(
-        "h2.unexpected_continuation",
+    H2UnexpectedContinuation => "h2.unexpected_continuation":
         "a CONTINUATION frame without a header block to continue",
-    ),
-    a(
-        "h2.unknown_frame_type",
+    H2UnknownFrameType => "h2.unknown_frame_type":
         "a frame of a type HTTP/2 does not define (skipped)",
-    ),
-    a(
-        "h2.userinfo_in_authority",
+    H2UserinfoInAuthority => "h2.userinfo_in_authority":
         "userinfo in `:authority` (dropped, never written)",
-    ),
-    a(
-        "har.bad_base64",
-        "a body marked base64 that does not decode",
-    ),
-    a(
-        "har.bad_content_encoding",
+    HarBadBase64 => "har.bad_base64": "a body marked base64 that does not decode",
+    HarBadContentEncoding => "har.bad_content_encoding":
         "a recorded body that does not decode with its `Content-Encoding`",
-    ),
-    a(
-        "har.bad_header",
-        "headers that are not name/value pairs (dropped)",
-    ),
-    a("har.bad_status", "a response status that is not a number"),
-    a(
-        "har.bad_timestamp",
-        "an entry's `startedDateTime` that does not parse",
-    ),
-    a("har.bad_url", "an entry's URL that does not parse"),
-    a(
-        "har.body_in_separate_file",
+    HarBadHeader => "har.bad_header": "headers that are not name/value pairs (dropped)",
+    HarBadStatus => "har.bad_status": "a response status that is not a number",
+    HarBadTimestamp => "har.bad_timestamp": "an entry's `startedDateTime` that does not parse",
+    HarBadUrl => "har.bad_url": "an entry's URL that does not parse",
+    HarBodyInSeparateFile => "har.body_in_separate_file":
         "the body was saved to a separate file, not in the HAR",
-    ),
-    a("har.body_limit", "a decoded body past the limit"),
-    a("har.body_not_recorded", "a body the recorder did not keep"),
-    a(
-        "har.entry_skipped",
-        "an entry without the fields a request needs",
-    ),
-    a("har.missing_version", "no `log.version`; read as HAR 1.2"),
-    a(
-        "har.no_response",
-        "status 0: the request failed or was aborted",
-    ),
-    a(
-        "har.sse_body_not_recorded",
+    HarBodyLimit => "har.body_limit": "a decoded body past the limit",
+    HarBodyNotRecorded => "har.body_not_recorded": "a body the recorder did not keep",
+    HarEntrySkipped => "har.entry_skipped": "an entry without the fields a request needs",
+    HarMissingVersion => "har.missing_version": "no `log.version`; read as HAR 1.2",
+    HarNoResponse => "har.no_response": "status 0: the request failed or was aborted",
+    HarSseBodyNotRecorded => "har.sse_body_not_recorded":
         "an event stream whose body the recorder did not keep",
-    ),
-    a(
-        "har.sse_body_truncated",
-        "an event stream recorded without its end",
-    ),
-    a(
-        "har.tolerant_parse",
-        "an entry read leniently (fields of the wrong type)",
-    ),
-    a(
-        "har.unknown_text_encoding",
-        "a body `encoding` other than base64",
-    ),
-    a(
-        "har.unsupported_content_encoding",
+    HarSseBodyTruncated => "har.sse_body_truncated": "an event stream recorded without its end",
+    HarTolerantParse => "har.tolerant_parse": "an entry read leniently (fields of the wrong type)",
+    HarUnknownTextEncoding => "har.unknown_text_encoding": "a body `encoding` other than base64",
+    HarUnsupportedContentEncoding => "har.unsupported_content_encoding":
         "a body in an encoding not decoded (zstd)",
-    ),
-    a(
-        "har.unsupported_version",
+    HarUnsupportedVersion => "har.unsupported_version":
         "a `log.version` other than 1.1, 1.2, 1.3; read as 1.2",
-    ),
-    a(
-        "har.websocket_messages_ignored",
+    HarWebsocketMessagesIgnored => "har.websocket_messages_ignored":
         "WebSocket messages in the entry (not analyzed)",
-    ),
-    a(
-        "rpc.invalid_envelope",
+    RpcInvalidEnvelope => "rpc.invalid_envelope":
         "a JSON-RPC message from the server that is not a valid envelope",
-    ),
-    a(
-        "rpc.invalid_request_envelope",
+    RpcInvalidRequestEnvelope => "rpc.invalid_request_envelope":
         "a client message that is not a valid JSON-RPC envelope",
-    ),
-    a(
-        "rpc.json_too_deep",
-        "a body nested deeper than the JSON parser's limit",
-    ),
-    a("rpc.sse_data_not_json", "an SSE `data` that is not JSON"),
-    a(
-        "rpc.sse_event_too_large",
-        "an SSE event past `--max-sse-event`",
-    ),
-    a(
-        "rpc.sse_unknown_field",
+    RpcJsonTooDeep => "rpc.json_too_deep": "a body nested deeper than the JSON parser's limit",
+    RpcSseDataNotJson => "rpc.sse_data_not_json": "an SSE `data` that is not JSON",
+    RpcSseEventTooLarge => "rpc.sse_event_too_large": "an SSE event past `--max-sse-event`",
+    RpcSseUnknownField => "rpc.sse_unknown_field":
         "an SSE line with a field name the spec does not define",
-    ),
-    a(
-        "rpc.sse_unterminated_event",
+    RpcSseUnterminatedEvent => "rpc.sse_unterminated_event":
         "an event stream ending inside an event",
-    ),
-    a(
-        "mcp.body_on_accepted",
-        "a body on a 202 that should have none",
-    ),
-    a("mcp.body_too_large", "a body past `--max-body`; not parsed"),
-    a(
-        "mcp.cancel_without_open_request",
+    McpBodyOnAccepted => "mcp.body_on_accepted": "a body on a 202 that should have none",
+    McpBodyTooLarge => "mcp.body_too_large": "a body past `--max-body`; not parsed",
+    McpCancelWithoutOpenRequest => "mcp.cancel_without_open_request":
         "`notifications/cancelled` naming no open request",
-    ),
-    a(
-        "mcp.client_closed_before_response",
+    McpClientClosedBeforeResponse => "mcp.client_closed_before_response":
         "the client closed the connection before any response (before 2026-07-28: no cancellation)",
-    ),
-    a(
-        "mcp.client_closed_stream",
+    McpClientClosedStream => "mcp.client_closed_stream":
         "the client closed the response stream before the final response (before 2026-07-28: no cancellation)",
-    ),
-    a(
-        "mcp.duplicate_request_id",
+    McpDuplicateRequestId => "mcp.duplicate_request_id":
         "a request id reused while the first request is open",
-    ),
-    a(
-        "mcp.duplicate_response",
-        "a second response to the same request",
-    ),
-    a("mcp.endpoint_limit", "MCP endpoints known past the limit"),
-    a(
-        "mcp.exchange_reused",
+    McpDuplicateResponse => "mcp.duplicate_response": "a second response to the same request",
+    McpEndpointLimit => "mcp.endpoint_limit": "MCP endpoints known past the limit",
+    McpExchangeReused => "mcp.exchange_reused":
         "the HTTP stage reused an exchange whose end was lost",
-    ),
-    a(
-        "mcp.legacy_endpoint_without_session",
+    McpLegacyEndpointWithoutSession => "mcp.legacy_endpoint_without_session":
         "a legacy SSE `endpoint` event without a session id",
-    ),
-    a(
-        "mcp.legacy_session_limit",
-        "legacy SSE sessions past the limit",
-    ),
-    a(
-        "mcp.pending_limit",
+    McpLegacySessionLimit => "mcp.legacy_session_limit": "legacy SSE sessions past the limit",
+    McpPendingLimit => "mcp.pending_limit":
         "requests awaiting a response past `--max-pending`; the oldest is closed",
-    ),
-    a(
-        "mcp.preflight_limit",
+    McpPreflightLimit => "mcp.preflight_limit":
         "CORS preflights awaiting their request past the limit",
-    ),
-    a(
-        "mcp.request_not_jsonrpc",
+    McpRequestNotJsonrpc => "mcp.request_not_jsonrpc":
         "a request to an MCP endpoint whose body is not JSON-RPC",
-    ),
-    a(
-        "mcp.response_before_request",
+    McpResponseBeforeRequest => "mcp.response_before_request":
         "a response seen before its request (capture order)",
-    ),
-    a(
-        "mcp.response_without_request",
+    McpResponseWithoutRequest => "mcp.response_without_request":
         "a client response to no known server request",
-    ),
-    a(
-        "mcp.resume_target_missing",
+    McpResumeTargetMissing => "mcp.resume_target_missing":
         "a resumed stream whose original exchange is gone",
-    ),
-    a(
-        "mcp.resume_unknown_event_id",
-        "a `Last-Event-ID` no stream sent",
-    ),
-    a(
-        "mcp.retry_index_full",
+    McpResumeUnknownEventId => "mcp.resume_unknown_event_id": "a `Last-Event-ID` no stream sent",
+    McpRetryIndexFull => "mcp.retry_index_full":
         "requests held for retry inference past `--max-retry-rows`",
-    ),
-    a(
-        "mcp.server_request_limit",
+    McpServerRequestLimit => "mcp.server_request_limit":
         "server requests awaiting the client's answer past the limit",
-    ),
-    a(
-        "mcp.session_info_limit",
+    McpSessionInfoLimit => "mcp.session_info_limit":
         "session facts kept past the limit (the oldest forgotten)",
-    ),
-    a(
-        "mcp.tool_catalog_full",
+    McpToolCatalogFull => "mcp.tool_catalog_full":
         "tool catalog entries past `--max-catalog-tools`",
-    ),
-    a(
-        "mcp.unknown_result_type",
-        "a `resultType` this version does not know",
-    ),
-];
+    McpUnknownResultType => "mcp.unknown_result_type": "a `resultType` this version does not know",
+}
 
 /// The anomaly names on one row, each once, in the order first recorded. Its text (the
 /// `anomalies` column) is the names joined by `;`; a registered name never holds a `;`.
@@ -682,98 +394,10 @@ pub fn markdown_table() -> String {
     out
 }
 
-impl Stats {
-    /// Count one packet skipped for `reason`.
-    pub fn skip(&mut self, reason: SkipReason) {
-        self.packets_skipped.add(reason, 1);
-    }
-
-    /// Count one occurrence of the anomaly `name`.
-    pub fn anomaly(&mut self, name: &str) {
-        debug_assert!(is_registered(name), "anomaly `{name}` is not in ANOMALIES");
-        *self.anomalies.entry(name.to_string()).or_default() += 1;
-    }
-
-    /// Count `n` captured TCP payload bytes that cannot be stream data, for `reason`.
-    pub fn unused_tcp_bytes(&mut self, reason: UnusedBytes, n: u64) {
-        self.tcp_bytes_unused.add(reason, n);
-    }
-
-    /// Count one HTTP message head begun but not usable, for `reason`.
-    pub fn skip_http_message(&mut self, reason: HeadSkip) {
-        self.http_messages_skipped.add(reason, 1);
-    }
-
-    /// Sum of all skipped packets.
-    pub fn packets_skipped_total(&self) -> u64 {
-        self.packets_skipped.total()
-    }
-
-    /// Adds `other`'s counts to these (a worker thread's stats into the run's).
-    pub fn merge(&mut self, other: &Stats) {
-        // Destructured so that a new counter cannot be left out here.
-        let Stats {
-            packets_total,
-            packets_decoded,
-            packets_skipped,
-            packets_truncated,
-            tcp_streams,
-            tcp_payload_bytes_seen,
-            tcp_payload_bytes,
-            duplicate_bytes,
-            gap_bytes,
-            tcp_bytes_unused,
-            http_messages,
-            http_messages_parsed,
-            http_messages_skipped,
-            http_exchanges,
-            non_http_streams,
-            http_bytes_skipped,
-            anomalies,
-            tls_connections,
-            tls_bytes_received,
-            tls_bytes_handshake,
-            tls_bytes_application,
-            tls_bytes_undecrypted,
-            keylog_malformed_lines,
-            keylog_malformed_at,
-        } = other;
-        for (mine, theirs) in [
-            (&mut self.packets_total, packets_total),
-            (&mut self.packets_decoded, packets_decoded),
-            (&mut self.packets_truncated, packets_truncated),
-            (&mut self.tcp_streams, tcp_streams),
-            (&mut self.tcp_payload_bytes_seen, tcp_payload_bytes_seen),
-            (&mut self.tcp_payload_bytes, tcp_payload_bytes),
-            (&mut self.http_messages, http_messages),
-            (&mut self.http_messages_parsed, http_messages_parsed),
-            (&mut self.duplicate_bytes, duplicate_bytes),
-            (&mut self.gap_bytes, gap_bytes),
-            (&mut self.http_exchanges, http_exchanges),
-            (&mut self.non_http_streams, non_http_streams),
-            (&mut self.http_bytes_skipped, http_bytes_skipped),
-            (&mut self.tls_bytes_received, tls_bytes_received),
-            (&mut self.tls_bytes_handshake, tls_bytes_handshake),
-            (&mut self.tls_bytes_application, tls_bytes_application),
-            (&mut self.keylog_malformed_lines, keylog_malformed_lines),
-        ] {
-            *mine = mine.saturating_add(*theirs);
-        }
-        self.packets_skipped.merge(packets_skipped);
-        self.tcp_bytes_unused.merge(tcp_bytes_unused);
-        self.http_messages_skipped.merge(http_messages_skipped);
-        for (mine, theirs) in [
-            (&mut self.anomalies, anomalies),
-            (&mut self.tls_connections, tls_connections),
-            (&mut self.tls_bytes_undecrypted, tls_bytes_undecrypted),
-        ] {
-            for (name, n) in theirs {
-                let count = mine.entry(name.clone()).or_default();
-                *count = count.saturating_add(*n);
-            }
-        }
-        self.keylog_malformed_at
-            .extend(keylog_malformed_at.iter().cloned());
+impl Anomaly {
+    /// For a pattern entry (`h2.goaway_<error>`), the part before the value (`h2.goaway_`).
+    pub fn pattern_prefix(self) -> Option<&'static str> {
+        self.name().split_once('<').map(|(prefix, _)| prefix)
     }
 }
 
@@ -819,6 +443,21 @@ mod tests {
                             Some(b'"') if len > 0 => out.push((name, false, file.clone())),
                             Some(b'{') => out.push((name, true, file.clone())),
                             _ => {}
+                        }
+                    }
+                    // Typed keys: `Anomaly::FlowEvicted`.
+                    for (at, _) in text.match_indices("Anomaly::") {
+                        let ident: String = text[at + 9..]
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric())
+                            .collect();
+                        let Some(key) = Anomaly::ALL.iter().find(|k| format!("{k:?}") == ident)
+                        else {
+                            continue;
+                        };
+                        match key.pattern_prefix() {
+                            Some(prefix) => out.push((prefix.to_string(), true, file.clone())),
+                            None => out.push((key.name().to_string(), false, file.clone())),
                         }
                     }
                 }
@@ -869,6 +508,16 @@ mod tests {
     }
 
     #[test]
+    fn the_enum_is_the_registry() {
+        assert_eq!(Anomaly::ALL.len(), ANOMALIES.len());
+        for (key, entry) in Anomaly::ALL.iter().zip(ANOMALIES) {
+            assert_eq!(key.name(), entry.name);
+        }
+        assert_eq!(Anomaly::H2Goaway.pattern_prefix(), Some("h2.goaway_"));
+        assert_eq!(Anomaly::FlowEvicted.pattern_prefix(), None);
+    }
+
+    #[test]
     fn names_are_unique_and_name_their_stage() {
         for (i, a) in ANOMALIES.iter().enumerate() {
             assert!(STAGES.contains(&a.stage()), "{}", a.name);
@@ -908,31 +557,6 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&set).unwrap(),
             r#""http.gap_in_body;flow.evicted;h2.rst_stream_cancel""#
-        );
-    }
-
-    #[test]
-    fn counts_are_written_by_name_above_zero() {
-        let mut a = Stats::default();
-        a.skip(SkipReason::NotTcp);
-        a.unused_tcp_bytes(UnusedBytes::AfterFin, 0);
-        a.unused_tcp_bytes(UnusedBytes::AfterClose, 3);
-        let mut b = Stats::default();
-        b.skip(SkipReason::Malformed);
-        b.skip(SkipReason::NotTcp);
-        b.skip_http_message(HeadSkip::CutByGap);
-        a.merge(&b);
-        assert_eq!(a.packets_skipped.get(SkipReason::NotTcp), 2);
-        assert_eq!(a.packets_skipped_total(), 3);
-        let v = serde_json::to_value(&a).unwrap();
-        assert_eq!(
-            v["packets_skipped"].to_string(),
-            r#"{"malformed":1,"not_tcp":2}"#
-        );
-        assert_eq!(v["tcp_bytes_unused"].to_string(), r#"{"after_close":3}"#);
-        assert_eq!(
-            v["http_messages_skipped"].to_string(),
-            r#"{"cut_by_gap":1}"#
         );
     }
 

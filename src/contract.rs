@@ -122,6 +122,11 @@ impl<K: Named> Counts<K> {
         self.n.get(key.index()).copied().unwrap_or(0)
     }
 
+    /// The count of `key` by reference, `None` at 0 (as a map of the names reads).
+    pub fn get_nonzero(&self, key: K) -> Option<&u64> {
+        self.n.get(key.index()).filter(|n| **n > 0)
+    }
+
     pub fn total(&self) -> u64 {
         self.n.iter().fold(0u64, |t, n| t.saturating_add(*n))
     }

@@ -26,7 +26,7 @@
 //! and no two files import each other in a circle (a `mod.rs` re-exporting its children
 //! aside). Outside the order:
 //!
-//! - `anomaly`, `buffers`, `contract`, `display`, `hashing` and `timestamp` (and the test-only
+//! - `anomaly`, `buffers`, `contract`, `counters`, `display`, `hashing` and `timestamp` (and the test-only
 //!   `testing`) are shared utilities: every stage may use them, and they use no stage (only each
 //!   other);
 //! - `cli` and `pipeline` (and the binary's `main`) wire the stages together: they may use
@@ -38,7 +38,8 @@
 //! The stages between flow and the sink are [`stream::StreamStage`]s, chained once by
 //! `pipeline`.
 //!
-//! Every stage counts what it could not use in [`anomaly::Stats`]: nothing is silently lost.
+//! Every stage counts what it could not use in counters of its own, keyed by the names of
+//! [`anomaly`] and summed into [`report::RunStats`]: nothing is silently lost.
 #![forbid(unsafe_code)]
 
 pub mod anomaly;
@@ -46,6 +47,7 @@ pub mod buffers;
 pub mod capture;
 pub mod cli;
 pub mod contract;
+pub mod counters;
 pub mod decode;
 pub mod display;
 pub mod flow;

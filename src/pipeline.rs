@@ -28,17 +28,17 @@
 //! chain on workers sharded by stream, or on the reader for 2 (see `parallel/`); the sink
 //! still gets the same events in the same order, on the caller's thread.
 
-use crate::anomaly::Stats;
 use crate::capture::{self, CaptureError, CaptureSecrets, InputInfo, Merger, Source};
 use crate::flow::FlowLimits;
 use crate::har;
 use crate::http::HttpLimits;
 use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
 use crate::mcp::{Analyzer, Exchange, InferenceConfig, McpLimits, PreparedEvents, Preparer};
+use crate::report::RunStats;
 use crate::stream::{Chain, ConnectionRecord, StreamStage};
 use crate::tls::{KeyLog, TlsStage};
 use arcstr::ArcStr;
-use packets::{Event, Item, read_streams};
+use packets::{ChainCounters, Event, Item, read_streams};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
@@ -64,7 +64,7 @@ fn stream_chain(
     secrets: &CaptureSecrets,
 ) -> StreamChain {
     Chain::new(
-        TlsStage::shared(Arc::clone(keylog), false).with_capture_secrets(secrets.clone()),
+        TlsStage::shared(Arc::clone(keylog)).with_capture_secrets(secrets.clone()),
         HttpStage::with_limits(names.to_vec(), limits),
     )
 }
@@ -96,7 +96,7 @@ pub enum RunError<E: std::error::Error + 'static> {
 /// What a streaming run counted (its rows went to the caller).
 #[derive(Debug)]
 pub struct RunTotals {
-    pub stats: Stats,
+    pub stats: RunStats,
     pub inputs: Vec<InputInfo>,
     pub elapsed_s: f64,
     pub bytes_read: u64,
@@ -122,7 +122,7 @@ pub struct Config {
 #[derive(Debug)]
 pub struct Analysis {
     pub rows: Vec<Exchange>,
-    pub stats: Stats,
+    pub stats: RunStats,
     pub inputs: Vec<InputInfo>,
     pub elapsed_s: f64,
     pub bytes_read: u64,
@@ -130,7 +130,7 @@ pub struct Analysis {
 
 /// Totals of the packet and HTTP stages.
 struct Totals {
-    stats: Stats,
+    stats: RunStats,
     inputs: Vec<InputInfo>,
     bytes_read: u64,
 }
@@ -239,7 +239,7 @@ pub fn analyze_into<S: Sink<Box<Exchange>>>(
         &mut |item, stats, streaming| {
             let drain = match item {
                 Item::Event(ev) => {
-                    analyzer.push_prepared(ev.http, ev.prepared, stats);
+                    analyzer.push_prepared(ev.http, ev.prepared, &mut stats.mcp);
                     events = events.wrapping_add(1);
                     events.is_multiple_of(DRAIN_EVERY_EVENTS)
                 }
@@ -249,7 +249,7 @@ pub fn analyze_into<S: Sink<Box<Exchange>>>(
                 }
             };
             if streaming && drain {
-                analyzer.drain_ready(analyzer.last_event_us(), stats, &mut ready);
+                analyzer.drain_ready(analyzer.last_event_us(), &mut stats.mcp, &mut ready);
                 for ex in ready.drain(..) {
                     sink.row(ex).map_err(RunError::Sink)?;
                 }
@@ -260,7 +260,7 @@ pub fn analyze_into<S: Sink<Box<Exchange>>>(
             Ok(())
         },
     )?;
-    let (rows, connections) = analyzer.finish_with_connections(&mut totals.stats);
+    let (rows, connections) = analyzer.finish_with_connections(&mut totals.stats.mcp);
     for ex in rows {
         sink.row(ex).map_err(RunError::Sink)?;
     }
@@ -274,7 +274,7 @@ pub fn analyze_into<S: Sink<Box<Exchange>>>(
 pub fn http_rows(
     paths: &[String],
     cfg: &Config,
-) -> Result<(Vec<HttpRow>, Stats), RunError<Infallible>> {
+) -> Result<(Vec<HttpRow>, RunStats), RunError<Infallible>> {
     let mut rows = Vec::new();
     let totals = http_into(paths, cfg, &mut rows)?;
     Ok((rows, totals.stats))
@@ -324,7 +324,7 @@ pub fn display_name(path: &str) -> ArcStr {
 }
 
 /// Receives each item with the stats and whether events are in capture-time order.
-type HttpSink<'a, E> = dyn FnMut(Item, &mut Stats, bool) -> Result<(), RunError<E>> + 'a;
+type HttpSink<'a, E> = dyn FnMut(Item, &mut RunStats, bool) -> Result<(), RunError<E>> + 'a;
 
 /// Runs the packet and HTTP stages, handing each HTTP event to `sink` with the stats and
 /// whether the events come in capture-time order across all inputs (false when a HAR input
@@ -335,7 +335,7 @@ fn run_http<E: std::error::Error + 'static>(
     prepare: Option<(McpLimits, PreparedEvents)>,
     sink: &mut HttpSink<'_, E>,
 ) -> Result<Totals, RunError<E>> {
-    let mut stats = Stats::default();
+    let mut stats = RunStats::default();
     let mut readers = Vec::new();
     let mut hars = Vec::new();
     let names: Vec<ArcStr> = paths.iter().map(|p| display_name(p)).collect();
@@ -376,6 +376,7 @@ fn run_http<E: std::error::Error + 'static>(
         )?
     } else {
         let mut chain = stream_chain(&names, cfg.http, &cfg.keylog, &secrets);
+        let mut counters = <StreamChain as StreamStage>::Counters::default();
         let mut http_events: Vec<HttpEvent> = Vec::new();
         let mut preparer = prepare.map(Preparer::from);
         let mut frames = 0u32;
@@ -386,7 +387,7 @@ fn run_http<E: std::error::Error + 'static>(
             &mut stats,
             &mut |events, stats| {
                 for ev in events.drain(..) {
-                    chain.push(ev, stats, &mut http_events);
+                    chain.push(ev, &mut counters, &mut http_events);
                 }
                 for ev in http_events.drain(..) {
                     sink(
@@ -405,7 +406,8 @@ fn run_http<E: std::error::Error + 'static>(
                 Ok(())
             },
         )?;
-        chain.finish(&mut stats, &mut http_events);
+        chain.finish(&mut counters, &mut http_events);
+        counters.add_to(&mut stats);
         for ev in http_events.drain(..) {
             sink(
                 Item::Event(Event::new(ev, preparer.as_mut())),
@@ -425,7 +427,7 @@ fn run_http<E: std::error::Error + 'static>(
             .cloned()
             .unwrap_or_else(|| arcstr::literal!("har"));
         bytes_read += data.len() as u64;
-        let events = har::read_har(&name, &data, conn_base, &mut stats)?;
+        let events = har::read_har(&name, &data, conn_base, &mut stats.http)?;
         conn_base += events.len() as u64 + 1;
         let mut preparer = prepare.map(Preparer::from);
         for ev in events {
@@ -440,7 +442,7 @@ fn run_http<E: std::error::Error + 'static>(
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
-    crate::tls::keylog::count_malformed(&cfg.keylog, &secrets, &mut stats);
+    crate::tls::keylog::count_malformed(&cfg.keylog, &secrets, &mut stats.tls);
     Ok(Totals {
         stats,
         inputs,

@@ -4,6 +4,28 @@
 //! digits), so text sorts like time. Every `i64` formats without panicking; years outside
 //! 0000..=9999 (impossible in a real capture) are written with a sign and more digits.
 
+/// A capture time: microseconds since the Unix epoch (UTC), the one unit of time after the
+/// flow stage. Made once where a packet's nanoseconds become stream events, rounded down
+/// (as the report writes times), so no later stage converts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct CaptureTime(i64);
+
+impl CaptureTime {
+    /// From nanoseconds since the epoch, rounded down to the microsecond.
+    pub const fn from_ns(ns: i64) -> CaptureTime {
+        CaptureTime(ns.div_euclid(1000))
+    }
+
+    pub const fn from_us(us: i64) -> CaptureTime {
+        CaptureTime(us)
+    }
+
+    /// Microseconds since the epoch.
+    pub const fn as_us(self) -> i64 {
+        self.0
+    }
+}
+
 /// Microseconds per day.
 const US_PER_DAY: i64 = 86_400_000_000;
 

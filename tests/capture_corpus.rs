@@ -8,7 +8,7 @@
 
 use crate::support::pcap_file::PcapFormat;
 use crate::support::{corpus, corpus_slice};
-use mcp_trace::anomaly::Stats;
+use mcp_trace::capture::CaptureCounters;
 use mcp_trace::capture::{
     CaptureError, Frame, InputInfo, MAX_RECORD_BYTES, Merger, PacketReader, Source, open,
     open_reader,
@@ -45,7 +45,7 @@ fn reader(path: &Path) -> PacketReader {
 struct Run {
     frames: Vec<Frame>,
     decoded: Vec<Decoded>,
-    stats: Stats,
+    stats: CaptureCounters,
     infos: Vec<InputInfo>,
 }
 
@@ -63,7 +63,7 @@ impl Run {
 
 fn run(readers: Vec<PacketReader>) -> Run {
     let mut merger = Merger::new(readers);
-    let mut stats = Stats::default();
+    let mut stats = CaptureCounters::default();
     let mut decoder = Decoder::new();
     let (mut frames, mut decoded) = (Vec::new(), Vec::new());
     while let Some(f) = merger.next_frame(&mut stats) {
@@ -79,7 +79,7 @@ fn run(readers: Vec<PacketReader>) -> Run {
     // The run summary's identity.
     assert_eq!(
         stats.packets_total,
-        stats.packets_decoded + stats.packets_skipped_total()
+        stats.packets_decoded + stats.packets_skipped.total()
     );
     assert_eq!(stats.packets_total, frames.len() as u64);
     let indexes: Vec<u64> = frames.iter().map(|f| f.index).collect();
@@ -1281,7 +1281,7 @@ fn progress_counts_bytes_across_inputs() {
     let a = pcap(false, false, 101, &[(1, 0, &p, p.len() as u32)]);
     let total = 2 * a.len() as u64;
     let mut m = Merger::new(vec![packets("a", 0, a.clone()), packets("b", 1, a)]);
-    let mut stats = Stats::default();
+    let mut stats = CaptureCounters::default();
     while m.next_frame(&mut stats).is_some() {}
     assert_eq!(m.bytes_read(), total);
     assert_eq!(stats.packets_total, 2);
@@ -1321,7 +1321,7 @@ fn borrowed_frames_match_a_whole_file_parse() {
             .collect();
         assert!(!expected.is_empty(), "{}", path.display());
         let mut alone = Merger::new(vec![packets("x", 0, bytes.clone())]);
-        let mut stats = Stats::default();
+        let mut stats = CaptureCounters::default();
         let mut n = 0usize;
         while let Some(f) = alone.next_frame_ref(&mut stats) {
             let (ts, orig, data) = expected[n];
@@ -1338,7 +1338,7 @@ fn borrowed_frames_match_a_whole_file_parse() {
             packets("x", 0, bytes.clone()),
             packets("y", 1, bytes.clone()),
         ]);
-        let mut stats = Stats::default();
+        let mut stats = CaptureCounters::default();
         let mut k = 0usize;
         while let Some(f) = both.next_frame_ref(&mut stats) {
             // Equal timestamps keep input order: each record twice, input 0 first.

@@ -16,10 +16,10 @@
 // Test helpers outside #[test] fns: a failed unwrap is a failed test here.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use mcp_trace::anomaly::Stats;
 use mcp_trace::capture::CaptureError;
 use mcp_trace::capture::{has_zlib_header, is_compressed_har};
 use mcp_trace::har::read_har;
+use mcp_trace::http::HttpCounters;
 use mcp_trace::http::{BodyEnd, HttpEvent, HttpRequest, ResponseHead};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -130,9 +130,9 @@ fn exchanges(events: Vec<HttpEvent>) -> Vec<Exchange> {
     out
 }
 
-fn read(path: &Path) -> (Vec<Exchange>, Stats) {
+fn read(path: &Path) -> (Vec<Exchange>, HttpCounters) {
     let data = std::fs::read(path).unwrap();
-    let mut stats = Stats::default();
+    let mut stats = HttpCounters::default();
     let name = path.file_name().unwrap().to_str().unwrap();
     let events = read_har(name, &data, 1000, &mut stats).unwrap_or_else(|e| panic!("{e}"));
     (exchanges(events), stats)
@@ -480,7 +480,7 @@ fn corrupted_har_files_are_clear_errors() {
         ),
     ] {
         let data = std::fs::read(dir.join(file)).unwrap();
-        let mut stats = Stats::default();
+        let mut stats = HttpCounters::default();
         let err = read_har("f", &data, 0, &mut stats).unwrap_err();
         assert!(matches!(err, CaptureError::Malformed { .. }), "{err:?}");
         assert!(err.to_string().contains(want), "{file}: {err}");
@@ -501,7 +501,7 @@ fn every_corpus_file_and_its_prefixes_never_panic() {
     let mut read_ok = 0;
     for f in &files {
         let data = std::fs::read(f).unwrap();
-        let mut stats = Stats::default();
+        let mut stats = HttpCounters::default();
         if read_har("f", &data, 0, &mut stats).is_ok() {
             read_ok += 1;
         }
@@ -511,7 +511,7 @@ fn every_corpus_file_and_its_prefixes_never_panic() {
             .rposition(|c| !c.is_ascii_whitespace())
             .unwrap_or(0);
         for cut in [1, data.len() / 3, data.len() / 2, last] {
-            let r = read_har("f", &data[..cut], 0, &mut Stats::default());
+            let r = read_har("f", &data[..cut], 0, &mut HttpCounters::default());
             assert!(r.is_err(), "{}: cut {cut} accepted", f.display());
         }
     }
@@ -578,14 +578,15 @@ fn mcp_session_har() -> Vec<u8> {
 
 #[test]
 fn har_events_through_the_mcp_stage() {
-    use mcp_trace::mcp::{Analyzer, InferenceConfig};
-    let mut stats = Stats::default();
+    use mcp_trace::mcp::{Analyzer, InferenceConfig, McpCounters};
+    let mut stats = HttpCounters::default();
     let events = read_har("session.har", &mcp_session_har(), 5000, &mut stats).unwrap();
     let mut analyzer = Analyzer::new(InferenceConfig::default());
+    let mut mcp = McpCounters::default();
     for ev in events {
-        analyzer.push(ev, &mut stats);
+        analyzer.push(ev, &mut mcp);
     }
-    let rows = analyzer.finish(&mut stats);
+    let rows = analyzer.finish(&mut mcp);
     // `stream_end` is `none` for plain JSON answers (report-schema.md).
     let got: Vec<(Option<&str>, &str, &str)> = rows
         .iter()
@@ -631,7 +632,7 @@ fn har_events_through_the_mcp_stage() {
 /// samples/") through the MCP stage give the rows of their ground truth.
 #[test]
 fn samples_har_match_ground_truth() {
-    use mcp_trace::mcp::{Analyzer, InferenceConfig};
+    use mcp_trace::mcp::{Analyzer, InferenceConfig, McpCounters};
     let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/samples"));
     let listing = std::fs::read_dir(dir).unwrap();
     let mut hars: Vec<PathBuf> = listing
@@ -647,13 +648,14 @@ fn samples_har_match_ground_truth() {
         };
         let truth: Value = serde_json::from_slice(&truth).unwrap();
         let name = har.file_name().unwrap().to_str().unwrap();
-        let mut stats = Stats::default();
+        let mut stats = HttpCounters::default();
         let events = read_har(name, &std::fs::read(har).unwrap(), 0, &mut stats).unwrap();
         let mut analyzer = Analyzer::new(InferenceConfig::default());
+        let mut mcp = McpCounters::default();
         for ev in events {
-            analyzer.push(ev, &mut stats);
+            analyzer.push(ev, &mut mcp);
         }
-        let rows = analyzer.finish(&mut stats);
+        let rows = analyzer.finish(&mut mcp);
         let want = truth["entries"].as_array().unwrap();
         assert_eq!(rows.len(), want.len(), "{name}: rows");
         for (r, t) in rows.iter().zip(want) {

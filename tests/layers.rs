@@ -15,10 +15,11 @@ const STAGES: [&str; 10] = [
     "stream", "capture", "decode", "flow", "tls", "http", "har", "rpc", "mcp", "report",
 ];
 /// Shared utilities: any stage may import them; they import no stage (each other, yes).
-const UTILITIES: [&str; 7] = [
+const UTILITIES: [&str; 8] = [
     "anomaly",
     "buffers",
     "contract",
+    "counters",
     "display",
     "hashing",
     "testing",

@@ -1062,9 +1062,10 @@ fn head_too_large_does_not_loop() {
 /// `tcp_payload_bytes + duplicate_bytes + sum(tcp_bytes_unused)`.
 /// Returns `(name, seen, delivered, duplicate + unused, gap)` per capture.
 fn byte_accounting(files: &[PathBuf]) -> Vec<(String, u64, u64, u64, u64)> {
-    use mcp_trace::anomaly::Stats;
+    use mcp_trace::capture::CaptureCounters;
     use mcp_trace::capture::{Merger, Source, open};
     use mcp_trace::decode::{Decoded, Decoder};
+    use mcp_trace::flow::FlowCounters;
     use mcp_trace::flow::{FlowLimits, FlowTable};
     let mut rows = Vec::new();
     for path in files {
@@ -1072,13 +1073,14 @@ fn byte_accounting(files: &[PathBuf]) -> Vec<(String, u64, u64, u64, u64)> {
         let Ok(Source::Packets(reader)) = open(&p, 0) else {
             continue;
         };
-        let mut stats = Stats::default();
+        let mut capture = CaptureCounters::default();
+        let mut stats = FlowCounters::default();
         let mut merger = Merger::new(vec![reader]);
         let mut decoder = Decoder::new();
         let mut flows = FlowTable::new(FlowLimits::default());
         let mut events = Vec::new();
         let mut seen = 0u64;
-        while let Some(frame) = merger.next_frame(&mut stats) {
+        while let Some(frame) = merger.next_frame(&mut capture) {
             if let Decoded::Segment(seg) = decoder.decode(&frame) {
                 seen += seg.payload.len() as u64;
                 flows.push(seg, &mut stats, &mut events);

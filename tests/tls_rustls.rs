@@ -9,11 +9,13 @@
 //! own secret left out of the key log), 0-RTT early data, each TLS 1.3 suite.
 
 use crate::support::{Capture, Conn};
-use mcp_trace::anomaly::Stats;
+use arcstr::ArcStr;
 use mcp_trace::capture;
 use mcp_trace::decode::{Decoded, Decoder};
 use mcp_trace::flow::{FlowLimits, FlowTable};
-use mcp_trace::tls::{ConnectionReport, KeyLog, TlsStage};
+use mcp_trace::report::RunStats;
+use mcp_trace::stream::{StreamEventKind, TlsSummary};
+use mcp_trace::tls::{KeyLog, TlsStage};
 use rustls::crypto::{CryptoProvider, ring as provider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
@@ -287,17 +289,18 @@ fn tool_call(id: u64) -> (Vec<u8>, Vec<u8>) {
     )
 }
 
-/// What `analyze` wrote (exchange rows, run summary, all output text), and the TLS stage's
-/// report of each connection (handshake facts, `decryption`) on the same capture and key log.
+/// What `analyze` wrote (exchange rows, run summary, all output text), and the TLS part of
+/// each connection's record (handshake facts, `decryption`) on the same capture and key log.
 struct Analysis {
     rows: Vec<Value>,
-    conns: Vec<ConnectionReport>,
+    conns: Vec<TlsSummary>,
     summary: Value,
     all_text: String,
 }
 
-/// capture -> decode -> flow -> TLS stage in process: each connection's report, by stream.
-fn stage_reports(pcap: &Path, keylog: Option<&str>) -> Vec<ConnectionReport> {
+/// capture -> decode -> flow -> TLS stage in process: the TLS part of each connection's record
+/// (as its `Closed` event carries it), by stream.
+fn stage_records(pcap: &Path, keylog: Option<&str>) -> Vec<TlsSummary> {
     let mut keys = KeyLog::new();
     if let Some(text) = keylog {
         keys.add_text("test", text.as_bytes());
@@ -306,27 +309,33 @@ fn stage_reports(pcap: &Path, keylog: Option<&str>) -> Vec<ConnectionReport> {
     let Ok(capture::Source::Packets(reader)) = capture::open(pcap.to_str().unwrap(), 0) else {
         panic!("{pcap:?} is not a packet capture");
     };
-    let mut stats = Stats::default();
+    let mut stats = RunStats::default();
     let mut frames = capture::Merger::new(vec![reader]);
     let mut decoder = Decoder::new();
     let mut table = FlowTable::new(FlowLimits::default());
     let (mut flow_out, mut out) = (Vec::new(), Vec::new());
-    while let Some(frame) = frames.next_frame_ref(&mut stats) {
+    while let Some(frame) = frames.next_frame_ref(&mut stats.capture) {
         if let Decoded::Segment(seg) = decoder.decode_ref(&frame) {
-            table.push(seg, &mut stats, &mut flow_out);
+            table.push(seg, &mut stats.flow, &mut flow_out);
         }
     }
-    table.finish(&mut stats, &mut flow_out);
+    table.finish(&mut stats.flow, &mut flow_out);
     for ev in flow_out {
-        stage.push(ev, &mut stats, &mut out);
+        stage.push(ev, &mut stats.tls, &mut out);
     }
-    stage.finish(&mut stats, &mut out);
-    let mut reports = stage.take_reports();
-    reports.sort_by_key(|r| r.stream);
-    for r in &reports {
-        assert!(r.bytes.adds_up(), "stream {}: {:?}", r.stream, r.bytes);
+    stage.finish(&mut stats.tls, &mut out);
+    let mut records: Vec<(u64, TlsSummary)> = out
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            StreamEventKind::Closed { record, .. } => Some((e.stream, record.tls)),
+            _ => None,
+        })
+        .collect();
+    records.sort_by_key(|(stream, _)| *stream);
+    for (stream, r) in &records {
+        assert!(r.bytes.adds_up(), "stream {stream}: {:?}", r.bytes);
     }
-    reports
+    records.into_iter().map(|(_, r)| r).collect()
 }
 
 fn analyze(cap: &Capture, keylog: Option<&str>) -> Analysis {
@@ -362,7 +371,7 @@ fn analyze(cap: &Capture, keylog: Option<&str>) -> Analysis {
     }
     Analysis {
         rows: lines(&d("rows.jsonl")),
-        conns: stage_reports(&pcap, keylog),
+        conns: stage_records(&pcap, keylog),
         summary: serde_json::from_str(&std::fs::read_to_string(d("summary.json")).unwrap())
             .unwrap(),
         all_text,
@@ -397,7 +406,7 @@ impl Analysis {
     }
 
     fn resumed(&self) -> Vec<Option<bool>> {
-        self.conns.iter().map(|c| c.facts.resumed).collect()
+        self.conns.iter().map(|c| c.resumed).collect()
     }
 
     /// The TLS byte identity of the run summary, and that no secret is in any output.
@@ -501,11 +510,11 @@ fn tls13_each_suite_decrypted_and_no_key_without_the_log() {
         let a = analyze(&cap, Some(&s.secrets.nss(|_, _| false)));
         assert_eq!(a.exchanges(), ok_rows(0, 1, &METHODS), "{name}");
         assert_eq!(a.decryption(), ["decrypted"], "{name}");
-        let facts = &a.conns[0].facts;
-        assert_eq!(facts.cipher_name().as_deref(), Some(name.as_str()));
-        assert_eq!(facts.version_name().as_deref(), Some("TLS 1.3"));
+        let facts = &a.conns[0];
+        assert_eq!(facts.cipher.as_deref(), Some(name.as_str()));
+        assert_eq!(facts.version.as_deref(), Some("TLS 1.3"));
         assert_eq!(facts.sni.as_deref(), Some(SNI));
-        assert_eq!(facts.alpn_offered, ["http/1.1"]);
+        assert_eq!(facts.alpn_offered, [ArcStr::from("http/1.1")]);
         assert_eq!(
             facts.alpn.as_deref(),
             Some("http/1.1"),
@@ -602,8 +611,8 @@ fn tls12_resumption_master_secret_from_the_earlier_handshake() {
             assert_eq!(a.exchanges(), want, "{name}");
             assert_eq!(a.decryption(), ["decrypted", "decrypted"], "{name}");
             assert_eq!(a.resumed(), [Some(false), Some(true)], "{name}");
-            let facts = &a.conns[1].facts;
-            assert_eq!(facts.version_name().as_deref(), Some("TLS 1.2"));
+            let facts = &a.conns[1];
+            assert_eq!(facts.version.as_deref(), Some("TLS 1.2"));
             assert_eq!(facts.alpn.as_deref(), Some("http/1.1"));
             a.check_accounting(&s.secrets);
 
@@ -647,7 +656,7 @@ fn tls13_early_data_with_and_without_its_secret() {
     assert_eq!(a.exchanges(), want, "the 0-RTT request is decrypted");
     assert_eq!(a.decryption(), ["decrypted", "decrypted"]);
     assert_eq!(a.resumed(), [Some(false), Some(true)]);
-    assert!(a.conns[1].facts.early_data_offered);
+    assert!(a.conns[1].early_data_offered);
     a.check_accounting(&s.secrets);
     let undecrypted = &a.summary["tls_bytes"]["undecrypted"];
     assert!(

@@ -10,9 +10,9 @@
 //! response_body_len, each only where the baseline has the column.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use mcp_trace::anomaly::Stats;
 use mcp_trace::http::HttpRow;
 use mcp_trace::http::redact::redact_target;
+use mcp_trace::report::RunStats;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -23,7 +23,7 @@ fn corpus_dir() -> PathBuf {
 }
 
 /// The end-to-end pipeline (capture -> decode -> flow -> http -> rows).
-fn http_rows(inputs: &[String]) -> (Vec<HttpRow>, Stats) {
+fn http_rows(inputs: &[String]) -> (Vec<HttpRow>, RunStats) {
     mcp_trace::pipeline::http_rows(inputs, &mcp_trace::pipeline::Config::default())
         .unwrap_or_else(|e| panic!("{inputs:?}: {e}"))
 }
@@ -485,7 +485,7 @@ fn zeek_special_expectations() {
             .contains("http.gap_in_body"),
         "{rows:?}"
     );
-    assert!(stats.gap_bytes >= 1448);
+    assert!(stats.flow.gap_bytes >= 1448);
 
     // IPv6 with atomic fragments: the four connections Zeek saw.
     let case = dir.join("ipv6-atomic-frag");

@@ -1,11 +1,11 @@
 use super::*;
 use crate::tcp::*;
-use mcp_trace::anomaly::Stats;
 use mcp_trace::capture::{self, Source};
 use mcp_trace::decode::{Decoded, Decoder};
 use mcp_trace::flow::{FlowLimits, FlowTable};
-use mcp_trace::stream::{Decryption, Side, StreamEvent, StreamEventKind};
-use mcp_trace::tls::{ConnectionReport, KeyLog, TlsStage};
+use mcp_trace::report::RunStats;
+use mcp_trace::stream::{Decryption, Side, StreamEvent, StreamEventKind, TlsSummary};
+use mcp_trace::tls::{KeyLog, TlsCounters, TlsStage};
 
 #[test]
 fn checksums_verify() {
@@ -53,12 +53,13 @@ fn same_seed_same_bytes_and_truth() {
 }
 
 /// Bytes each stream hands on, per side ([client, server]), after the flow stage and,
-/// with a key log, the TLS stage; with the TLS stage's reports and the run's counters.
+/// with a key log, the TLS stage; with the TLS part of each connection's record and the run's
+/// counters.
 struct Streams {
     bytes: BTreeMap<u64, [Vec<u8>; 2]>,
     gaps: u64,
-    reports: Vec<ConnectionReport>,
-    stats: Stats,
+    records: BTreeMap<u64, TlsSummary>,
+    stats: RunStats,
 }
 
 fn through_stages(path: &std::path::Path, keys: Option<&std::path::Path>) -> Streams {
@@ -71,13 +72,13 @@ fn through_stages(path: &std::path::Path, keys: Option<&std::path::Path>) -> Str
             .unwrap();
         TlsStage::new(log)
     });
-    let mut stats = Stats::default();
+    let mut stats = RunStats::default();
     let mut frames = capture::Merger::new(vec![reader]);
     let mut decoder = Decoder::new();
     let mut table = FlowTable::new(FlowLimits::default());
     let (mut flow_out, mut out) = (Vec::new(), Vec::new());
     let mut pass =
-        |flow_out: &mut Vec<StreamEvent>, out: &mut Vec<StreamEvent>, stats: &mut Stats| {
+        |flow_out: &mut Vec<StreamEvent>, out: &mut Vec<StreamEvent>, stats: &mut TlsCounters| {
             for ev in flow_out.drain(..) {
                 match stage.as_mut() {
                     Some(s) => s.push(ev, stats, out),
@@ -85,23 +86,21 @@ fn through_stages(path: &std::path::Path, keys: Option<&std::path::Path>) -> Str
                 }
             }
         };
-    while let Some(frame) = frames.next_frame(&mut stats) {
+    while let Some(frame) = frames.next_frame(&mut stats.capture) {
         if let Decoded::Segment(seg) = decoder.decode(&frame) {
-            table.push(seg, &mut stats, &mut flow_out);
-            pass(&mut flow_out, &mut out, &mut stats);
+            table.push(seg, &mut stats.flow, &mut flow_out);
+            pass(&mut flow_out, &mut out, &mut stats.tls);
         }
     }
-    table.finish(&mut stats, &mut flow_out);
-    pass(&mut flow_out, &mut out, &mut stats);
-    let mut reports = Vec::new();
+    table.finish(&mut stats.flow, &mut flow_out);
+    pass(&mut flow_out, &mut out, &mut stats.tls);
     if let Some(s) = stage.as_mut() {
-        s.finish(&mut stats, &mut out);
-        reports = s.take_reports();
+        s.finish(&mut stats.tls, &mut out);
     }
     let mut streams = Streams {
         bytes: BTreeMap::new(),
         gaps: 0,
-        reports,
+        records: BTreeMap::new(),
         stats,
     };
     for ev in out {
@@ -111,6 +110,9 @@ fn through_stages(path: &std::path::Path, keys: Option<&std::path::Path>) -> Str
                 sides[usize::from(side == Side::Server)].extend_from_slice(&bytes);
             }
             StreamEventKind::Gap { .. } => streams.gaps += 1,
+            StreamEventKind::Closed { record, .. } => {
+                streams.records.insert(ev.stream, record.tls);
+            }
             _ => {}
         }
     }
@@ -143,29 +145,28 @@ fn tls_capture_decrypts_to_the_plaintext_capture() {
     // Every connection with traffic is TLS 1.3 as generated, decrypted, its bytes
     // accounted for; the stage reports nothing wrong.
     let with_data = want.bytes.values().filter(|s| !s[0].is_empty()).count();
-    assert_eq!(got.reports.len(), want.bytes.len());
+    assert_eq!(got.records.len(), want.bytes.len());
     let mut decrypted = 0;
-    for r in &got.reports {
-        if want.bytes[&r.stream][0].is_empty() {
+    for (stream, r) in &got.records {
+        if want.bytes[stream][0].is_empty() {
             continue;
         }
-        assert_eq!(r.decryption, Decryption::Decrypted, "stream {}", r.stream);
+        assert_eq!(r.decryption, Decryption::Decrypted, "stream {stream}");
         assert!(
             r.bytes.adds_up() && r.bytes.undecrypted.is_empty(),
             "{:?}",
             r.bytes
         );
-        let f = &r.facts;
         assert_eq!(
             (
-                f.version,
-                f.cipher_suite,
-                f.sni.as_deref(),
-                f.alpn.as_deref()
+                r.version.as_deref(),
+                r.cipher.as_deref(),
+                r.sni.as_deref(),
+                r.alpn.as_deref()
             ),
             (
-                Some(0x0304),
-                Some(0x1301),
+                Some("TLS 1.3"),
+                Some("TLS_AES_128_GCM_SHA256"),
                 Some("bench.local"),
                 Some("http/1.1")
             )
@@ -174,19 +175,19 @@ fn tls_capture_decrypts_to_the_plaintext_capture() {
     }
     assert_eq!(decrypted, with_data);
     assert!(
-        !got.stats.anomalies.keys().any(|k| k.starts_with("tls.")),
+        !got.stats.anomalies().keys().any(|k| k.starts_with("tls.")),
         "{:?}",
-        got.stats.anomalies
+        got.stats.anomalies()
     );
     // The two captures carry the same packets but for the TLS-only ones.
     assert_eq!(
-        want.stats.tcp_payload_bytes,
+        want.stats.flow.tcp_payload_bytes,
         want.bytes
             .values()
             .map(|s| (s[0].len() + s[1].len()) as u64)
             .sum::<u64>()
     );
-    assert!(got.stats.packets_total > want.stats.packets_total);
+    assert!(got.stats.capture.packets_total > want.stats.capture.packets_total);
 }
 
 #[test]

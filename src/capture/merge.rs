@@ -7,7 +7,8 @@
 use super::reader::{PacketReader, UNKNOWN_INTERFACE_LINK_TYPE};
 use super::secrets::CaptureSecrets;
 use super::{Frame, FrameRef, InputInfo};
-use crate::anomaly::Stats;
+use crate::anomaly::Anomaly;
+use crate::capture::CaptureCounters;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -29,12 +30,12 @@ pub struct Merger {
 }
 
 /// The next frame's number (counted in `stats`), from `next_index`.
-fn number(next_index: &mut u64, link_type: u32, stats: &mut Stats) -> u64 {
+fn number(next_index: &mut u64, link_type: u32, stats: &mut CaptureCounters) -> u64 {
     let index = *next_index;
     *next_index = next_index.saturating_add(1);
     stats.packets_total = stats.packets_total.saturating_add(1);
     if link_type == UNKNOWN_INTERFACE_LINK_TYPE {
-        stats.anomaly("capture.unknown_interface");
+        stats.anomaly(Anomaly::CaptureUnknownInterface);
     }
     index
 }
@@ -67,7 +68,7 @@ impl Merger {
 
     /// Pull reader `i`'s next frame into its head slot. Damage ends that reader
     /// only: it is already in its `InputInfo.error`, here it becomes an anomaly.
-    fn pull(&mut self, i: usize, stats: &mut Stats) {
+    fn pull(&mut self, i: usize, stats: &mut CaptureCounters) {
         let Some(reader) = self.readers.get_mut(i) else {
             return;
         };
@@ -80,14 +81,14 @@ impl Merger {
                     *slot = Some(frame);
                 }
             }
-            Some(Err(_)) => stats.anomaly("capture.damaged_input"),
+            Some(Err(_)) => stats.anomaly(Anomaly::CaptureDamagedInput),
             None => {}
         }
     }
 
     /// The next frame in timestamp order, with `index` set (1-based across inputs).
     /// Counts `stats.packets_total`.
-    pub fn next_frame(&mut self, stats: &mut Stats) -> Option<Frame> {
+    pub fn next_frame(&mut self, stats: &mut CaptureCounters) -> Option<Frame> {
         if self.readers.len() == 1 {
             return self.next_frame_ref(stats).map(|f| f.to_frame());
         }
@@ -106,7 +107,7 @@ impl Merger {
 
     /// [`Merger::next_frame`] with the bytes borrowed until the next call: one input is
     /// decoded straight from its read buffer, without the heap or a copy of each record.
-    pub fn next_frame_ref(&mut self, stats: &mut Stats) -> Option<FrameRef<'_>> {
+    pub fn next_frame_ref(&mut self, stats: &mut CaptureCounters) -> Option<FrameRef<'_>> {
         if self.readers.len() != 1 {
             let frame = self.next_frame(stats)?;
             if let Some(old) = self.current.replace(frame) {
@@ -131,7 +132,7 @@ impl Merger {
                 Some(frame)
             }
             Some(Err(_)) => {
-                stats.anomaly("capture.damaged_input");
+                stats.anomaly(Anomaly::CaptureDamagedInput);
                 *single_ended = true;
                 None
             }

@@ -6,12 +6,14 @@
 //! Never panics on any input: unreadable files are a [`CaptureError`];
 //! damage after a valid header ends that input and is reported by the caller.
 
+mod counters;
 mod har_sniff;
 mod merge;
 mod reader;
 mod secrets;
 mod source;
 
+pub use counters::CaptureCounters;
 pub use har_sniff::{UTF8_BOM, has_zlib_header, is_compressed_har};
 pub use merge::Merger;
 pub use reader::{MAX_RECORD_BYTES, PacketReader, READ_CHUNK_BYTES, UNKNOWN_INTERFACE_LINK_TYPE};

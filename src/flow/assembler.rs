@@ -37,8 +37,10 @@
 
 use super::history::History;
 use super::seq::{SeqMap, SeqNum};
-use crate::anomaly::{Stats, UnusedBytes};
+use crate::anomaly::{Anomaly, UnusedBytes};
+use crate::flow::FlowCounters;
 use crate::stream::{GapLen, Side, StreamEvent, StreamEventKind};
+use crate::timestamp::CaptureTime;
 use std::collections::BTreeMap;
 
 /// Most separate out-of-order pieces buffered per direction; bounds the map
@@ -63,17 +65,17 @@ pub const ACK_EVIDENCE_SEGMENTS: u8 = 2;
 /// Where events of one stream go, stamped with the packet that caused them.
 pub(crate) struct Sink<'a> {
     pub stream: u64,
-    pub ts_ns: i64,
+    pub ts: CaptureTime,
     pub frame: u64,
     pub out: &'a mut Vec<StreamEvent>,
-    pub stats: &'a mut Stats,
+    pub stats: &'a mut FlowCounters,
 }
 
 impl Sink<'_> {
     pub fn emit(&mut self, kind: StreamEventKind) {
         self.out.push(StreamEvent {
             stream: self.stream,
-            ts_ns: self.ts_ns,
+            ts: self.ts,
             frame: self.frame,
             kind,
         });
@@ -230,7 +232,7 @@ impl Assembler {
         }
         if wire > 0 {
             if captured < wire {
-                sink.stats.anomaly("flow.truncated_segment");
+                sink.stats.anomaly(Anomaly::FlowTruncatedSegment);
             }
             self.insert_segment(start, payload, wire, sink);
         }
@@ -288,10 +290,10 @@ impl Assembler {
 
     /// A segment arriving after the stream closed: retransmitted bytes count
     /// as duplicates, anything new is an anomaly (no event can carry it).
-    pub fn late_segment(&self, data_seq: SeqNum, captured: usize, stats: &mut Stats) {
+    pub fn late_segment(&self, data_seq: SeqNum, captured: usize, stats: &mut FlowCounters) {
         let Some(map) = self.map else {
             if captured > 0 {
-                stats.anomaly("flow.data_after_close");
+                stats.anomaly(Anomaly::FlowDataAfterClose);
                 stats.unused_tcp_bytes(UnusedBytes::AfterClose, captured as u64);
             }
             return;
@@ -305,7 +307,7 @@ impl Assembler {
         let dup = end.min(next).saturating_sub(start.max(0)).max(0);
         stats.duplicate_bytes = stats.duplicate_bytes.saturating_add(dup.unsigned_abs());
         if end > next {
-            stats.anomaly("flow.data_after_close");
+            stats.anomaly(Anomaly::FlowDataAfterClose);
         }
         let used = dup.unsigned_abs();
         stats.unused_tcp_bytes(
@@ -325,11 +327,11 @@ impl Assembler {
 
     fn note_fin(&mut self, end: i64, sink: &mut Sink<'_>) {
         let Ok(end) = u64::try_from(end) else {
-            sink.stats.anomaly("flow.before_stream_start");
+            sink.stats.anomaly(Anomaly::FlowBeforeStreamStart);
             return;
         };
         if end > self.next.saturating_add(MAX_WINDOW_BYTES) {
-            sink.stats.anomaly("flow.seq_out_of_window");
+            sink.stats.anomaly(Anomaly::FlowSeqOutOfWindow);
             return;
         }
         self.seen_end = self.seen_end.max(end);
@@ -337,13 +339,13 @@ impl Assembler {
             None => {
                 // A FIN below delivered data contradicts it; keep what was delivered.
                 if end < self.next {
-                    sink.stats.anomaly("flow.fin_mismatch");
+                    sink.stats.anomaly(Anomaly::FlowFinMismatch);
                 }
                 let at = end.max(self.next);
                 self.fin = Some(at);
                 self.trim_after_fin(at, sink);
             }
-            Some(f) if f != end => sink.stats.anomaly("flow.fin_mismatch"),
+            Some(f) if f != end => sink.stats.anomaly(Anomaly::FlowFinMismatch),
             Some(_) => {}
         }
     }
@@ -368,7 +370,7 @@ impl Assembler {
         if after.is_empty() {
             return;
         }
-        sink.stats.anomaly("flow.data_after_fin");
+        sink.stats.anomaly(Anomaly::FlowDataAfterFin);
         for chunk in after.values() {
             if let Chunk::Data(v) = chunk {
                 self.buffered = self.buffered.saturating_sub(v.len());
@@ -383,7 +385,7 @@ impl Assembler {
         let end = start.saturating_add(i64::try_from(wire).unwrap_or(i64::MAX));
         let cap_end = start.saturating_add(captured).min(end);
         if start < 0 {
-            sink.stats.anomaly("flow.before_stream_start");
+            sink.stats.anomaly(Anomaly::FlowBeforeStreamStart);
             let below = cap_end.min(0).saturating_sub(start);
             sink.stats
                 .unused_tcp_bytes(UnusedBytes::BeforeStreamStart, below.unsigned_abs());
@@ -395,7 +397,7 @@ impl Assembler {
             return;
         }
         if s > self.next.saturating_add(MAX_WINDOW_BYTES) {
-            sink.stats.anomaly("flow.seq_out_of_window");
+            sink.stats.anomaly(Anomaly::FlowSeqOutOfWindow);
             sink.stats
                 .unused_tcp_bytes(UnusedBytes::OutOfWindow, cap_e.saturating_sub(s));
             return;
@@ -403,7 +405,7 @@ impl Assembler {
         if let Some(f) = self.fin
             && e > f
         {
-            sink.stats.anomaly("flow.data_after_fin");
+            sink.stats.anomaly(Anomaly::FlowDataAfterFin);
             e = f.max(s);
             let cut = cap_e.min(e);
             sink.stats
@@ -436,7 +438,7 @@ impl Assembler {
         // One per earlier piece contradicted, as Zeek counts
         // `rexmit_inconsistency` per overlapped block.
         for _ in 0..mismatches {
-            sink.stats.anomaly("flow.overlap_mismatch");
+            sink.stats.anomaly(Anomaly::FlowOverlapMismatch);
         }
     }
 
@@ -646,7 +648,7 @@ impl Assembler {
             self.gap_to(start, sink);
         }
         if hit {
-            sink.stats.anomaly("flow.buffer_limit");
+            sink.stats.anomaly(Anomaly::FlowBufferLimit);
         }
     }
 

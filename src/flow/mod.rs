@@ -15,6 +15,7 @@
 //! stage sends which, is written there.
 
 mod assembler;
+mod counters;
 mod history;
 pub mod seq;
 mod slab;
@@ -25,6 +26,7 @@ mod tests;
 pub use assembler::{
     ACK_EVIDENCE_SEGMENTS, MAX_ACK_AHEAD_BYTES, MAX_BUFFERED_CHUNKS, MAX_WINDOW_BYTES,
 };
+pub use counters::FlowCounters;
 pub use history::RETAINED_DELIVERED_BYTES;
 pub use table::{CLOSED_LINGER_NS, FlowTable, SWEEP_INTERVAL_NS, SYN_REUSE_DISTANCE};
 

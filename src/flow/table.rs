@@ -34,10 +34,12 @@ use super::FlowLimits;
 use super::assembler::{Assembler, Sink};
 use super::seq::SeqNum;
 use super::slab::{List, Slab};
-use crate::anomaly::{Stats, UnusedBytes};
+use crate::anomaly::{Anomaly, UnusedBytes};
 use crate::decode::Segment;
+use crate::flow::FlowCounters;
 use crate::hashing::HashMap;
 use crate::stream::{CloseReason, ConnectionRecord, EndedBy, Side, StreamEvent, StreamEventKind};
+use crate::timestamp::CaptureTime;
 use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 
@@ -104,13 +106,13 @@ struct Flow {
     server: SocketAddr,
     from_client: Assembler,
     from_server: Assembler,
-    last_ts: i64,
+    last_ts_ns: i64,
     last_frame: u64,
     closed: bool,
     /// For the connection's record: the input and time of the first packet, packets
     /// processed, whether a RST ended it.
     input: usize,
-    first_ts: i64,
+    first_ts_ns: i64,
     packets: u64,
     rst: bool,
 }
@@ -156,10 +158,10 @@ impl Flow {
         }
     }
 
-    fn sink<'a>(&self, out: &'a mut Vec<StreamEvent>, stats: &'a mut Stats) -> Sink<'a> {
+    fn sink<'a>(&self, out: &'a mut Vec<StreamEvent>, stats: &'a mut FlowCounters) -> Sink<'a> {
         Sink {
             stream: self.stream,
-            ts_ns: self.last_ts,
+            ts: CaptureTime::from_ns(self.last_ts_ns),
             frame: self.last_frame,
             out,
             stats,
@@ -167,10 +169,10 @@ impl Flow {
     }
 
     /// Flush both directions and emit `Closed`.
-    fn close(&mut self, reason: CloseReason, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    fn close(&mut self, reason: CloseReason, stats: &mut FlowCounters, out: &mut Vec<StreamEvent>) {
         let mut sink = Sink {
             stream: self.stream,
-            ts_ns: self.last_ts,
+            ts: CaptureTime::from_ns(self.last_ts_ns),
             frame: self.last_frame,
             out,
             stats,
@@ -186,8 +188,8 @@ impl Flow {
     fn closed_event(&self, reason: CloseReason) -> StreamEventKind {
         let mut record = ConnectionRecord::new(self.stream, self.input, self.client, self.server);
         let facts = &mut record.flow;
-        facts.first_ts_ns = self.first_ts;
-        facts.last_ts_ns = self.last_ts;
+        facts.first_ts = CaptureTime::from_ns(self.first_ts_ns);
+        facts.last_ts = CaptureTime::from_ns(self.last_ts_ns);
         facts.packets = self.packets;
         facts.client_bytes = self.from_client.delivered_bytes();
         facts.server_bytes = self.from_server.delivered_bytes();
@@ -265,7 +267,7 @@ impl FlowTable {
     }
 
     /// Feed one segment (in capture order). Appends events for any stream in `out`.
-    pub fn push(&mut self, seg: Segment, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    pub fn push(&mut self, seg: Segment, stats: &mut FlowCounters, out: &mut Vec<StreamEvent>) {
         stats.tcp_payload_bytes_seen = stats
             .tcp_payload_bytes_seen
             .saturating_add(seg.payload.len() as u64);
@@ -311,7 +313,7 @@ impl FlowTable {
 
     /// End of capture: flush every open stream (buffered data delivered, holes
     /// as gaps, `Closed{CaptureEnd}`), in stream order. The table is empty afterwards.
-    pub fn finish(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    pub fn finish(&mut self, stats: &mut FlowCounters, out: &mut Vec<StreamEvent>) {
         let mut open: Vec<Box<Flow>> = self
             .flows
             .drain()
@@ -330,7 +332,7 @@ impl FlowTable {
         &mut self,
         key: FlowKey,
         seg: Segment,
-        stats: &mut Stats,
+        stats: &mut FlowCounters,
         out: &mut Vec<StreamEvent>,
     ) {
         if self.flows.len(List::Open) >= self.limits.max_open_flows.max(1) {
@@ -348,7 +350,7 @@ impl FlowTable {
         stats.tcp_streams = stats.tcp_streams.saturating_add(1);
         out.push(StreamEvent {
             stream,
-            ts_ns: seg.ts_ns,
+            ts: CaptureTime::from_ns(seg.ts_ns),
             frame: seg.frame,
             kind: StreamEventKind::Opened {
                 client,
@@ -364,11 +366,11 @@ impl FlowTable {
             server,
             from_client: Assembler::new(Side::Client),
             from_server: Assembler::new(Side::Server),
-            last_ts: seg.ts_ns,
+            last_ts_ns: seg.ts_ns,
             last_frame: seg.frame,
             closed: false,
             input: seg.input,
-            first_ts: seg.ts_ns,
+            first_ts_ns: seg.ts_ns,
             packets: 0,
             rst: false,
         };
@@ -378,12 +380,18 @@ impl FlowTable {
     }
 
     /// A segment of an open flow.
-    fn process(&mut self, id: usize, seg: Segment, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    fn process(
+        &mut self,
+        id: usize,
+        seg: Segment,
+        stats: &mut FlowCounters,
+        out: &mut Vec<StreamEvent>,
+    ) {
         let limit = self.limits.max_buffered_bytes_per_direction;
         let Some(flow) = self.flows.get_mut(id) else {
             return;
         };
-        flow.last_ts = seg.ts_ns;
+        flow.last_ts_ns = seg.ts_ns;
         flow.last_frame = seg.frame;
         flow.packets = flow.packets.saturating_add(1);
         flow.rst |= seg.flags.rst;
@@ -439,13 +447,13 @@ impl FlowTable {
     }
 
     /// Rule 1: expire idle open flows and old tombstones (oldest first).
-    fn sweep(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    fn sweep(&mut self, stats: &mut FlowCounters, out: &mut Vec<StreamEvent>) {
         let idle = self.limits.idle_timeout_ns;
         while let Some(id) = self.flows.front(List::Open) {
             let expired = self
                 .flows
                 .get(id)
-                .is_some_and(|f| self.now_ns.saturating_sub(f.last_ts) > idle);
+                .is_some_and(|f| self.now_ns.saturating_sub(f.last_ts_ns) > idle);
             if !expired {
                 break;
             }
@@ -458,7 +466,7 @@ impl FlowTable {
             let expired = self
                 .flows
                 .get(id)
-                .is_some_and(|f| self.now_ns.saturating_sub(f.last_ts) > linger);
+                .is_some_and(|f| self.now_ns.saturating_sub(f.last_ts_ns) > linger);
             if !expired {
                 break;
             }
@@ -467,11 +475,11 @@ impl FlowTable {
     }
 
     /// Rule 3: close the least recently active open flow.
-    fn evict_one(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    fn evict_one(&mut self, stats: &mut FlowCounters, out: &mut Vec<StreamEvent>) {
         if let Some(id) = self.flows.front(List::Open)
             && let Some(mut flow) = self.remove(id)
         {
-            stats.anomaly("flow.evicted");
+            stats.anomaly(Anomaly::FlowEvicted);
             flow.close(CloseReason::Evicted, stats, out);
         }
     }

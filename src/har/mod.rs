@@ -48,8 +48,9 @@ mod url;
 
 pub use body::MAX_DECODED_BODY_BYTES;
 
-use crate::anomaly::Stats;
+use crate::anomaly::Anomaly;
 use crate::capture::{CaptureError, UTF8_BOM, has_zlib_header, is_compressed_har};
+use crate::http::HttpCounters;
 use crate::http::pseudo::{ensure_host, split_pseudo};
 use crate::http::{
     BodyEnd, ConnInfo, ExchangeRef, Headers, HttpEvent, HttpRequest, RequestHead, ResponseHead,
@@ -104,7 +105,7 @@ pub fn read_har(
     name: &str,
     data: &[u8],
     conn_base: u64,
-    stats: &mut Stats,
+    stats: &mut HttpCounters,
 ) -> Result<Vec<HttpEvent>, CaptureError> {
     let inflated;
     let mut doc = data;
@@ -136,11 +137,11 @@ pub fn read_har(
         Some("1.2") => Model::V1_2,
         Some("1.3") => Model::V1_3,
         Some(_) => {
-            stats.anomaly("har.unsupported_version");
+            stats.anomaly(Anomaly::HarUnsupportedVersion);
             Model::V1_2
         }
         None => {
-            stats.anomaly("har.missing_version");
+            stats.anomaly(Anomaly::HarMissingVersion);
             Model::V1_2
         }
     };
@@ -151,7 +152,7 @@ pub fn read_har(
         let mut anomalies = Vec::new();
         let rec = match entry::parse_entry(model, v) {
             None => {
-                stats.anomaly("har.entry_skipped");
+                stats.anomaly(Anomaly::HarEntrySkipped);
                 continue;
             }
             Some(Parsed::Strict(rec)) => rec,
@@ -264,14 +265,14 @@ fn bodiless(method: &str, status: u16) -> bool {
     method.eq_ignore_ascii_case("HEAD") || status < 200 || status == 204 || status == 304
 }
 
-/// Collects an entry's anomaly names and counts them in [`Stats`].
+/// Collects an entry's anomaly names and counts them in [`HttpCounters`].
 struct Notes<'a> {
-    stats: &'a mut Stats,
+    stats: &'a mut HttpCounters,
 }
 
 impl Notes<'_> {
     fn add(&mut self, list: &mut Vec<String>, name: &str) {
-        self.stats.anomaly(name);
+        self.stats.anomaly_name(name);
         list.push(name.to_string());
     }
 }
@@ -309,7 +310,7 @@ fn entry_events(
     rec: EntryRecord,
     entry_anomalies: Vec<&'static str>,
     conns: &mut Connections,
-    stats: &mut Stats,
+    stats: &mut HttpCounters,
     out: &mut Vec<HttpEvent>,
 ) {
     stats.http_exchanges = stats.http_exchanges.saturating_add(1);

@@ -22,7 +22,7 @@ fn time_of(ev: &HttpEvent) -> i64 {
         | HttpEvent::ResponseBody { ts_us, .. }
         | HttpEvent::ResponseEnd { ts_us, .. }
         | HttpEvent::NoResponse { ts_us, .. } => *ts_us,
-        HttpEvent::ConnectionClosed(record) => record.flow.last_ts_ns.div_euclid(1000),
+        HttpEvent::ConnectionClosed(record) => record.flow.last_ts.as_us(),
     }
 }
 

@@ -12,7 +12,8 @@
 //!   `http_exchanges` as it goes out.
 
 use super::{BodyEnd, ConnInfo, ExchangeRef, HttpEvent};
-use crate::anomaly::Stats;
+use crate::anomaly::Anomaly;
+use crate::http::HttpCounters;
 use arcstr::ArcStr;
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -89,14 +90,14 @@ impl Exchanges {
         version: Cow<'static, str>,
         ts_us: i64,
         waiting: Option<u32>,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> ExchangeRef {
         let xref = self.next_exchange();
         if self.pending.len() >= PENDING_LIMIT
             && let Some(old) = self.pending.pop_front()
         {
-            stats.anomaly("http.pending_limit");
+            stats.anomaly(Anomaly::HttpPendingLimit);
             let ev = HttpEvent::NoResponse {
                 xref: old.xref,
                 ts_us,
@@ -135,7 +136,7 @@ impl Exchanges {
         &mut self,
         ev: HttpEvent,
         waiting: Option<u32>,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Emitted {
         if matches!(

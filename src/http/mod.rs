@@ -22,6 +22,7 @@
 //! log.rs         `mcp-trace http`'s rows
 //! ```
 
+mod counters;
 mod decompress;
 mod event;
 mod exchanges;
@@ -38,6 +39,7 @@ mod stage;
 #[cfg(test)]
 mod tests;
 
+pub use counters::HttpCounters;
 pub use decompress::DECODED_BODY_LIMIT;
 pub use event::{
     BodyEnd, ConnInfo, ExchangeRef, Headers, HttpEvent, HttpRequest, RequestHead, ResponseHead,

@@ -9,7 +9,7 @@
 
 use super::exchanges::Exchanges;
 use super::{BodyEnd, ExchangeRef, HttpEvent};
-use crate::anomaly::Stats;
+use crate::http::HttpCounters;
 use crate::stream::{CloseReason, GapLen, Side};
 
 /// Direction of HTTP messages, once the router knows which side is the client.
@@ -81,7 +81,7 @@ pub(super) trait ConnReader {
         bytes: &[u8],
         ts_us: i64,
         frame: u64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Option<Upgrade>;
 
@@ -92,7 +92,7 @@ pub(super) trait ConnReader {
         dir: Dir,
         len: GapLen,
         ts_us: Option<i64>,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Option<Upgrade>;
 
@@ -101,7 +101,7 @@ pub(super) trait ConnReader {
         &mut self,
         dir: Dir,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Option<Upgrade>;
 
@@ -110,7 +110,7 @@ pub(super) trait ConnReader {
         &mut self,
         dir: Dir,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Option<Upgrade>;
 
@@ -119,7 +119,7 @@ pub(super) trait ConnReader {
         &mut self,
         end: BodyEnd,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Option<Upgrade>;
 

@@ -22,7 +22,7 @@ use super::h1::{
 use super::h2;
 use super::reader::{ConnReader, Dir, Protocol, Upgrade, end_at_close};
 use super::{ConnInfo, HttpEvent};
-use crate::anomaly::Stats;
+use crate::http::HttpCounters;
 use crate::stream::{CloseReason, ConnectionRecord, GapLen, HttpVersion, Side};
 use arcstr::ArcStr;
 use std::net::SocketAddr;
@@ -217,7 +217,7 @@ impl Router {
         bytes: Vec<u8>,
         ts_us: i64,
         frame: u64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         self.last_ts_us = self.last_ts_us.max(ts_us);
@@ -244,7 +244,7 @@ impl Router {
         side: Side,
         len: GapLen,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         self.last_ts_us = self.last_ts_us.max(ts_us);
@@ -266,7 +266,13 @@ impl Router {
         }
     }
 
-    pub fn on_fin(&mut self, side: Side, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    pub fn on_fin(
+        &mut self,
+        side: Side,
+        ts_us: i64,
+        stats: &mut HttpCounters,
+        out: &mut Vec<HttpEvent>,
+    ) {
         self.last_ts_us = self.last_ts_us.max(ts_us);
         if matches!(self.route, Route::Undecided) {
             self.held.push(Event::Fin { side, ts_us });
@@ -276,7 +282,13 @@ impl Router {
     }
 
     /// A RST from `side` aborts both directions.
-    pub fn on_rst(&mut self, side: Side, ts_us: i64, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    pub fn on_rst(
+        &mut self,
+        side: Side,
+        ts_us: i64,
+        stats: &mut HttpCounters,
+        out: &mut Vec<HttpEvent>,
+    ) {
         if matches!(self.route, Route::Undecided) {
             self.decide(true, stats, out);
         }
@@ -288,7 +300,7 @@ impl Router {
         &mut self,
         reason: CloseReason,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         if matches!(self.route, Route::Undecided) {
@@ -309,7 +321,7 @@ impl Router {
     /// Hands `ev` to the connection's reader, with the flow's side turned into the HTTP
     /// direction. After an upgrade the next reader takes over; an end (gap, FIN, RST,
     /// close) that brought it is its too, while data after the switch came in the handover.
-    fn deliver(&mut self, ev: Event, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    fn deliver(&mut self, ev: Event, stats: &mut HttpCounters, out: &mut Vec<HttpEvent>) {
         let swapped = self.swapped;
         let dir = |side| Dir::of(side, swapped);
         let Some(reader) = self.reader() else {
@@ -343,7 +355,7 @@ impl Router {
     }
 
     /// The connection goes on in another protocol: its reader takes over.
-    fn upgrade(&mut self, upgrade: Upgrade, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    fn upgrade(&mut self, upgrade: Upgrade, stats: &mut HttpCounters, out: &mut Vec<HttpEvent>) {
         let Upgrade { protocol, handover } = upgrade;
         self.route = match protocol {
             Protocol::Http2 => Route::Http2(Box::new(h2::Conn::upgraded(
@@ -358,7 +370,7 @@ impl Router {
     /// Decides which side is the client from the first bytes of each side:
     /// a request line marks the client, a status line the server; a stream
     /// whose first bytes are neither is not HTTP.
-    fn decide(&mut self, at_end: bool, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    fn decide(&mut self, at_end: bool, stats: &mut HttpCounters, out: &mut Vec<HttpEvent>) {
         match self.probe_h2(at_end) {
             H2Probe::Yes { swapped } => return self.start_h2(swapped, stats, out),
             H2Probe::Wait => return,
@@ -527,7 +539,7 @@ impl Router {
         })
     }
 
-    fn start_h2(&mut self, swapped: bool, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    fn start_h2(&mut self, swapped: bool, stats: &mut HttpCounters, out: &mut Vec<HttpEvent>) {
         let info = self.connection_info(swapped);
         self.route = Route::Http2(Box::new(h2::Conn::new(info, self.limits)));
         for h in std::mem::take(&mut self.held) {

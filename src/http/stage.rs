@@ -4,8 +4,8 @@
 use super::HttpEvent;
 use super::HttpLimits;
 use super::router::Router;
-use crate::anomaly::Stats;
 use crate::hashing::HashMap;
+use crate::http::HttpCounters;
 use crate::stream::{CloseReason, StreamEvent, StreamEventKind, StreamStage};
 use arcstr::ArcStr;
 use std::collections::BTreeSet;
@@ -65,7 +65,7 @@ fn close(
     c: &mut Router,
     reason: CloseReason,
     ts_us: i64,
-    stats: &mut Stats,
+    stats: &mut HttpCounters,
     out: &mut Vec<HttpEvent>,
 ) {
     let from = out.len();
@@ -75,10 +75,11 @@ fn close(
 
 impl StreamStage for HttpStage {
     type Output = HttpEvent;
+    type Counters = HttpCounters;
 
     /// Feeds one stream event; finished HTTP events are appended to `out`.
-    fn push(&mut self, ev: StreamEvent, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
-        let ts_us = ev.ts_ns.div_euclid(1000);
+    fn push(&mut self, ev: StreamEvent, stats: &mut HttpCounters, out: &mut Vec<HttpEvent>) {
+        let ts_us = ev.ts.as_us();
         let stream = ev.stream;
         // The stream's request under way after the event, if any.
         let started = match ev.kind {
@@ -152,7 +153,7 @@ impl StreamStage for HttpStage {
     }
 
     /// Flushes every open connection as at capture end, in stream order.
-    fn finish(&mut self, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    fn finish(&mut self, stats: &mut HttpCounters, out: &mut Vec<HttpEvent>) {
         let mut streams: Vec<u64> = self.conns.keys().copied().collect();
         streams.sort_unstable();
         for s in streams {

@@ -9,6 +9,7 @@
 
 mod analyzer;
 mod classify;
+mod counters;
 mod exchange;
 mod limits;
 mod names;
@@ -24,6 +25,7 @@ pub use analyzer::{
     MAX_RELEASED_IDS, MAX_SERVER_REQUESTS_PER_SESSION, MAX_SESSION_INFOS, ORPHAN_WINDOW_US,
     RELEASE_MARK_MIN_AGE_US, REORDER_SLACK_US, STREAM_RESUME_HOLD_US, TENTATIVE_HOLD_US,
 };
+pub use counters::McpCounters;
 pub use exchange::{Exchange, InferenceInputs, SseMark};
 pub use limits::McpLimits;
 pub use names::{Kind, Layer, Outcome, RetryOrigin, StreamEnd, Transport};

@@ -50,9 +50,10 @@ pub use tool_catalog::{
     ToolSafety, ToolsPage,
 };
 
-use crate::anomaly::Stats;
+use crate::anomaly::Anomaly;
 use crate::display::{self, Cut, Escape};
 use crate::hashing::HashMap;
+use crate::mcp::McpCounters;
 use crate::mcp::{Exchange, InferenceConfig, Kind, Outcome, RetryOrigin};
 
 use index::{Prior, RecentRequests, session_hash_of};
@@ -116,16 +117,13 @@ pub struct RetryAnomalies {
 impl RetryAnomalies {
     /// Add the counts to `stats` as `mcp.retry_index_full`, `mcp.resume_target_missing` and
     /// `mcp.tool_catalog_full`.
-    pub fn record(&self, stats: &mut Stats) {
-        for (name, n) in [
-            ("mcp.retry_index_full", self.index_full),
-            ("mcp.resume_target_missing", self.resume_target_missing),
-            ("mcp.tool_catalog_full", self.tool_catalog_full),
+    pub fn record(&self, stats: &mut McpCounters) {
+        for (key, n) in [
+            (Anomaly::McpRetryIndexFull, self.index_full),
+            (Anomaly::McpResumeTargetMissing, self.resume_target_missing),
+            (Anomaly::McpToolCatalogFull, self.tool_catalog_full),
         ] {
-            if n > 0 {
-                let slot = stats.anomalies.entry(name.to_string()).or_default();
-                *slot = slot.saturating_add(n);
-            }
+            stats.anomalies.add_many(key, n);
         }
     }
 }
@@ -391,7 +389,7 @@ impl RetryInference {
 /// (report-schema.md section 4, rules in order): [`RetryInference::push`] on each row.
 ///
 /// `rows` must be sorted by `ts_request` with `exchange_id` assigned in that order. The returned
-/// counts go to [`Stats`] with [`RetryAnomalies::record`].
+/// counts go to [`McpCounters`] with [`RetryAnomalies::record`].
 pub fn infer_retries(rows: &mut [Exchange], cfg: &InferenceConfig) -> RetryAnomalies {
     infer_with_limit(rows, cfg, MAX_INDEXED_REQUESTS)
 }

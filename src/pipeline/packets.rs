@@ -3,13 +3,17 @@
 //! stages hand the sink ([`Item`]). `pipeline.rs` runs it with the stream chain on the
 //! caller's thread, `parallel/` on its reader thread.
 
-use crate::anomaly::Stats;
+use crate::anomaly::Anomaly;
 use crate::capture::{InputInfo, Merger};
+use crate::counters::Merge;
 use crate::decode::{Decoded, Decoder};
 use crate::flow::{FlowLimits, FlowTable};
+use crate::http::HttpCounters;
 use crate::http::HttpEvent;
 use crate::mcp::{Prepared, Preparer};
+use crate::report::RunStats;
 use crate::stream::StreamEvent;
+use crate::tls::TlsCounters;
 
 /// An HTTP event and, for `analyze`, the body work on it that needs no analyzer state, done
 /// on the thread that produced the event (see [`crate::mcp::Preparer`]).
@@ -42,9 +46,28 @@ pub enum Item {
     },
 }
 
+/// The counters of a chain of stream stages, added into the run's totals at its end.
+pub(super) trait ChainCounters: Default {
+    fn add_to(&self, stats: &mut RunStats);
+}
+
+impl ChainCounters for (TlsCounters, HttpCounters) {
+    fn add_to(&self, stats: &mut RunStats) {
+        stats.tls.merge(&self.0);
+        stats.http.merge(&self.1);
+    }
+}
+
+/// A chain of the HTTP stage alone (no TLS stage before it).
+impl ChainCounters for HttpCounters {
+    fn add_to(&self, stats: &mut RunStats) {
+        stats.http.merge(self);
+    }
+}
+
 /// Takes (drains) the stream events of one frame.
 pub(super) type StreamSink<'a, X> =
-    dyn FnMut(&mut Vec<StreamEvent>, &mut Stats) -> Result<(), X> + 'a;
+    dyn FnMut(&mut Vec<StreamEvent>, &mut RunStats) -> Result<(), X> + 'a;
 
 /// Where the packet stages ended.
 pub(super) struct ReadTotals {
@@ -58,7 +81,7 @@ pub(super) fn read_streams<X>(
     mut merger: Merger,
     flow: FlowLimits,
     progress: Option<&indicatif::ProgressBar>,
-    stats: &mut Stats,
+    stats: &mut RunStats,
     emit: &mut StreamSink<'_, X>,
 ) -> Result<ReadTotals, X> {
     let mut decoder = Decoder::new();
@@ -67,23 +90,23 @@ pub(super) fn read_streams<X>(
     let mut frames_since_tick = 0u32;
     let mut latest_ts_ns = i64::MIN;
 
-    while let Some(frame) = merger.next_frame_ref(stats) {
+    while let Some(frame) = merger.next_frame_ref(&mut stats.capture) {
         // Inputs are merged by time, so a step back comes from within one file
         // (clock changes, reordered writes): latencies across it are unreliable.
         if frame.ts_ns < latest_ts_ns {
-            stats.anomaly("capture.time_went_backwards");
+            stats.capture.anomaly(Anomaly::CaptureTimeWentBackwards);
         }
         latest_ts_ns = latest_ts_ns.max(frame.ts_ns);
         if frame.is_truncated() {
-            stats.packets_truncated += 1;
+            stats.capture.packets_truncated += 1;
         }
         match decoder.decode_ref(&frame) {
             Decoded::Segment(segment) => {
-                stats.packets_decoded += 1;
-                flows.push(segment, stats, &mut stream_events);
+                stats.capture.packets_decoded += 1;
+                flows.push(segment, &mut stats.flow, &mut stream_events);
             }
-            Decoded::Held => stats.packets_decoded += 1,
-            Decoded::Skipped(reason) => stats.skip(reason),
+            Decoded::Held => stats.capture.packets_decoded += 1,
+            Decoded::Skipped(reason) => stats.capture.skip(reason),
         }
         emit(&mut stream_events, stats)?;
         frames_since_tick += 1;
@@ -95,9 +118,9 @@ pub(super) fn read_streams<X>(
         }
     }
     for _ in 0..decoder.finish() {
-        stats.anomaly("decode.ip_fragment_incomplete");
+        stats.capture.anomaly(Anomaly::DecodeIpFragmentIncomplete);
     }
-    flows.finish(stats, &mut stream_events);
+    flows.finish(&mut stats.flow, &mut stream_events);
     emit(&mut stream_events, stats)?;
     Ok(ReadTotals {
         inputs: merger.infos(),

@@ -40,8 +40,8 @@ impl From<&ConnectionRecord> for ConnectionRow {
             capture: flow.capture.clone(),
             client_addr: flow.client.to_string(),
             server_addr: flow.server.to_string(),
-            first_ts: flow.first_ts_ns.div_euclid(1000),
-            last_ts: flow.last_ts_ns.div_euclid(1000),
+            first_ts: flow.first_ts.as_us(),
+            last_ts: flow.last_ts.as_us(),
             packets: flow.packets,
             client_bytes: flow.client_bytes,
             server_bytes: flow.server_bytes,
@@ -165,6 +165,7 @@ impl Table for ConnectionRow {
 mod tests {
     use super::*;
     use crate::report::row::tests::assert_row_fits;
+    use crate::timestamp::CaptureTime;
 
     fn record() -> ConnectionRecord {
         let mut r = ConnectionRecord::new(
@@ -174,8 +175,8 @@ mod tests {
             "[::1]:8443".parse().unwrap(),
         );
         r.flow.capture = "a.pcap".into();
-        r.flow.first_ts_ns = 1_700_000_000_123_456_789;
-        r.flow.last_ts_ns = 1_700_000_001_000_000_000;
+        r.flow.first_ts = CaptureTime::from_ns(1_700_000_000_123_456_789);
+        r.flow.last_ts = CaptureTime::from_ns(1_700_000_001_000_000_000);
         r.flow.ended_by = EndedBy::Rst;
         r.tls.decryption = Decryption::NoKey;
         r.tls.version = Some("TLS 1.3".into());

@@ -20,6 +20,7 @@ mod output;
 mod parquet;
 pub mod row;
 mod sessions;
+mod stats;
 mod summary;
 mod terminal;
 #[cfg(test)]
@@ -35,6 +36,7 @@ pub use html::{DEFAULT_HTML_MAX_ROWS, HtmlReport};
 pub use http_log::{HttpFormat, write_http_rows};
 pub use row::{Cell, ColType, ColumnSpec, Table};
 pub use sessions::{SessionAggregator, SessionRow, sessions, sessions_with_idle_gap};
+pub use stats::RunStats;
 pub use summary::{RunInfo, run_summary};
 pub use terminal::{session_timeline, sessions_table_text, terminal_summary};
 

@@ -1,10 +1,10 @@
 //! The run summary (`--summary`, report-schema.md section 5): one JSON object with the
 //! run's counters, so scripts can check what was read, what was skipped and why.
 
-use crate::anomaly::Stats;
 use crate::capture::InputInfo;
 use crate::mcp::retry::Finding;
 use crate::mcp::{Exchange, Layer, Outcome, RetryOrigin};
+use crate::report::RunStats;
 use crate::stream::Decryption;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -16,7 +16,7 @@ pub const SCHEMA_VERSION: &str = "1";
 #[derive(Debug, Clone, Copy)]
 pub struct RunInfo<'a> {
     pub inputs: &'a [InputInfo],
-    pub stats: &'a Stats,
+    pub stats: &'a RunStats,
     /// Every exchange of the run (not the filtered rows).
     pub rows: &'a [Exchange],
     /// Wall-clock seconds the run took.
@@ -88,7 +88,7 @@ fn count_map<K: AsRef<str>>(m: &BTreeMap<K, u64>) -> Value {
     )
 }
 
-/// The run summary as a JSON object. Keys of section 5 plus every other [`Stats`] counter,
+/// The run summary as a JSON object. Keys of section 5 plus every other [`RunStats`] counter,
 /// `mcp_exchanges_total`, `layers`, `sessions`, `retries` and `bytes_read`.
 pub fn run_summary(info: &RunInfo) -> Value {
     let s = info.stats;
@@ -122,38 +122,47 @@ pub fn run_summary(info: &RunInfo) -> Value {
     let mut m = Map::new();
     m.insert("schema_version".into(), json!(SCHEMA_VERSION));
     m.insert("inputs".into(), Value::Array(inputs));
-    m.insert("packets_total".into(), json!(s.packets_total));
-    m.insert("packets_decoded".into(), json!(s.packets_decoded));
+    m.insert("packets_total".into(), json!(s.capture.packets_total));
+    m.insert("packets_decoded".into(), json!(s.capture.packets_decoded));
     m.insert(
         "packets_skipped".into(),
-        count_map(&s.packets_skipped.by_name()),
+        count_map(&s.capture.packets_skipped.by_name()),
     );
     m.insert(
         "packets_skipped_total".into(),
         json!(s.packets_skipped_total()),
     );
-    m.insert("packets_truncated".into(), json!(s.packets_truncated));
-    m.insert("tcp_streams".into(), json!(s.tcp_streams));
+    m.insert(
+        "packets_truncated".into(),
+        json!(s.capture.packets_truncated),
+    );
+    m.insert("tcp_streams".into(), json!(s.flow.tcp_streams));
     m.insert(
         "tcp_payload_bytes_seen".into(),
-        json!(s.tcp_payload_bytes_seen),
+        json!(s.flow.tcp_payload_bytes_seen),
     );
-    m.insert("tcp_payload_bytes".into(), json!(s.tcp_payload_bytes));
-    m.insert("duplicate_bytes".into(), json!(s.duplicate_bytes));
+    m.insert("tcp_payload_bytes".into(), json!(s.flow.tcp_payload_bytes));
+    m.insert("duplicate_bytes".into(), json!(s.flow.duplicate_bytes));
     m.insert(
         "tcp_bytes_unused".into(),
-        count_map(&s.tcp_bytes_unused.by_name()),
+        count_map(&s.flow.tcp_bytes_unused.by_name()),
     );
-    m.insert("gap_bytes".into(), json!(s.gap_bytes));
-    m.insert("http_messages".into(), json!(s.http_messages));
-    m.insert("http_messages_parsed".into(), json!(s.http_messages_parsed));
+    m.insert("gap_bytes".into(), json!(s.flow.gap_bytes));
+    m.insert("http_messages".into(), json!(s.http.http_messages));
+    m.insert(
+        "http_messages_parsed".into(),
+        json!(s.http.http_messages_parsed),
+    );
     m.insert(
         "http_messages_skipped".into(),
-        count_map(&s.http_messages_skipped.by_name()),
+        count_map(&s.http.http_messages_skipped.by_name()),
     );
-    m.insert("http_exchanges".into(), json!(s.http_exchanges));
-    m.insert("non_http_streams".into(), json!(s.non_http_streams));
-    m.insert("http_bytes_skipped".into(), json!(s.http_bytes_skipped));
+    m.insert("http_exchanges".into(), json!(s.http.http_exchanges));
+    m.insert("non_http_streams".into(), json!(s.http.non_http_streams));
+    m.insert(
+        "http_bytes_skipped".into(),
+        json!(s.http.http_bytes_skipped),
+    );
     m.insert(
         "mcp_exchanges".into(),
         count_map(&outcome_counts(info.rows)),
@@ -166,30 +175,30 @@ pub fn run_summary(info: &RunInfo) -> Value {
         "retry_findings".into(),
         count_map(&finding_counts(info.rows)),
     );
-    m.insert("anomalies".into(), count_map(&s.anomalies));
+    m.insert("anomalies".into(), count_map(&s.anomalies()));
     let mut tls: BTreeMap<String, u64> = Decryption::ALL
         .iter()
         .map(|d| (d.as_str().to_string(), 0))
         .collect();
-    for (name, n) in &s.tls_connections {
-        *tls.entry(name.clone()).or_default() += n;
+    for (name, n) in &s.tls.tls_connections {
+        *tls.entry(name.to_string()).or_default() += n;
     }
     m.insert("tls_connections".into(), count_map(&tls));
     // received = handshake + application + sum(undecrypted), for TLS connections.
     m.insert(
         "tls_bytes".into(),
         json!({
-            "received": s.tls_bytes_received,
-            "handshake": s.tls_bytes_handshake,
-            "application": s.tls_bytes_application,
-            "undecrypted": count_map(&s.tls_bytes_undecrypted),
+            "received": s.tls.tls_bytes_received,
+            "handshake": s.tls.tls_bytes_handshake,
+            "application": s.tls.tls_bytes_application,
+            "undecrypted": count_map(&s.tls.tls_bytes_undecrypted),
         }),
     );
     m.insert(
         "keylog".into(),
         json!({
-            "malformed_lines": s.keylog_malformed_lines,
-            "malformed_at": s.keylog_malformed_at,
+            "malformed_lines": s.tls.keylog_malformed_lines,
+            "malformed_at": s.tls.keylog_malformed_at,
         }),
     );
     m.insert("bytes_read".into(), json!(info.bytes_read));
@@ -209,22 +218,20 @@ fn finite(v: f64) -> f64 {
 pub(crate) mod tests {
     use super::super::test_rows::ex;
     use super::*;
-    use crate::anomaly::SkipReason;
+    use crate::anomaly::{Anomaly, SkipReason};
 
-    pub(crate) fn stats() -> Stats {
-        let mut s = Stats {
-            packets_total: 10,
-            packets_decoded: 7,
-            tcp_streams: 2,
-            tcp_payload_bytes: 5000,
-            gap_bytes: 120,
-            http_exchanges: 4,
-            ..Stats::default()
-        };
-        s.skip(SkipReason::NotTcp);
-        s.skip(SkipReason::NotTcp);
-        s.skip(SkipReason::Malformed);
-        s.anomaly("flow.overlap_mismatch");
+    pub(crate) fn stats() -> RunStats {
+        let mut s = RunStats::default();
+        s.capture.packets_total = 10;
+        s.capture.packets_decoded = 7;
+        s.flow.tcp_streams = 2;
+        s.flow.tcp_payload_bytes = 5000;
+        s.flow.gap_bytes = 120;
+        s.http.http_exchanges = 4;
+        s.capture.skip(SkipReason::NotTcp);
+        s.capture.skip(SkipReason::NotTcp);
+        s.capture.skip(SkipReason::Malformed);
+        s.flow.anomaly(Anomaly::FlowOverlapMismatch);
         s
     }
 
@@ -308,7 +315,7 @@ pub(crate) mod tests {
 
     #[test]
     fn zero_elapsed_gives_zero_throughput() {
-        let stats = Stats::default();
+        let stats = RunStats::default();
         let info = RunInfo {
             undecrypted: &crate::report::NO_UNDECRYPTED,
             inputs: &[],

@@ -27,10 +27,12 @@ mod record;
 mod stage;
 
 pub use record::{
-    ConnectionRecord, Decryption, EndedBy, FlowFacts, HttpFacts, HttpVersion, McpCounts, TlsSummary,
+    ConnectionRecord, Decryption, EndedBy, FlowFacts, HttpFacts, HttpVersion, McpCounts, TlsBytes,
+    TlsSummary,
 };
 pub use stage::{Chain, StreamStage};
 
+use crate::timestamp::CaptureTime;
 use std::net::SocketAddr;
 
 /// Which end of the connection sent the bytes. The client is the SYN sender,
@@ -74,7 +76,7 @@ pub struct StreamEvent {
     /// Stream index in order of first packet (like tshark's `tcp.stream`), 0-based.
     pub stream: u64,
     /// Time of the packet that produced the event.
-    pub ts_ns: i64,
+    pub ts: CaptureTime,
     /// Frame index of the packet that produced the event.
     pub frame: u64,
     /// What happened.

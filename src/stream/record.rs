@@ -6,7 +6,9 @@
 //! as it found them.
 
 use super::CloseReason;
+use crate::timestamp::CaptureTime;
 use arcstr::ArcStr;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 /// How a connection ended, as the `ended_by` column names it.
@@ -146,9 +148,9 @@ pub struct FlowFacts {
     /// content says the other end is the client, as it does for the exchanges).
     pub client: SocketAddr,
     pub server: SocketAddr,
-    /// Capture time of the first and the last packet, ns since the Unix epoch.
-    pub first_ts_ns: i64,
-    pub last_ts_ns: i64,
+    /// Capture time of the first and the last packet.
+    pub first_ts: CaptureTime,
+    pub last_ts: CaptureTime,
     /// Packets of the connection up to its close (not the ACKs after it).
     pub packets: u64,
     /// TCP payload delivered in order, per side.
@@ -171,6 +173,46 @@ pub struct TlsSummary {
     pub resumed: Option<bool>,
     /// `plaintext` until a TLS stage says otherwise.
     pub decryption: Decryption,
+    /// ALPN protocols the client offered.
+    pub alpn_offered: Vec<ArcStr>,
+    /// The client random that keys the key log.
+    pub client_random: Option<[u8; 32]>,
+    /// The client offered 0-RTT early data.
+    pub early_data_offered: bool,
+    /// Where the connection's stream bytes went (zero without TLS).
+    pub bytes: TlsBytes,
+}
+
+/// Where a TLS connection's stream bytes went. Identity, for a TLS connection:
+/// `handshake + application + sum(undecrypted) = bytes received` (both directions' `Data`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsBytes {
+    /// Stream bytes received from the flow stage.
+    pub received: u64,
+    /// Records of the TLS protocol itself: handshake, change cipher spec, alerts.
+    pub handshake: u64,
+    /// Application data records decrypted (their full wire size).
+    pub application: u64,
+    /// Bytes not decrypted, by reason (the TLS stage's `facts::reason` names).
+    pub undecrypted: BTreeMap<&'static str, u64>,
+    /// Plaintext bytes handed on (application data after decryption).
+    pub plaintext_out: u64,
+}
+
+impl TlsBytes {
+    /// Counts `n` undecrypted bytes for `why`.
+    pub fn lose(&mut self, why: &'static str, n: usize) {
+        if n > 0 {
+            let slot = self.undecrypted.entry(why).or_default();
+            *slot = slot.saturating_add(n as u64);
+        }
+    }
+
+    /// Whether the identity holds.
+    pub fn adds_up(&self) -> bool {
+        let undecrypted: u64 = self.undecrypted.values().sum();
+        self.handshake + self.application + undecrypted == self.received
+    }
 }
 
 /// The HTTP stage's part.
@@ -199,8 +241,8 @@ impl ConnectionRecord {
                 capture: ArcStr::new(),
                 client,
                 server,
-                first_ts_ns: 0,
-                last_ts_ns: 0,
+                first_ts: CaptureTime::default(),
+                last_ts: CaptureTime::default(),
                 packets: 0,
                 client_bytes: 0,
                 server_bytes: 0,

@@ -14,18 +14,21 @@
 //! buffers bytes before HTTP delays the rows that may still come from them.
 
 use super::StreamEvent;
-use crate::anomaly::Stats;
 
 /// One stage fed with stream events, in flow order (see [`super::StreamEventKind`]).
 pub trait StreamStage {
     /// What the stage hands to the next one.
     type Output;
 
+    /// What the stage counts (its own type), kept by the caller: one per thread, summed
+    /// at the end of the run.
+    type Counters: Default;
+
     /// Feeds one stream event; finished output is appended to `out`.
-    fn push(&mut self, ev: StreamEvent, stats: &mut Stats, out: &mut Vec<Self::Output>);
+    fn push(&mut self, ev: StreamEvent, counters: &mut Self::Counters, out: &mut Vec<Self::Output>);
 
     /// End of input: flushes every stream still open, in stream order.
-    fn finish(&mut self, stats: &mut Stats, out: &mut Vec<Self::Output>);
+    fn finish(&mut self, counters: &mut Self::Counters, out: &mut Vec<Self::Output>);
 
     /// The earliest capture time (µs since the Unix epoch) of data the stage holds and has
     /// not finished with, `None` when it holds none. Everything the stage hands on later
@@ -62,20 +65,21 @@ where
     B: StreamStage,
 {
     type Output = B::Output;
+    type Counters = (A::Counters, B::Counters);
 
-    fn push(&mut self, ev: StreamEvent, stats: &mut Stats, out: &mut Vec<B::Output>) {
-        self.first.push(ev, stats, &mut self.between);
+    fn push(&mut self, ev: StreamEvent, counters: &mut Self::Counters, out: &mut Vec<B::Output>) {
+        self.first.push(ev, &mut counters.0, &mut self.between);
         for ev in self.between.drain(..) {
-            self.second.push(ev, stats, out);
+            self.second.push(ev, &mut counters.1, out);
         }
     }
 
-    fn finish(&mut self, stats: &mut Stats, out: &mut Vec<B::Output>) {
-        self.first.finish(stats, &mut self.between);
+    fn finish(&mut self, counters: &mut Self::Counters, out: &mut Vec<B::Output>) {
+        self.first.finish(&mut counters.0, &mut self.between);
         for ev in self.between.drain(..) {
-            self.second.push(ev, stats, out);
+            self.second.push(ev, &mut counters.1, out);
         }
-        self.second.finish(stats, out);
+        self.second.finish(&mut counters.1, out);
     }
 
     fn held_since_us(&self) -> Option<i64> {
@@ -91,6 +95,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::stream::{CloseReason, Side, StreamEventKind};
+    use crate::timestamp::CaptureTime;
 
     /// Holds each stream's data until its stream closes, then hands it on as one `Data`
     /// event (the shape of a stage that buffers records before it can decode them).
@@ -101,15 +106,14 @@ mod tests {
 
     impl StreamStage for HoldUntilClose {
         type Output = StreamEvent;
+        type Counters = ();
 
-        fn push(&mut self, ev: StreamEvent, _: &mut Stats, out: &mut Vec<StreamEvent>) {
+        fn push(&mut self, ev: StreamEvent, _: &mut (), out: &mut Vec<StreamEvent>) {
             match ev.kind {
                 StreamEventKind::Data { bytes, .. } => {
                     match self.held.iter_mut().find(|h| h.0 == ev.stream) {
                         Some(h) => h.2.extend_from_slice(&bytes),
-                        None => self
-                            .held
-                            .push((ev.stream, ev.ts_ns.div_euclid(1000), bytes)),
+                        None => self.held.push((ev.stream, ev.ts.as_us(), bytes)),
                     }
                 }
                 StreamEventKind::Closed { .. } => {
@@ -117,7 +121,7 @@ mod tests {
                         let (stream, _, bytes) = self.held.remove(i);
                         out.push(StreamEvent {
                             stream,
-                            ts_ns: ev.ts_ns,
+                            ts: ev.ts,
                             frame: ev.frame,
                             kind: StreamEventKind::Data {
                                 side: Side::Client,
@@ -131,11 +135,11 @@ mod tests {
             }
         }
 
-        fn finish(&mut self, _: &mut Stats, out: &mut Vec<StreamEvent>) {
+        fn finish(&mut self, _: &mut (), out: &mut Vec<StreamEvent>) {
             for (stream, ts_us, bytes) in self.held.drain(..) {
                 out.push(StreamEvent {
                     stream,
-                    ts_ns: ts_us * 1000,
+                    ts: CaptureTime::from_us(ts_us),
                     frame: 0,
                     kind: StreamEventKind::Data {
                         side: Side::Client,
@@ -158,15 +162,16 @@ mod tests {
 
     impl StreamStage for Count {
         type Output = (u64, usize);
+        type Counters = ();
 
-        fn push(&mut self, ev: StreamEvent, _: &mut Stats, out: &mut Vec<(u64, usize)>) {
+        fn push(&mut self, ev: StreamEvent, _: &mut (), out: &mut Vec<(u64, usize)>) {
             if let StreamEventKind::Data { bytes, .. } = ev.kind {
-                self.open_since_us.get_or_insert(ev.ts_ns.div_euclid(1000));
+                self.open_since_us.get_or_insert(ev.ts.as_us());
                 out.push((ev.stream, bytes.len()));
             }
         }
 
-        fn finish(&mut self, _: &mut Stats, out: &mut Vec<(u64, usize)>) {
+        fn finish(&mut self, _: &mut (), out: &mut Vec<(u64, usize)>) {
             self.open_since_us = None;
             out.push((u64::MAX, 0));
         }
@@ -179,7 +184,7 @@ mod tests {
     fn event(stream: u64, ts_us: i64, kind: StreamEventKind) -> StreamEvent {
         StreamEvent {
             stream,
-            ts_ns: ts_us * 1000,
+            ts: CaptureTime::from_us(ts_us),
             frame: 0,
             kind,
         }
@@ -195,7 +200,7 @@ mod tests {
     #[test]
     fn the_chain_holds_since_the_earliest_time_any_stage_holds() {
         let mut chain = Chain::new(HoldUntilClose::default(), Count::default());
-        let mut stats = Stats::default();
+        let mut stats = ((), ());
         let mut out = Vec::new();
         assert_eq!(chain.held_since_us(), None);
         chain.push(event(1, 10, data(3)), &mut stats, &mut out);
@@ -220,7 +225,7 @@ mod tests {
     #[test]
     fn finish_flushes_the_first_stage_into_the_second_before_it_finishes() {
         let mut chain = Chain::new(HoldUntilClose::default(), Count::default());
-        let mut stats = Stats::default();
+        let mut stats = ((), ());
         let mut out = Vec::new();
         chain.push(event(5, 10, data(7)), &mut stats, &mut out);
         chain.finish(&mut stats, &mut out);

@@ -24,8 +24,9 @@ use crate::stream::Decryption;
 use std::ops::Range;
 
 mod keys;
-use crate::anomaly::Stats;
 use crate::stream::{GapLen, Side, StreamEvent, StreamEventKind};
+use crate::timestamp::CaptureTime;
+use crate::tls::TlsCounters;
 use keys::early_candidates;
 
 /// What the stage shares between connections: the secrets and the TLS 1.2 sessions seen.
@@ -77,7 +78,7 @@ struct Direction {
     failures_in_row: u32,
     gave_up: bool,
     /// Capture time of the oldest bytes of the partial record held.
-    held_since: Option<i64>,
+    held_since: Option<CaptureTime>,
     /// Plaintext decrypted from the current delivery.
     out: Vec<u8>,
 }
@@ -222,9 +223,9 @@ impl TlsConnection {
     }
 
     /// Capture time of the oldest bytes held and not yet handed on.
-    pub fn held_since_ns(&self) -> Option<i64> {
+    pub fn held_since(&self) -> Option<CaptureTime> {
         match self.mode {
-            Mode::Detecting => self.held.first().map(|e| e.ts_ns),
+            Mode::Detecting => self.held.first().map(|e| e.ts),
             Mode::Plaintext => None,
             Mode::Tls => match (self.client.held_since, self.server.held_since) {
                 (Some(a), Some(b)) => Some(a.min(b)),
@@ -238,7 +239,7 @@ impl TlsConnection {
         &mut self,
         event: StreamEvent,
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
         out: &mut Vec<StreamEvent>,
     ) {
         if self.mode == Mode::Detecting {
@@ -261,7 +262,12 @@ impl TlsConnection {
     }
 
     /// The stream ended without `Closed` (end of input): hands on what can be.
-    pub fn finish(&mut self, ctx: &mut TlsContext, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    pub fn finish(
+        &mut self,
+        ctx: &mut TlsContext,
+        stats: &mut TlsCounters,
+        out: &mut Vec<StreamEvent>,
+    ) {
         if self.mode == Mode::Detecting {
             self.decide(Mode::Plaintext, ctx, stats, out);
         }
@@ -315,7 +321,7 @@ impl TlsConnection {
         &mut self,
         mode: Mode,
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
         out: &mut Vec<StreamEvent>,
     ) {
         self.mode = mode;
@@ -332,7 +338,7 @@ impl TlsConnection {
         &mut self,
         event: StreamEvent,
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
         out: &mut Vec<StreamEvent>,
     ) {
         if self.mode != Mode::Tls {
@@ -341,13 +347,13 @@ impl TlsConnection {
         }
         let StreamEvent {
             stream,
-            ts_ns,
+            ts,
             frame,
             kind,
         } = event;
         match kind {
             StreamEventKind::Data { side, bytes } => {
-                self.on_data(side, bytes, ts_ns, ctx, stats);
+                self.on_data(side, bytes, ts, ctx, stats);
                 let dir = self.dir(side);
                 if !dir.out.is_empty() {
                     let bytes = std::mem::take(&mut dir.out);
@@ -356,7 +362,7 @@ impl TlsConnection {
                         self.negotiated_sent = true;
                         out.push(StreamEvent {
                             stream,
-                            ts_ns,
+                            ts,
                             frame,
                             kind: StreamEventKind::Decrypted {
                                 version: self.facts.version_name().map(Into::into),
@@ -366,7 +372,7 @@ impl TlsConnection {
                         if let Some(alpn) = &self.facts.alpn {
                             out.push(StreamEvent {
                                 stream,
-                                ts_ns,
+                                ts,
                                 frame,
                                 kind: StreamEventKind::Negotiated {
                                     protocol: alpn.as_bytes().into(),
@@ -376,7 +382,7 @@ impl TlsConnection {
                     }
                     out.push(StreamEvent {
                         stream,
-                        ts_ns,
+                        ts,
                         frame,
                         kind: StreamEventKind::Data { side, bytes },
                     });
@@ -397,7 +403,7 @@ impl TlsConnection {
                     };
                     out.push(StreamEvent {
                         stream,
-                        ts_ns,
+                        ts,
                         frame,
                         kind,
                     });
@@ -407,14 +413,14 @@ impl TlsConnection {
                 self.finish(ctx, stats, out);
                 out.push(StreamEvent {
                     stream,
-                    ts_ns,
+                    ts,
                     frame,
                     kind: StreamEventKind::Closed { reason, record },
                 });
             }
             kind => out.push(StreamEvent {
                 stream,
-                ts_ns,
+                ts,
                 frame,
                 kind,
             }),
@@ -436,9 +442,9 @@ impl TlsConnection {
         &mut self,
         side: Side,
         mut bytes: Vec<u8>,
-        ts_ns: i64,
+        ts: CaptureTime,
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
     ) {
         let delivered = bytes.len();
         self.bytes.received += delivered as u64;
@@ -479,12 +485,12 @@ impl TlsConnection {
         if held == 0 {
             dir.held_since = None;
         } else if held <= delivered || dir.held_since.is_none() {
-            dir.held_since = Some(ts_ns);
+            dir.held_since = Some(ts);
         }
     }
 
     /// The records the record reader holds whole.
-    fn read_held(&mut self, side: Side, ctx: &mut TlsContext, stats: &mut Stats) {
+    fn read_held(&mut self, side: Side, ctx: &mut TlsContext, stats: &mut TlsCounters) {
         while let Some(step) = self.dir(side).records.next_step() {
             match step {
                 Step::Record(mut record) => {
@@ -528,7 +534,7 @@ impl TlsConnection {
         bytes: &mut Vec<u8>,
         from: usize,
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
     ) {
         let mut at = from;
         let mut kept = 0;
@@ -569,7 +575,7 @@ impl TlsConnection {
         header: &[u8; HEADER_LEN],
         fragment: &mut [u8],
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
     ) -> Option<Range<usize>> {
         let ty = header[0];
         let wire = (HEADER_LEN + fragment.len()) as u64;
@@ -634,7 +640,7 @@ impl TlsConnection {
         side: Side,
         header: &[u8; HEADER_LEN],
         fragment: &mut [u8],
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
     ) -> Result<InPlace, &'static str> {
         let no_key = self.no_key_reason(side);
         let before_server_hello = self.server_hello.is_none();
@@ -730,7 +736,7 @@ impl TlsConnection {
         side: Side,
         bytes: &[u8],
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
     ) {
         let mut messages = Vec::new();
         if let Err(e) = self.dir(side).handshake.push(bytes, &mut messages) {
@@ -746,7 +752,7 @@ impl TlsConnection {
         side: Side,
         message: Message,
         ctx: &mut TlsContext,
-        stats: &mut Stats,
+        stats: &mut TlsCounters,
     ) {
         let tls13 = self.tls13;
         match (side, message.msg_type) {

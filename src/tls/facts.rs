@@ -3,7 +3,7 @@
 
 use super::cipher::suite_name;
 use super::handshake::version_name;
-use std::collections::BTreeMap;
+pub use crate::stream::TlsBytes;
 
 /// Handshake facts of a TLS connection (never a secret; the client random is public).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -62,36 +62,4 @@ pub mod reason {
     pub const NOT_RECORDS: &str = "not_records";
     /// A partial record when the stream ended.
     pub const UNFINISHED: &str = "unfinished";
-}
-
-/// Where a TLS connection's stream bytes went. Identity, for a TLS connection:
-/// `handshake + application + sum(undecrypted) = bytes received` (both directions' `Data`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TlsBytes {
-    /// Stream bytes received from the flow stage.
-    pub received: u64,
-    /// Records of the TLS protocol itself: handshake, change cipher spec, alerts.
-    pub handshake: u64,
-    /// Application data records decrypted (their full wire size).
-    pub application: u64,
-    /// Bytes not decrypted, by reason (see [`reason`]).
-    pub undecrypted: BTreeMap<&'static str, u64>,
-    /// Plaintext bytes handed on (application data after decryption).
-    pub plaintext_out: u64,
-}
-
-impl TlsBytes {
-    /// Counts `n` undecrypted bytes for `why`.
-    pub fn lose(&mut self, why: &'static str, n: usize) {
-        if n > 0 {
-            let slot = self.undecrypted.entry(why).or_default();
-            *slot = slot.saturating_add(n as u64);
-        }
-    }
-
-    /// Whether the identity holds.
-    pub fn adds_up(&self) -> bool {
-        let undecrypted: u64 = self.undecrypted.values().sum();
-        self.handshake + self.application + undecrypted == self.received
-    }
 }

@@ -58,7 +58,7 @@ pub enum HandshakeError {
 
 impl HandshakeError {
     /// The anomaly name.
-    pub fn anomaly(self) -> &'static str {
+    pub fn anomaly(self) -> crate::anomaly::Anomaly {
         match self {
             HandshakeError::TooLong => super::anomaly::HANDSHAKE_TOO_LONG,
             HandshakeError::Malformed => super::anomaly::BAD_HANDSHAKE,

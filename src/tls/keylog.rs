@@ -7,9 +7,9 @@
 //! `Debug` output or message. Memory: at most [`MAX_KEYLOG_ENTRIES`] client
 //! randoms, lines longer than [`MAX_KEYLOG_LINE`] are malformed and not kept.
 
-use crate::anomaly::Stats;
 use crate::capture::CaptureSecrets;
 use crate::hashing::HashMap;
+use crate::tls::TlsCounters;
 use std::fmt;
 use std::io::BufRead;
 
@@ -436,7 +436,7 @@ fn hex_digit(c: u8) -> Option<u8> {
 /// among the run's blocks (`pcapng DSB #1:3`: its third line); at most
 /// [`MAX_REPORTED_LINES`] named in all (the count is exact). Counted once per run from the
 /// shared blocks, because every stage that decrypts reads its own copy of each block.
-pub fn count_malformed(files: &KeyLog, capture: &CaptureSecrets, stats: &mut Stats) {
+pub fn count_malformed(files: &KeyLog, capture: &CaptureSecrets, stats: &mut TlsCounters) {
     let keys = files.stats();
     stats.keylog_malformed_lines = stats.keylog_malformed_lines.saturating_add(keys.malformed);
     let named = |(source, line): &(String, u64)| format!("{source}:{line}");
@@ -675,7 +675,7 @@ mod tests {
             secrets_type: DSB_TLS_KEY_LOG,
             data: block.into_bytes(),
         });
-        let mut stats = Stats::default();
+        let mut stats = TlsCounters::default();
         count_malformed(&KeyLog::new(), &secrets, &mut stats);
         assert_eq!(stats.keylog_malformed_lines, 2);
         assert_eq!(

@@ -11,10 +11,10 @@
 //! renegotiation whose keys are not logged, 0-RTT data before a ServerHello
 //! the capture lacks); the connection's one [`Decryption`] value then names
 //! the failure.
-//! Per connection it reports handshake facts ([`TlsFacts`]: version, suite,
-//! SNI, ALPN offered and chosen, resumption, client random, never a secret),
-//! exactly one [`Decryption`] value, and where every byte went ([`TlsBytes`]:
-//! handshake, decrypted application data, or undecrypted with a reason; they
+//! Per connection it fills the `Closed` event's record ([`TlsSummary`](crate::stream::TlsSummary)):
+//! handshake facts (version, suite, SNI, ALPN offered and chosen, resumption, client random,
+//! never a secret), exactly one [`Decryption`] value, and where every byte went
+//! ([`TlsBytes`]: handshake, decrypted application data, or undecrypted with a reason; they
 //! add up to the bytes received). Memory is bounded by the named limits of
 //! each part: [`record::MAX_RECORD_FRAGMENT`], [`handshake::MAX_HANDSHAKE_MESSAGE`],
 //! [`keylog::MAX_KEYLOG_ENTRIES`], [`session::MAX_CACHED_SESSIONS`]. Never panics.
@@ -53,6 +53,7 @@
 pub mod cbc;
 pub mod cipher;
 mod connection;
+mod counters;
 pub mod decrypt;
 pub mod facts;
 pub mod handshake;
@@ -64,48 +65,39 @@ pub mod session;
 mod tests;
 
 pub use connection::{TlsConnection, TlsContext};
+pub use counters::TlsCounters;
 pub use facts::{TlsBytes, TlsFacts};
 pub use keylog::{KeyLog, KeyLogStats};
 
-use crate::anomaly::Stats;
 use crate::capture::CaptureSecrets;
+use crate::counters::Merge;
 use crate::hashing::HashMap;
 use crate::stream::{ConnectionRecord, Decryption, StreamEvent, StreamEventKind, StreamStage};
+use crate::timestamp::CaptureTime;
 use arcstr::ArcStr;
 use std::sync::Arc;
 
 /// Records of one direction failing authentication in a row before it is given up.
 pub const MAX_FAILURES_IN_ROW: u32 = 4;
 
-/// Anomaly names of this stage.
+/// Anomalies of this stage.
 pub mod anomaly {
-    /// A record header announcing more than the protocol allows.
-    pub const RECORD_TOO_LONG: &str = "tls.record_too_long";
-    /// A record header no TLS peer sends, in a stream that began as TLS.
-    pub const BAD_RECORD_HEADER: &str = "tls.bad_record_header";
-    /// A handshake message over the reassembly bound.
-    pub const HANDSHAKE_TOO_LONG: &str = "tls.handshake_too_long";
-    /// A handshake message whose fields do not fit.
-    pub const BAD_HANDSHAKE: &str = "tls.bad_handshake";
-    /// A direction given up after records failed authentication.
-    pub const DECRYPT_GAVE_UP: &str = "tls.decrypt_gave_up";
-    /// A decrypted TLS 1.3 record with an unknown inner content type.
-    pub const BAD_INNER_CONTENT_TYPE: &str = "tls.bad_inner_content_type";
-    /// A KeyUpdate without application keys to update.
-    pub const KEY_UPDATE_FAILED: &str = "tls.key_update_failed";
-}
+    use crate::anomaly::Anomaly;
 
-/// What the stage reports about one connection when it ends.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConnectionReport {
-    /// The flow stage's stream index.
-    pub stream: u64,
-    /// The contract's `decryption` value.
-    pub decryption: Decryption,
-    /// Handshake facts (empty when not TLS).
-    pub facts: TlsFacts,
-    /// Byte accounting (zero when not TLS).
-    pub bytes: TlsBytes,
+    /// A record header announcing more than the protocol allows.
+    pub const RECORD_TOO_LONG: Anomaly = Anomaly::TlsRecordTooLong;
+    /// A record header no TLS peer sends, in a stream that began as TLS.
+    pub const BAD_RECORD_HEADER: Anomaly = Anomaly::TlsBadRecordHeader;
+    /// A handshake message over the reassembly bound.
+    pub const HANDSHAKE_TOO_LONG: Anomaly = Anomaly::TlsHandshakeTooLong;
+    /// A handshake message whose fields do not fit.
+    pub const BAD_HANDSHAKE: Anomaly = Anomaly::TlsBadHandshake;
+    /// A direction given up after records failed authentication.
+    pub const DECRYPT_GAVE_UP: Anomaly = Anomaly::TlsDecryptGaveUp;
+    /// A decrypted TLS 1.3 record with an unknown inner content type.
+    pub const BAD_INNER_CONTENT_TYPE: Anomaly = Anomaly::TlsBadInnerContentType;
+    /// A KeyUpdate without application keys to update.
+    pub const KEY_UPDATE_FAILED: Anomaly = Anomaly::TlsKeyUpdateFailed;
 }
 
 /// The TLS stage for any number of connections: one [`TlsConnection`] per stream that
@@ -117,29 +109,24 @@ pub struct TlsStage {
     conns: HashMap<u64, Box<TlsConnection>>,
     /// Open streams without TLS state: `true` when decided plaintext, `false` before any data.
     passing: HashMap<u64, bool>,
-    reports: Vec<ConnectionReport>,
-    /// Keep the reports for [`TlsStage::take_reports`] (else they are only counted).
-    keep_reports: bool,
     /// The capture's Decryption Secrets Blocks, and how many of them are in the key log.
     capture_secrets: CaptureSecrets,
     secrets_taken: usize,
 }
 
 impl TlsStage {
-    /// A stage with the secrets of `keylog`; its reports are kept for [`TlsStage::take_reports`].
+    /// A stage with the secrets of `keylog`.
     pub fn new(keylog: KeyLog) -> TlsStage {
-        TlsStage::shared(Arc::new(keylog), true)
+        TlsStage::shared(Arc::new(keylog))
     }
 
-    /// A stage reading the key log every thread shares; `keep_reports` keeps each
-    /// connection's report for [`TlsStage::take_reports`] besides counting it in the stats.
-    pub fn shared(keylog: Arc<KeyLog>, keep_reports: bool) -> TlsStage {
+    /// A stage reading the key log every thread shares.
+    pub fn shared(keylog: Arc<KeyLog>) -> TlsStage {
         TlsStage {
             ctx: TlsContext {
                 keylog,
                 sessions: Default::default(),
             },
-            keep_reports,
             ..TlsStage::default()
         }
     }
@@ -173,7 +160,12 @@ impl TlsStage {
     }
 
     /// Takes one flow event; appends the events for the next stage to `out`.
-    pub fn push(&mut self, event: StreamEvent, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    pub fn push(
+        &mut self,
+        event: StreamEvent,
+        stats: &mut TlsCounters,
+        out: &mut Vec<StreamEvent>,
+    ) {
         if self.capture_secrets.len() > self.secrets_taken {
             self.take_capture_secrets(event.frame);
         }
@@ -193,10 +185,10 @@ impl TlsStage {
                     if let Some(record) = out.get_mut(from..).and_then(closed_record) {
                         fill_record(record, &conn);
                     }
-                    self.report(stream, &conn, stats);
+                    count_ended(&conn, stats);
                 } else {
                     if self.passing.remove(&stream).is_some() {
-                        self.report_plaintext(stream, stats);
+                        count_connection(Decryption::Plaintext, stats);
                     }
                     out.push(event);
                 }
@@ -226,18 +218,18 @@ impl TlsStage {
         }
     }
 
-    /// Ends what the stage holds of `stream` (as at end of input) and reports it.
-    fn end_stream(&mut self, stream: u64, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    /// Ends what the stage holds of `stream` (as at end of input) and counts it.
+    fn end_stream(&mut self, stream: u64, stats: &mut TlsCounters, out: &mut Vec<StreamEvent>) {
         if let Some(mut conn) = self.conns.remove(&stream) {
             conn.finish(&mut self.ctx, stats, out);
-            self.report(stream, &conn, stats);
+            count_ended(&conn, stats);
         } else if self.passing.remove(&stream).is_some() {
-            self.report_plaintext(stream, stats);
+            count_connection(Decryption::Plaintext, stats);
         }
     }
 
     /// End of input: every connection still open hands on what it can.
-    pub fn finish(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    pub fn finish(&mut self, stats: &mut TlsCounters, out: &mut Vec<StreamEvent>) {
         self.take_capture_secrets(u64::MAX);
         let mut streams: Vec<u64> = self
             .conns
@@ -252,57 +244,26 @@ impl TlsStage {
     }
 
     /// Capture time of the oldest bytes the stage holds and has not handed on.
-    pub fn held_since_ns(&self) -> Option<i64> {
-        self.conns.values().filter_map(|c| c.held_since_ns()).min()
+    pub fn held_since(&self) -> Option<CaptureTime> {
+        self.conns.values().filter_map(|c| c.held_since()).min()
     }
 
     /// Handshake facts of an open connection (the HTTP stage's router reads the chosen ALPN).
     pub fn facts(&self, stream: u64) -> Option<&TlsFacts> {
         self.conns.get(&stream).map(|c| c.facts())
     }
+}
 
-    /// The reports of connections that ended since the last call.
-    pub fn take_reports(&mut self) -> Vec<ConnectionReport> {
-        std::mem::take(&mut self.reports)
-    }
-
-    fn report_plaintext(&mut self, stream: u64, stats: &mut Stats) {
-        count_connection(Decryption::Plaintext, stats);
-        if self.keep_reports {
-            self.reports.push(ConnectionReport {
-                stream,
-                decryption: Decryption::Plaintext,
-                facts: TlsFacts::default(),
-                bytes: TlsBytes::default(),
-            });
-        }
-    }
-
-    fn report(&mut self, stream: u64, conn: &TlsConnection, stats: &mut Stats) {
-        let decryption = conn.decryption();
-        count_connection(decryption, stats);
-        let bytes = conn.bytes();
-        stats.tls_bytes_received = stats.tls_bytes_received.saturating_add(bytes.received);
-        stats.tls_bytes_handshake = stats.tls_bytes_handshake.saturating_add(bytes.handshake);
-        stats.tls_bytes_application = stats
-            .tls_bytes_application
-            .saturating_add(bytes.application);
-        for (why, n) in &bytes.undecrypted {
-            let slot = stats
-                .tls_bytes_undecrypted
-                .entry(why.to_string())
-                .or_default();
-            *slot = slot.saturating_add(*n);
-        }
-        if self.keep_reports {
-            self.reports.push(ConnectionReport {
-                stream,
-                decryption,
-                facts: conn.facts().clone(),
-                bytes: bytes.clone(),
-            });
-        }
-    }
+/// Counts a connection that ended (TLS or not yet decided) in `stats`.
+fn count_ended(conn: &TlsConnection, stats: &mut TlsCounters) {
+    count_connection(conn.decryption(), stats);
+    let bytes = conn.bytes();
+    stats.tls_bytes_received = stats.tls_bytes_received.saturating_add(bytes.received);
+    stats.tls_bytes_handshake = stats.tls_bytes_handshake.saturating_add(bytes.handshake);
+    stats.tls_bytes_application = stats
+        .tls_bytes_application
+        .saturating_add(bytes.application);
+    Merge::merge(&mut stats.tls_bytes_undecrypted, &bytes.undecrypted);
 }
 
 /// The record of the `Closed` event among `events`.
@@ -313,12 +274,14 @@ fn closed_record(events: &mut [StreamEvent]) -> Option<&mut ConnectionRecord> {
     })
 }
 
-/// The connections table's TLS columns, from a connection that ended (plaintext ones keep
-/// the flow stage's `plaintext` and no facts).
+/// The record's TLS part (the connections table's TLS columns and the facts behind them),
+/// from a connection that ended (plaintext ones keep the flow stage's `plaintext` and no
+/// facts).
 fn fill_record(record: &mut ConnectionRecord, conn: &TlsConnection) {
     let decryption = conn.decryption();
     let tls = &mut record.tls;
     tls.decryption = decryption;
+    tls.bytes = conn.bytes().clone();
     if decryption == Decryption::Plaintext {
         return;
     }
@@ -329,12 +292,15 @@ fn fill_record(record: &mut ConnectionRecord, conn: &TlsConnection) {
     tls.alpn = facts.alpn.as_deref().map(ArcStr::from);
     // Unknown (null) when the ServerHello was not captured.
     tls.resumed = facts.resumed;
+    tls.alpn_offered = facts.alpn_offered.iter().map(ArcStr::from).collect();
+    tls.client_random = facts.client_random;
+    tls.early_data_offered = facts.early_data_offered;
 }
 
-fn count_connection(decryption: Decryption, stats: &mut Stats) {
+fn count_connection(decryption: Decryption, stats: &mut TlsCounters) {
     let count = stats
         .tls_connections
-        .entry(decryption.as_str().to_string())
+        .entry(decryption.as_str())
         .or_default();
     *count = count.saturating_add(1);
 }
@@ -342,16 +308,17 @@ fn count_connection(decryption: Decryption, stats: &mut Stats) {
 /// The stage between flow and HTTP in the pipeline's chain.
 impl StreamStage for TlsStage {
     type Output = StreamEvent;
+    type Counters = TlsCounters;
 
-    fn push(&mut self, ev: StreamEvent, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    fn push(&mut self, ev: StreamEvent, stats: &mut TlsCounters, out: &mut Vec<StreamEvent>) {
         TlsStage::push(self, ev, stats, out);
     }
 
-    fn finish(&mut self, stats: &mut Stats, out: &mut Vec<StreamEvent>) {
+    fn finish(&mut self, stats: &mut TlsCounters, out: &mut Vec<StreamEvent>) {
         TlsStage::finish(self, stats, out);
     }
 
     fn held_since_us(&self) -> Option<i64> {
-        self.held_since_ns().map(|ns| ns.div_euclid(1000))
+        self.held_since().map(CaptureTime::as_us)
     }
 }

@@ -74,7 +74,7 @@ pub enum RecordError {
 
 impl RecordError {
     /// The anomaly name of the contract.
-    pub fn anomaly(self) -> &'static str {
+    pub fn anomaly(self) -> crate::anomaly::Anomaly {
         match self {
             RecordError::TooLong => super::anomaly::RECORD_TOO_LONG,
             RecordError::BadHeader => super::anomaly::BAD_RECORD_HEADER,

@@ -4,8 +4,9 @@ mod corpus;
 mod proptests;
 
 use super::*;
-use crate::anomaly::{Stats, UnusedBytes};
+use crate::anomaly::UnusedBytes;
 use crate::decode::{Segment, TcpFlags};
+use crate::flow::FlowCounters;
 use crate::stream::*;
 
 const SEC: i64 = 1_000_000_000;
@@ -13,7 +14,7 @@ const SEC: i64 = 1_000_000_000;
 /// A capture being built: client 10.0.0.1:40000 talks to 10.0.0.2:80.
 struct Cap {
     table: FlowTable,
-    stats: Stats,
+    stats: FlowCounters,
     out: Vec<StreamEvent>,
     frame: u64,
     ts_ns: i64,
@@ -37,7 +38,7 @@ impl Cap {
     fn with_limits(limits: FlowLimits) -> Cap {
         Cap {
             table: FlowTable::new(limits),
-            stats: Stats::default(),
+            stats: FlowCounters::default(),
             out: Vec::new(),
             frame: 0,
             ts_ns: 1_000 * SEC,

@@ -12,8 +12,8 @@
 //! without FIN or ACK is unknowable). Without a handshake the start is the
 //! first arriving segment of that direction (mid-stream pickup).
 
-use crate::anomaly::Stats;
 use crate::decode::{Segment, TcpFlags};
+use crate::flow::FlowCounters;
 use crate::flow::*;
 use crate::stream::*;
 use proptest::prelude::*;
@@ -255,11 +255,11 @@ fn run_case(
         ..FlowLimits::default()
     };
     let mut table = FlowTable::new(limits);
-    let mut stats = Stats::default();
+    let mut stats = FlowCounters::default();
     let mut out = Vec::new();
     let mut frame = 0;
     let mut send = |table: &mut FlowTable,
-                    stats: &mut Stats,
+                    stats: &mut FlowCounters,
                     out: &mut Vec<_>,
                     from_client: bool,
                     seq: u32,
@@ -486,7 +486,7 @@ proptest! {
             idle_timeout_ns: 50,
         };
         let mut table = FlowTable::new(limits);
-        let mut stats = Stats::default();
+        let mut stats = FlowCounters::default();
         let mut out = Vec::new();
         for (i, (tuple, from_client, seq, ack, flag_bits, len, cut)) in segs.into_iter().enumerate() {
             let a: SocketAddr = SocketAddr::from(([10, 0, 0, 1], 1000 + u16::from(tuple)));
@@ -557,7 +557,7 @@ proptest! {
 }
 
 /// Every captured payload byte is delivered, a duplicate, or unused for a named reason.
-fn assert_byte_identity(stats: &Stats) {
+fn assert_byte_identity(stats: &FlowCounters) {
     let unused: u64 = stats.tcp_bytes_unused.total();
     assert_eq!(
         stats.tcp_payload_bytes_seen,

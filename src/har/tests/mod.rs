@@ -23,8 +23,8 @@ fn entry(started: &str, method: &str, url: &str) -> Value {
     })
 }
 
-fn read(doc: &[u8]) -> (Vec<HttpEvent>, Stats) {
-    let mut stats = Stats::default();
+fn read(doc: &[u8]) -> (Vec<HttpEvent>, HttpCounters) {
+    let mut stats = HttpCounters::default();
     let ev = read_har("t.har", doc, 100, &mut stats).unwrap();
     (ev, stats)
 }
@@ -533,7 +533,7 @@ fn not_a_har_is_a_clear_error() {
         .into_iter()
         .chain([(cut, "compressed HAR (.zhar) is damaged")]);
     for (doc, want) in cases {
-        let mut stats = Stats::default();
+        let mut stats = HttpCounters::default();
         let err = read_har("x.har", doc, 0, &mut stats).unwrap_err();
         let msg = err.to_string();
         assert!(msg.starts_with("x.har: ") && msg.contains(want), "{msg}");
@@ -608,7 +608,7 @@ mod never_panics {
                     *slot = v;
                 }
             }
-            let mut stats = Stats::default();
+            let mut stats = HttpCounters::default();
             let ev = read_har("p.har", &har(json!([e])), 0, &mut stats).unwrap();
             // Every delivered request gets exactly one end.
             let reqs = ev.iter().filter(|e| matches!(e, HttpEvent::Request(_))).count();
@@ -619,7 +619,7 @@ mod never_panics {
 
         #[test]
         fn any_bytes(data in prop::collection::vec(any::<u8>(), 0..200)) {
-            let _ = read_har("p.har", &data, 0, &mut Stats::default());
+            let _ = read_har("p.har", &data, 0, &mut HttpCounters::default());
         }
     }
 }

@@ -14,7 +14,7 @@ impl Conn {
         dir: Dir,
         bytes: &[u8],
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> usize {
         match dir {
@@ -27,7 +27,7 @@ impl Conn {
         &mut self,
         bytes: &[u8],
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> usize {
         let Some(msg) = self.req_msg.as_mut() else {
@@ -64,7 +64,7 @@ impl Conn {
         &mut self,
         bytes: &[u8],
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> usize {
         let Some(msg) = self.resp_msg.as_mut() else {
@@ -110,7 +110,7 @@ impl Conn {
     pub(super) fn finish_request(
         &mut self,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let Some(mut msg) = self.req_msg.take() else {
@@ -123,7 +123,7 @@ impl Conn {
         msg.body
             .extend_from_slice(tail.get(..tail.len().min(room)).unwrap_or_default());
         for a in &msg.anomalies {
-            stats.anomaly(a);
+            stats.anomaly_name(a);
         }
         out.push(HttpEvent::Request(HttpRequest {
             xref: msg.xref,
@@ -144,7 +144,7 @@ impl Conn {
         &mut self,
         end: BodyEnd,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let Some(mut msg) = self.resp_msg.take() else {
@@ -174,7 +174,7 @@ impl Conn {
             end
         };
         for a in &msg.anomalies {
-            stats.anomaly(a);
+            stats.anomaly_name(a);
         }
         // Ended short of its framing after the client's FIN/RST: the client
         // gave up first. (A close-delimited body the server then ended with

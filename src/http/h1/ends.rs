@@ -2,6 +2,7 @@
 
 use super::parse::{leading_empty_lines, parse_response_head, parse_status_line};
 use super::*;
+use crate::anomaly::Anomaly;
 use arcstr::ArcStr;
 
 impl Conn {
@@ -10,7 +11,7 @@ impl Conn {
         dir: Dir,
         len: GapLen,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let reader = self.reader(dir);
@@ -41,9 +42,9 @@ impl Conn {
                 // A head kept as a message carries the anomaly itself.
                 if !had_head {
                     reader.gap_at_boundary = true;
-                    stats.anomaly("http.gap_between_messages");
+                    stats.anomaly(Anomaly::HttpGapBetweenMessages);
                 } else if n > 0 {
-                    stats.anomaly("http.gap_in_head");
+                    stats.anomaly(Anomaly::HttpGapInHead);
                 }
                 reader.state = ReadState::Resync { line_start: false };
             }
@@ -76,7 +77,7 @@ impl Conn {
         &mut self,
         dir: Dir,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         match dir {
@@ -167,7 +168,7 @@ impl Conn {
     pub(super) fn response_lost_in_gap(
         &mut self,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         if let Some(p) = self.exchanges.answer_oldest() {
@@ -206,7 +207,7 @@ impl Conn {
         dir: Dir,
         len: GapLen,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let (reader, decoder, anomalies) = match dir {
@@ -271,7 +272,7 @@ impl Conn {
         dir: Dir,
         end: BodyEnd,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         if self.reader(dir).state == ReadState::Dead {
@@ -319,7 +320,7 @@ impl Conn {
         &mut self,
         end: BodyEnd,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         if self.req_msg.is_some() && self.req.state == ReadState::Dead {

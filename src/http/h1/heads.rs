@@ -7,6 +7,7 @@ use super::parse::{
     parse_response_head, probe,
 };
 use super::*;
+use crate::anomaly::Anomaly;
 use crate::http::BODY_RESERVE_MAX;
 use crate::http::{Headers, ResponseHead};
 use arcstr::ArcStr;
@@ -18,7 +19,7 @@ impl Conn {
         bytes: &[u8],
         ts_us: i64,
         frame: u64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let reader = self.reader(dir);
@@ -48,7 +49,7 @@ impl Conn {
         at_end: bool,
         ts_us: i64,
         frame: u64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         loop {
@@ -136,7 +137,7 @@ impl Conn {
         at_end: bool,
         ts_us: i64,
         frame: u64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> bool {
         // The server answers while the request head is still open: the
@@ -186,8 +187,8 @@ impl Conn {
             }
             _ => {
                 stats.anomaly(match dir {
-                    Dir::Req => "http.bad_request_line",
-                    Dir::Resp => "http.bad_status_line",
+                    Dir::Req => Anomaly::HttpBadRequestLine,
+                    Dir::Resp => Anomaly::HttpBadStatusLine,
                 });
                 reader.state = ReadState::Resync { line_start: false };
                 if reader.head_started {
@@ -204,7 +205,7 @@ impl Conn {
             None if at_end && reader.buf.len() <= head_limit => (reader.buf.len(), true),
             _ => {
                 if end.is_some() || at_end || reader.buf.len() > head_limit {
-                    stats.anomaly("http.head_too_large");
+                    stats.anomaly(Anomaly::HttpHeadTooLarge);
                     // Drop the oversized head: resync would otherwise find the same
                     // message start at offset 0 and read the head again, forever.
                     let skipped = end.unwrap_or(reader.buf.len());
@@ -250,7 +251,7 @@ impl Conn {
                 }
                 Err(_) => {
                     self.head_done(dir, Err(HeadSkip::BadHead), stats);
-                    stats.anomaly("http.bad_request_line");
+                    stats.anomaly(Anomaly::HttpBadRequestLine);
                     stats.http_bytes_skipped =
                         stats.http_bytes_skipped.saturating_add(head_len as u64);
                     self.req.state = ReadState::Resync { line_start: true };
@@ -267,7 +268,7 @@ impl Conn {
                 }
                 Err(_) => {
                     self.head_done(dir, Err(HeadSkip::BadHead), stats);
-                    stats.anomaly("http.bad_status_line");
+                    stats.anomaly(Anomaly::HttpBadStatusLine);
                     stats.http_bytes_skipped =
                         stats.http_bytes_skipped.saturating_add(head_len as u64);
                     self.resp.state = ReadState::Resync { line_start: true };
@@ -279,7 +280,12 @@ impl Conn {
 
     /// The verdict on a head: parsed, or skipped for `reason`. A head taken without a
     /// probe (an HTTP/0.9 reply, a request promoted at a gap) is counted here first.
-    pub(super) fn head_done(&mut self, dir: Dir, verdict: Result<(), HeadSkip>, stats: &mut Stats) {
+    pub(super) fn head_done(
+        &mut self,
+        dir: Dir,
+        verdict: Result<(), HeadSkip>,
+        stats: &mut HttpCounters,
+    ) {
         if !std::mem::take(&mut self.reader(dir).head_started) {
             stats.http_messages = stats.http_messages.saturating_add(1);
         }
@@ -297,7 +303,7 @@ impl Conn {
         ts_us: i64,
         frame: u64,
         cut_anomaly: &str,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let skip = leading_empty_lines(&self.req.buf);
@@ -349,7 +355,7 @@ impl Conn {
         mut anomalies: Vec<String>,
         head_complete: bool,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let waiting = self.req_msg.as_ref().map(|m| m.xref.depth);
@@ -415,7 +421,7 @@ impl Conn {
         frame: u64,
         mut anomalies: Vec<String>,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let (xref, method) = self.pair_response(&mut anomalies);

@@ -35,7 +35,8 @@ use super::event::push_anomaly;
 use super::exchanges::{Emitted, Exchanges};
 use super::reader::{ConnReader, Dir, Upgrade};
 use super::{BodyEnd, ConnInfo, ExchangeRef, HttpEvent, RequestHead};
-use crate::anomaly::{HeadSkip, Stats};
+use crate::anomaly::HeadSkip;
+use crate::http::HttpCounters;
 use crate::stream::GapLen;
 use chunked::ChunkedDecoder;
 use std::collections::VecDeque;
@@ -231,7 +232,7 @@ impl Conn {
     }
 
     /// Sends an event out, or holds it while its request is still arriving.
-    fn emit(&mut self, ev: HttpEvent, stats: &mut Stats, out: &mut Vec<HttpEvent>) {
+    fn emit(&mut self, ev: HttpEvent, stats: &mut HttpCounters, out: &mut Vec<HttpEvent>) {
         let waiting = self.req_msg.as_ref().map(|m| m.xref.depth);
         if self.exchanges.emit(ev, waiting, stats, out) == Emitted::Dropped
             && let Some(m) = self.resp_msg.as_mut()
@@ -248,7 +249,7 @@ impl ConnReader for Conn {
         bytes: &[u8],
         ts_us: i64,
         frame: u64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Option<Upgrade> {
         self.data(dir, bytes, ts_us, frame, stats, out);
@@ -260,7 +261,7 @@ impl ConnReader for Conn {
         dir: Dir,
         len: GapLen,
         ts_us: Option<i64>,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Option<Upgrade> {
         let ts_us = ts_us.unwrap_or_else(|| self.reader(dir).marks.back().map_or(0, |m| m.1));
@@ -272,7 +273,7 @@ impl ConnReader for Conn {
         &mut self,
         dir: Dir,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Option<Upgrade> {
         if dir == Dir::Req {
@@ -286,7 +287,7 @@ impl ConnReader for Conn {
         &mut self,
         dir: Dir,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Option<Upgrade> {
         if dir == Dir::Req {
@@ -301,7 +302,7 @@ impl ConnReader for Conn {
         &mut self,
         end: BodyEnd,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Option<Upgrade> {
         self.end_dir(Dir::Req, end, ts_us, stats, out);
@@ -335,7 +336,7 @@ mod tests {
     fn an_emptied_message_buffer_does_not_keep_its_largest_delivery() {
         let info = Arc::new(ConnInfo::for_tests());
         let mut conn = Conn::new(info, HttpLimits::default());
-        let (mut stats, mut out) = (Stats::default(), Vec::new());
+        let (mut stats, mut out) = (HttpCounters::default(), Vec::new());
         let body = vec![b'x'; 20_000];
         let mut first = format!(
             "POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: {}\r\n\r\n",

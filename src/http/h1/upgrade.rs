@@ -30,7 +30,7 @@ impl Conn {
         &mut self,
         xref: Option<ExchangeRef>,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         // A body still arriving was cut by the switch.

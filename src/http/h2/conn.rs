@@ -16,8 +16,9 @@ use super::frames::{
     DEFAULT_MAX_FRAME_SIZE, FrameHeader, FrameReader, Piece, be_u32, error_code_name, flag, kind,
 };
 use super::hpack::Decoder;
-use crate::anomaly::Stats;
+use crate::anomaly::Anomaly;
 use crate::hashing::HashMap;
+use crate::http::HttpCounters;
 use crate::http::exchanges::Exchanges;
 pub(super) use crate::http::reader::Dir;
 use crate::http::reader::{ConnReader, Handover, Upgrade};
@@ -142,7 +143,7 @@ impl Conn {
     pub fn upgraded(
         h: Handover,
         limits: HttpLimits,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Conn {
         let mut conn = Conn {
@@ -201,7 +202,7 @@ impl Conn {
         bytes: &[u8],
         ts_us: i64,
         frame: u64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let d = self.dir_state(dir);
@@ -231,7 +232,7 @@ impl Conn {
                     self.stop_dir(Dir::Resp);
                     return;
                 }
-                stats.anomaly("h2.bad_preface");
+                stats.anomaly(Anomaly::H2BadPreface);
                 self.stop_dir(dir);
                 stats.http_bytes_skipped =
                     stats.http_bytes_skipped.saturating_add(rest.len() as u64);
@@ -272,7 +273,7 @@ impl Conn {
                     if last {
                         self.check_size(dir, &hdr, stats);
                         if bad_padding {
-                            stats.anomaly("h2.bad_padding");
+                            stats.anomaly(Anomaly::H2BadPadding);
                         }
                     }
                     let data = rest.get(range).unwrap_or_default();
@@ -295,9 +296,9 @@ impl Conn {
 
     /// A frame longer than the receiver allows (RFC 9113 §4.2) is read anyway, as
     /// Wireshark and Suricata do, and named.
-    fn check_size(&mut self, dir: Dir, hdr: &FrameHeader, stats: &mut Stats) {
+    fn check_size(&mut self, dir: Dir, hdr: &FrameHeader, stats: &mut HttpCounters) {
         if hdr.len > self.dir_state(dir).max_frame_size {
-            stats.anomaly("h2.frame_too_large");
+            stats.anomaly(Anomaly::H2FrameTooLarge);
         }
     }
 
@@ -310,12 +311,12 @@ impl Conn {
         truncated: bool,
         start: (i64, u64),
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         if self.dir_state(dir).block.is_some() && hdr.kind != kind::CONTINUATION {
             // RFC 9113 §6.10: nothing may come between a header block's frames.
-            stats.anomaly("h2.continuation_expected");
+            stats.anomaly(Anomaly::H2ContinuationExpected);
             self.lose_hpack(dir, ts_us, stats, out);
             return;
         }
@@ -330,12 +331,12 @@ impl Conn {
             kind::SETTINGS => self.settings(dir, &hdr, &payload, ts_us, stats),
             kind::PING => {
                 if self.dir_state(dir).pings.trips(ts_us, PING_RATE_LIMIT) {
-                    stats.anomaly("h2.ping_flood");
+                    stats.anomaly(Anomaly::H2PingFlood);
                 }
             }
             kind::GOAWAY => self.goaway(dir, &payload, stats),
             kind::WINDOW_UPDATE | kind::PRIORITY => {}
-            _ => stats.anomaly("h2.unknown_frame_type"),
+            _ => stats.anomaly(Anomaly::H2UnknownFrameType),
         }
     }
 
@@ -345,7 +346,7 @@ impl Conn {
         hdr: &FrameHeader,
         payload: &[u8],
         ts: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
     ) {
         if hdr.has(flag::ACK) {
             // `dir` acknowledges the other side's oldest SETTINGS: from here `dir`'s
@@ -359,7 +360,7 @@ impl Conn {
         if self.dir_state(dir).settings.over(ts, SETTINGS_RATE_LIMIT) {
             let d = self.dir_state(dir);
             if !std::mem::replace(&mut d.settings.tripped, true) {
-                stats.anomaly("h2.settings_flood");
+                stats.anomaly(Anomaly::H2SettingsFlood);
             }
             // Past the rate they are not applied: a flood costs nothing.
             return;
@@ -390,21 +391,23 @@ impl Conn {
     }
 
     /// `dir`'s encoder may now use a table of `size` bytes (at most [`HEADER_TABLE_LIMIT`]).
-    fn set_table_size(&mut self, dir: Dir, size: u32, stats: &mut Stats) {
+    fn set_table_size(&mut self, dir: Dir, size: u32, stats: &mut HttpCounters) {
         let size = usize::try_from(size).unwrap_or(usize::MAX);
         if size > HEADER_TABLE_LIMIT {
-            stats.anomaly("h2.header_table_limit");
+            stats.anomaly(Anomaly::H2HeaderTableLimit);
         }
         self.dir_state(dir)
             .hpack
             .set_max_table_size(size.min(HEADER_TABLE_LIMIT));
     }
 
-    fn goaway(&mut self, dir: Dir, payload: &[u8], stats: &mut Stats) {
+    fn goaway(&mut self, dir: Dir, payload: &[u8], stats: &mut HttpCounters) {
         let last = be_u32(payload, 0).map(|v| v & 0x7fff_ffff);
         let code = be_u32(payload, 4).unwrap_or_default();
         if code != 0 {
-            stats.anomaly(&format!("h2.goaway_{}", error_code_name(code)));
+            stats
+                .anomalies
+                .add_pattern(Anomaly::H2Goaway, error_code_name(code), 1);
         }
         if dir != Dir::Resp {
             return;
@@ -421,13 +424,13 @@ impl Conn {
         dir: Dir,
         len: GapLen,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         if self.dir_state(dir).dead || len.bytes() == Some(0) {
             return;
         }
-        stats.anomaly("h2.gap");
+        stats.anomaly(Anomaly::H2Gap);
         self.lose_hpack(dir, ts_us, stats, out);
     }
 
@@ -437,10 +440,10 @@ impl Conn {
         &mut self,
         dir: Dir,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
-        stats.anomaly("h2.hpack_state_lost");
+        stats.anomaly(Anomaly::H2HpackStateLost);
         self.stop_dir(dir);
         self.end_dir(dir, BodyEnd::Gap, ts_us, stats, out);
     }
@@ -459,7 +462,7 @@ impl ConnReader for Conn {
         bytes: &[u8],
         ts_us: i64,
         frame: u64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Option<Upgrade> {
         self.data(dir, bytes, ts_us, frame, stats, out);
@@ -471,7 +474,7 @@ impl ConnReader for Conn {
         dir: Dir,
         len: GapLen,
         ts_us: Option<i64>,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Option<Upgrade> {
         let ts_us = ts_us.unwrap_or_else(|| self.dir_state(dir).last_ts);
@@ -483,7 +486,7 @@ impl ConnReader for Conn {
         &mut self,
         dir: Dir,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Option<Upgrade> {
         if dir == Dir::Req {
@@ -497,7 +500,7 @@ impl ConnReader for Conn {
         &mut self,
         dir: Dir,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Option<Upgrade> {
         if dir == Dir::Req {
@@ -512,7 +515,7 @@ impl ConnReader for Conn {
         &mut self,
         end: BodyEnd,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) -> Option<Upgrade> {
         self.end_dir(Dir::Req, end, ts_us, stats, out);

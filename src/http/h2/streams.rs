@@ -7,7 +7,8 @@ use super::exchange::{ReqMsg, Resp, RespMsg, Stream, field_text, request_head, r
 use super::flood::RESET_RATE_LIMIT;
 use super::frames::{FrameHeader, error_code_name, flag, headers_fragment, kind};
 use super::hpack::HpackError;
-use crate::anomaly::{HeadSkip, Stats};
+use crate::anomaly::{Anomaly, HeadSkip};
+use crate::http::HttpCounters;
 use crate::http::decompress::ContentDecoder;
 use crate::http::event::push_anomaly;
 use crate::http::exchanges::Emitted;
@@ -27,24 +28,24 @@ impl Conn {
         truncated: bool,
         start: (i64, u64),
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let limit = self.limits.head_bytes;
         if truncated {
             stats.http_messages = stats.http_messages.saturating_add(1);
-            stats.anomaly("http.head_too_large");
+            stats.anomaly(Anomaly::HttpHeadTooLarge);
             stats.skip_http_message(HeadSkip::HeadTooLarge);
             self.lose_hpack(dir, ts_us, stats, out);
             return;
         }
         if hdr.kind == kind::CONTINUATION {
             let Some(block) = self.dir_state(dir).block.as_mut() else {
-                stats.anomaly("h2.unexpected_continuation");
+                stats.anomaly(Anomaly::H2UnexpectedContinuation);
                 return;
             };
             if block.stream != hdr.stream {
-                stats.anomaly("h2.continuation_expected");
+                stats.anomaly(Anomaly::H2ContinuationExpected);
                 self.lose_hpack(dir, ts_us, stats, out);
                 return;
             }
@@ -52,7 +53,7 @@ impl Conn {
             if block.bytes.len().saturating_add(payload.len()) > limit {
                 // The 2024 CONTINUATION flood: a block that never ends is not kept.
                 stats.http_messages = stats.http_messages.saturating_add(1);
-                stats.anomaly("h2.continuation_flood");
+                stats.anomaly(Anomaly::H2ContinuationFlood);
                 stats.skip_http_message(HeadSkip::HeadTooLarge);
                 self.lose_hpack(dir, ts_us, stats, out);
                 return;
@@ -60,12 +61,12 @@ impl Conn {
             block.bytes.extend_from_slice(payload);
         } else {
             let Some(fragment) = headers_fragment(hdr, payload) else {
-                stats.anomaly("h2.bad_padding");
+                stats.anomaly(Anomaly::H2BadPadding);
                 self.lose_hpack(dir, ts_us, stats, out);
                 return;
             };
             if hdr.kind == kind::PUSH_PROMISE {
-                stats.anomaly("h2.push_promise");
+                stats.anomaly(Anomaly::H2PushPromise);
             }
             self.dir_state(dir).block = Some(Block {
                 stream: hdr.stream,
@@ -92,7 +93,7 @@ impl Conn {
         dir: Dir,
         block: Block,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         stats.http_messages = stats.http_messages.saturating_add(1);
@@ -134,7 +135,7 @@ impl Conn {
         dir: Dir,
         id: u32,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         self.highest_stream = self.highest_stream.max(id);
@@ -148,7 +149,7 @@ impl Conn {
         block: Block,
         fields: Vec<(String, String)>,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let id = block.stream;
@@ -161,13 +162,13 @@ impl Conn {
             return;
         }
         if id == 0 || id.is_multiple_of(2) || id <= self.highest_stream {
-            stats.anomaly("h2.bad_stream_id");
+            stats.anomaly(Anomaly::H2BadStreamId);
             stats.skip_http_message(HeadSkip::BadHead);
             return;
         }
         self.highest_stream = id;
         if self.streams.len() >= self.limits.h2_streams {
-            stats.anomaly("h2.stream_limit");
+            stats.anomaly(Anomaly::H2StreamLimit);
             stats.skip_http_message(HeadSkip::StreamLimit);
             return;
         }
@@ -217,7 +218,7 @@ impl Conn {
         block: Block,
         fields: Vec<(String, String)>,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let id = block.stream;
@@ -231,16 +232,16 @@ impl Conn {
             // exchange of its own, as HTTP/1.x numbers a response nobody asked for.
             if id == 0 || self.streams.len() >= self.limits.h2_streams {
                 stats.anomaly(if id == 0 {
-                    "h2.bad_stream_id"
+                    Anomaly::H2BadStreamId
                 } else {
-                    "h2.stream_limit"
+                    Anomaly::H2StreamLimit
                 });
                 stats.skip_http_message(HeadSkip::BadHead);
                 return;
             }
             if id <= self.highest_stream {
                 // A stream already closed: a late frame.
-                stats.anomaly("h2.frame_on_closed_stream");
+                stats.anomaly(Anomaly::H2FrameOnClosedStream);
                 stats.skip_http_message(HeadSkip::BadHead);
                 return;
             }
@@ -271,7 +272,7 @@ impl Conn {
             Resp::Awaiting => {}
         }
         let Some(head) = response_head(fields) else {
-            stats.anomaly("h2.bad_status");
+            stats.anomaly(Anomaly::H2BadStatus);
             if block.end_stream {
                 self.end_stream(id, Dir::Resp, BodyEnd::Gap, ts_us, stats, out);
             }
@@ -315,7 +316,7 @@ impl Conn {
         data: &[u8],
         last: bool,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let end_stream = last && hdr.has(flag::END_STREAM);
@@ -352,7 +353,7 @@ impl Conn {
             Dir::Resp => {
                 let Resp::Body(msg) = &mut stream.resp else {
                     // DATA before the final head, or after the end.
-                    stats.anomaly("h2.data_without_head");
+                    stats.anomaly(Anomaly::H2DataWithoutHead);
                     stats.http_bytes_skipped =
                         stats.http_bytes_skipped.saturating_add(data.len() as u64);
                     return;
@@ -391,7 +392,7 @@ impl Conn {
         id: u32,
         code: u32,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let Some(stream) = self.streams.get_mut(&id) else {
@@ -404,11 +405,15 @@ impl Conn {
         let before_response = matches!(stream.resp, Resp::Awaiting);
         match &mut stream.resp {
             Resp::Body(msg) => push_anomaly(&mut msg.anomalies, &name),
-            Resp::Awaiting => stats.anomaly(&name),
+            Resp::Awaiting => {
+                stats
+                    .anomalies
+                    .add_pattern(Anomaly::H2RstStream, error_code_name(code), 1)
+            }
             Resp::Done => {}
         }
         if before_response && self.resets.trips(ts_us, RESET_RATE_LIMIT) {
-            stats.anomaly("h2.rapid_reset");
+            stats.anomaly(Anomaly::H2RapidReset);
         }
         let client_cancel = dir == Dir::Req && code == CANCEL;
         self.finish_request(id, false, ts_us, stats, out);
@@ -417,7 +422,7 @@ impl Conn {
     }
 
     /// The server's GOAWAY: client streams above `last` were never processed.
-    pub(super) fn mark_unprocessed(&mut self, last: u32, stats: &mut Stats) {
+    pub(super) fn mark_unprocessed(&mut self, last: u32, stats: &mut HttpCounters) {
         for (&id, stream) in self.streams.iter_mut() {
             if id <= last || id.is_multiple_of(2) {
                 continue;
@@ -427,7 +432,7 @@ impl Conn {
             match (stream.req.as_mut(), &mut stream.resp) {
                 (Some(msg), _) => push_anomaly(&mut msg.anomalies, name),
                 (None, Resp::Body(m)) => push_anomaly(&mut m.anomalies, name),
-                (None, Resp::Awaiting) => stats.anomaly(name),
+                (None, Resp::Awaiting) => stats.anomaly(Anomaly::H2GoawayUnprocessed),
                 (None, Resp::Done) => {}
             }
         }
@@ -439,7 +444,7 @@ impl Conn {
         dir: Dir,
         end: BodyEnd,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         self.dir_state(dir).block = None;
@@ -457,7 +462,7 @@ impl Conn {
         dir: Dir,
         end: BodyEnd,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         match dir {
@@ -476,7 +481,7 @@ impl Conn {
         id: u32,
         complete: bool,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let Some(stream) = self.streams.get_mut(&id) else {
@@ -497,7 +502,7 @@ impl Conn {
         msg.body
             .extend_from_slice(tail.get(..tail.len().min(room)).unwrap_or_default());
         for a in &msg.anomalies {
-            stats.anomaly(a);
+            stats.anomaly_name(a);
         }
         let depth = stream.xref.depth;
         out.push(HttpEvent::Request(HttpRequest {
@@ -521,7 +526,7 @@ impl Conn {
         id: u32,
         end: BodyEnd,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         self.end_response(id, end, false, ts_us, stats, out);
@@ -535,7 +540,7 @@ impl Conn {
         end: BodyEnd,
         client_closed: bool,
         ts_us: i64,
-        stats: &mut Stats,
+        stats: &mut HttpCounters,
         out: &mut Vec<HttpEvent>,
     ) {
         let Some(stream) = self.streams.get_mut(&id) else {
@@ -568,7 +573,7 @@ impl Conn {
                     let _ = self.exchanges.emit(ev, waiting, stats, out);
                 }
                 for a in &msg.anomalies {
-                    stats.anomaly(a);
+                    stats.anomaly_name(a);
                 }
                 let ev = HttpEvent::ResponseEnd {
                     xref,

@@ -1,16 +1,17 @@
 //! The HTTP stage's part of the connection record and the TLS facts of the exchanges.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use crate::anomaly::Stats;
+use crate::http::HttpCounters;
 use crate::http::{HttpEvent, HttpStage};
 use crate::stream::{
     CloseReason, ConnectionRecord, Side, StreamEvent, StreamEventKind, StreamStage,
 };
+use crate::timestamp::CaptureTime;
 
 fn at(ms: i64, kind: StreamEventKind) -> StreamEvent {
     StreamEvent {
         stream: 3,
-        ts_ns: ms * 1_000_000,
+        ts: CaptureTime::from_us(ms * 1000),
         frame: 0,
         kind,
     }
@@ -31,7 +32,7 @@ fn run(events: Vec<StreamEventKind>) -> Vec<HttpEvent> {
         "10.0.0.2:443".parse().unwrap(),
     );
     let mut stage = HttpStage::new(vec!["a.pcap".into(), "b.pcap".into()]);
-    let mut stats = Stats::default();
+    let mut stats = HttpCounters::default();
     let mut out = Vec::new();
     let opened = StreamEventKind::Opened {
         client,

@@ -13,9 +13,10 @@
 //!   both sides, then `Closed`);
 //! - `#swapped` the flow guessed the sides wrong (server bytes arrive as `Client`).
 
-use crate::anomaly::Stats;
+use crate::http::HttpCounters;
 use crate::http::*;
 use crate::stream::{CloseReason, GapLen, Side, StreamEvent, StreamEventKind, StreamStage};
+use crate::timestamp::CaptureTime;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone)]
@@ -154,7 +155,7 @@ fn events(f: &Fixture, cut: &dyn Fn(usize) -> Vec<usize>) -> Vec<StreamEvent> {
     let mut push = |kind: StreamEventKind, ts_ns: i64, frame: u64| {
         evs.push(StreamEvent {
             stream: 7,
-            ts_ns,
+            ts: CaptureTime::from_ns(ts_ns),
             frame,
             kind,
         })
@@ -233,9 +234,9 @@ fn events(f: &Fixture, cut: &dyn Fn(usize) -> Vec<usize>) -> Vec<StreamEvent> {
     evs
 }
 
-fn run(evs: Vec<StreamEvent>) -> (Vec<HttpEvent>, Stats) {
+fn run(evs: Vec<StreamEvent>) -> (Vec<HttpEvent>, HttpCounters) {
     let mut stage = HttpStage::new(vec!["fixture.pcap".into()]);
-    let mut stats = Stats::default();
+    let mut stats = HttpCounters::default();
     let mut out = Vec::new();
     for e in evs {
         stage.push(e, &mut stats, &mut out);
@@ -492,7 +493,7 @@ fn steps(list: &[Step]) -> Vec<HttpEvent> {
     let server: std::net::SocketAddr = "10.0.0.2:80".parse().unwrap();
     let mut evs = vec![StreamEvent {
         stream: 3,
-        ts_ns: 1_000_000_000,
+        ts: CaptureTime::from_ns(1_000_000_000),
         frame: 0,
         kind: StreamEventKind::Opened {
             client,
@@ -518,7 +519,7 @@ fn steps(list: &[Step]) -> Vec<HttpEvent> {
         let n = i as i64 + 1;
         evs.push(StreamEvent {
             stream: 3,
-            ts_ns: 1_000_000_000 + n * 1_000_000,
+            ts: CaptureTime::from_ns(1_000_000_000 + n * 1_000_000),
             frame: n as u64,
             kind,
         });
@@ -754,7 +755,7 @@ mod proptests {
 fn at(stream: u64, ms: i64, kind: StreamEventKind) -> StreamEvent {
     StreamEvent {
         stream,
-        ts_ns: ms * 1_000_000,
+        ts: CaptureTime::from_us(ms * 1000),
         frame: u64::try_from(ms).unwrap(),
         kind,
     }
@@ -779,7 +780,7 @@ fn client(text: &str) -> StreamEventKind {
 #[test]
 fn the_earliest_request_under_way_is_tracked_until_it_is_handed_on() {
     let mut stage = HttpStage::new(vec!["t.pcap".into()]);
-    let mut stats = Stats::default();
+    let mut stats = HttpCounters::default();
     let out = std::cell::RefCell::new(Vec::new());
     let mut push = |stage: &mut HttpStage, ev| {
         stage.push(ev, &mut stats, &mut out.borrow_mut());
@@ -825,7 +826,7 @@ fn the_earliest_request_under_way_is_tracked_until_it_is_handed_on() {
 #[test]
 fn bytes_held_before_the_sides_are_known_count_as_a_request_under_way() {
     let mut stage = HttpStage::new(vec!["t.pcap".into()]);
-    let mut stats = Stats::default();
+    let mut stats = HttpCounters::default();
     let mut out = Vec::new();
     stage.push(at(5, 2000, opened(40002)), &mut stats, &mut out);
     // Two bytes say nothing yet about which side speaks HTTP.
@@ -856,9 +857,9 @@ fn server(text: &str) -> StreamEventKind {
 }
 
 /// Events of one stream run through a fresh stage, then its end of input.
-fn run_stream(events: Vec<StreamEventKind>) -> (Vec<HttpEvent>, Stats) {
+fn run_stream(events: Vec<StreamEventKind>) -> (Vec<HttpEvent>, HttpCounters) {
     let mut stage = HttpStage::new(vec!["t.pcap".into()]);
-    let mut stats = Stats::default();
+    let mut stats = HttpCounters::default();
     let mut out = Vec::new();
     stage.push(at(7, 3000, opened(40003)), &mut stats, &mut out);
     for (ms, kind) in (3001..).zip(events) {

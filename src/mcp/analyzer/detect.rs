@@ -4,8 +4,9 @@
 //! their `endpoint` event.
 
 use super::Analyzer;
-use crate::anomaly::Stats;
+use crate::anomaly::Anomaly;
 use crate::http::BodyEnd;
+use crate::mcp::McpCounters;
 use crate::rpc::envelope::{EnvelopeBody, EnvelopeElement};
 use serde_json::Value;
 
@@ -25,12 +26,12 @@ pub(super) struct LegacySession {
 }
 
 impl Analyzer {
-    pub(super) fn learn_endpoint(&mut self, endpoint: &str, stats: &mut Stats) {
+    pub(super) fn learn_endpoint(&mut self, endpoint: &str, stats: &mut McpCounters) {
         if self.endpoints.contains(endpoint) {
             return;
         }
         if self.endpoints.len() >= MAX_KNOWN_ENDPOINTS {
-            stats.anomaly("mcp.endpoint_limit");
+            stats.anomaly(Anomaly::McpEndpointLimit);
             return;
         }
         self.endpoints.insert(endpoint.to_string());

@@ -70,9 +70,10 @@ use super::retry::RetryInference;
 use super::session::{DerivedSessions, SessionInfo};
 use super::texts::Texts;
 use super::{Exchange, InferenceConfig};
-use crate::anomaly::Stats;
+use crate::anomaly::Anomaly;
 use crate::hashing::{HashMap, HashSet};
 use crate::http::{BodyEnd, HttpEvent};
+use crate::mcp::McpCounters;
 use crate::stream::ConnectionRecord;
 use arcstr::ArcStr;
 use connections::ConnectionRows;
@@ -153,7 +154,7 @@ impl Analyzer {
     }
 
     /// Process one HTTP event (events of one exchange in order: request, head, body pieces, end).
-    pub fn push(&mut self, ev: HttpEvent, stats: &mut Stats) {
+    pub fn push(&mut self, ev: HttpEvent, stats: &mut McpCounters) {
         let prepared = self.preparer.prepare(&ev);
         self.consume(ev, prepared, stats);
     }
@@ -168,7 +169,12 @@ impl Analyzer {
     /// [`Analyzer::push`] with the body work already done by a [`Preparer`] that saw every
     /// event, in order (elsewhere, perhaps on another thread). A POST without it is prepared
     /// here.
-    pub fn push_prepared(&mut self, ev: HttpEvent, prepared: Option<Prepared>, stats: &mut Stats) {
+    pub fn push_prepared(
+        &mut self,
+        ev: HttpEvent,
+        prepared: Option<Prepared>,
+        stats: &mut McpCounters,
+    ) {
         let prepared = if self.prepares_responses && !matches!(ev, HttpEvent::Request(_)) {
             self.preparer.prepare(&ev)
         } else {
@@ -177,7 +183,7 @@ impl Analyzer {
         self.consume(ev, prepared, stats);
     }
 
-    fn consume(&mut self, ev: HttpEvent, prepared: Option<Prepared>, stats: &mut Stats) {
+    fn consume(&mut self, ev: HttpEvent, prepared: Option<Prepared>, stats: &mut McpCounters) {
         match ev {
             HttpEvent::Request(req) => {
                 self.saw_time(req.ts_last_us);
@@ -279,7 +285,12 @@ impl Analyzer {
 
     /// Moves the rows that are final, as of capture time `now_us`, to `out` in `exchange_id`
     /// order (see the module doc, "Release"), then any row set aside that has ended.
-    pub fn drain_ready(&mut self, now_us: i64, stats: &mut Stats, out: &mut Vec<Box<Exchange>>) {
+    pub fn drain_ready(
+        &mut self,
+        now_us: i64,
+        stats: &mut McpCounters,
+        out: &mut Vec<Box<Exchange>>,
+    ) {
         let now = now_us.max(self.last_ts);
         self.release(now, false, stats, out);
         if self.queue.aside_scan_due(now) {
@@ -305,7 +316,7 @@ impl Analyzer {
     /// `exchange_id` order (rows set aside included), and retry inference's counts go to
     /// `stats`. Without earlier [`Analyzer::drain_ready`] calls this is every row, with ids
     /// 1.. in order of (`ts_request`, arrival).
-    pub fn finish(self, stats: &mut Stats) -> Vec<Box<Exchange>> {
+    pub fn finish(self, stats: &mut McpCounters) -> Vec<Box<Exchange>> {
         self.finish_with_connections(stats).0
     }
 
@@ -313,7 +324,7 @@ impl Analyzer {
     /// rows (after those of [`Analyzer::take_connections`]).
     pub fn finish_with_connections(
         mut self,
-        stats: &mut Stats,
+        stats: &mut McpCounters,
     ) -> (Vec<Box<Exchange>>, Vec<ConnectionRecord>) {
         // The HTTP stage ends every exchange; anything left is cut by the end of input.
         let mut left: Vec<CtxKey> = self.ctxs.keys().copied().collect();
@@ -334,7 +345,7 @@ impl Analyzer {
         }
         for pairing in self.pairings.values() {
             for _ in &pairing.orphans {
-                stats.anomaly("mcp.response_without_request");
+                stats.anomaly(Anomaly::McpResponseWithoutRequest);
             }
         }
         let preflights = std::mem::take(&mut self.preflights);
@@ -352,7 +363,7 @@ impl Analyzer {
         out.sort_by_key(|e| e.exchange_id);
         self.retry.anomalies().record(stats);
         for _ in 0..self.evicted_infos {
-            stats.anomaly("mcp.session_info_limit");
+            stats.anomaly(Anomaly::McpSessionInfoLimit);
         }
         let connections = self.connection_rows.finish();
         (out, connections)

@@ -4,8 +4,9 @@
 
 use super::Analyzer;
 use super::http_ctx::Carrier;
-use crate::anomaly::Stats;
+use crate::anomaly::Anomaly;
 use crate::hashing::HashMap;
+use crate::mcp::McpCounters;
 use crate::mcp::classify::Final;
 use crate::mcp::{Kind, SseMark};
 use crate::rpc::{RpcId, RpcMessage};
@@ -57,7 +58,7 @@ pub(super) struct SessionPairing {
 }
 
 impl Analyzer {
-    pub(super) fn register_request(&mut self, i: usize, ts: i64, stats: &mut Stats) {
+    pub(super) fn register_request(&mut self, i: usize, ts: i64, stats: &mut McpCounters) {
         let Some((session_key, id)) = self
             .rows
             .get(i)
@@ -98,7 +99,7 @@ impl Analyzer {
         self.enforce_pending_limit(i, stats);
     }
 
-    pub(super) fn enforce_pending_limit(&mut self, i: usize, stats: &mut Stats) {
+    pub(super) fn enforce_pending_limit(&mut self, i: usize, stats: &mut McpCounters) {
         let max_pending = self.limits.pending_per_session;
         let Some(session_key) = self.rows.get(i).map(|r| r.session_key.clone()) else {
             return;
@@ -155,7 +156,7 @@ impl Analyzer {
         i: usize,
         params: Option<&Value>,
         ts: i64,
-        stats: &mut Stats,
+        stats: &mut McpCounters,
     ) {
         let Some(session_key) = self.rows.get(i).map(|r| r.session_key.clone()) else {
             return;
@@ -236,14 +237,14 @@ impl Analyzer {
         session_key: &ArcStr,
         carrier: Carrier,
         stream_row: Option<usize>,
-        stats: &mut Stats,
+        stats: &mut McpCounters,
     ) {
         if !msg.is_response() {
             match msg {
                 RpcMessage::Request { id, method, .. } => {
                     let s = self.pairings.entry(session_key.clone()).or_default();
                     if s.server_reqs.len() >= MAX_SERVER_REQUESTS_PER_SESSION {
-                        stats.anomaly("mcp.server_request_limit");
+                        stats.anomaly(Anomaly::McpServerRequestLimit);
                         return;
                     }
                     if s.server_reqs.insert(id.clone(), method).is_none() {
@@ -252,7 +253,7 @@ impl Analyzer {
                 }
                 RpcMessage::Notification { .. } => {}
                 _ => {
-                    stats.anomaly("rpc.invalid_envelope");
+                    stats.anomaly(Anomaly::RpcInvalidEnvelope);
                     if let Some(r) = stream_row {
                         self.note_uncounted(r, "rpc.invalid_envelope");
                     }
@@ -272,7 +273,7 @@ impl Analyzer {
         let Some(id) = id else {
             // An error without id answers the HTTP exchange it came in (mcp-wire.md 7.7).
             if open_local.is_empty() {
-                stats.anomaly("mcp.response_without_request");
+                stats.anomaly(Anomaly::McpResponseWithoutRequest);
                 if let Some(r) = stream_row {
                     self.note_uncounted(r, "mcp.response_without_request");
                 }
@@ -356,7 +357,7 @@ impl Analyzer {
         s.orphans.push_back(Orphan { id, fin, ts });
         if s.orphans.len() > MAX_ORPHANS_PER_SESSION {
             s.orphans.pop_front();
-            stats.anomaly("mcp.response_without_request");
+            stats.anomaly(Anomaly::McpResponseWithoutRequest);
         }
     }
 

@@ -5,11 +5,11 @@
 
 use super::Analyzer;
 use super::row::{Reserved, Row};
-use crate::anomaly::Stats;
 use crate::hashing::HashMap;
 use crate::http::BodyEnd;
 use crate::mcp::Exchange;
 use crate::mcp::Kind;
+use crate::mcp::McpCounters;
 use crate::mcp::classify::Final;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
@@ -199,7 +199,7 @@ impl Analyzer {
         &mut self,
         now: i64,
         at_end: bool,
-        stats: &mut Stats,
+        stats: &mut McpCounters,
         out: &mut Vec<Box<Exchange>>,
     ) {
         // Nothing below adds to `pending` before the pop, so the pop takes this row.
@@ -333,7 +333,7 @@ impl Analyzer {
 
     /// Takes row `i` out as a final exchange (its id already in `ex.exchange_id`, or
     /// reserved), classified with what its session is known to be.
-    pub(super) fn finalize(&mut self, i: usize, stats: &mut Stats) -> Option<Box<Exchange>> {
+    pub(super) fn finalize(&mut self, i: usize, stats: &mut McpCounters) -> Option<Box<Exchange>> {
         self.close_open(i);
         let mut row = self.rows.remove(i)?;
         self.connection_rows.left(row.conn, true);
@@ -350,7 +350,7 @@ impl Analyzer {
         let taken = std::mem::take(&mut row.ex);
         let (mut ex, anomalies) = self.build_exchange(&row, taken, id, false);
         for a in anomalies {
-            stats.anomaly(a);
+            stats.anomaly_name(a);
         }
         if let Some(r) = row.reserved.take() {
             ex.attempt = r.attempt;

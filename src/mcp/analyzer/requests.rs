@@ -5,8 +5,9 @@ use super::Analyzer;
 use super::detect::{MAX_PENDING_PREFLIGHTS, looks_jsonrpc};
 use super::http_ctx::{Ctx, ExchangeRole, ctx_key};
 use super::row::Row;
-use crate::anomaly::Stats;
+use crate::anomaly::Anomaly;
 use crate::http::{BodyEnd, HttpRequest};
+use crate::mcp::McpCounters;
 use crate::mcp::classify;
 use crate::mcp::prepare::{PreparedPost, prepare_post};
 use crate::mcp::session::{ContextKey, fnv1a, host_of, legacy_session_param, path_of};
@@ -35,7 +36,7 @@ impl Analyzer {
         &mut self,
         req: HttpRequest,
         post: Option<Box<PreparedPost>>,
-        stats: &mut Stats,
+        stats: &mut McpCounters,
     ) {
         let key = ctx_key(&req.xref);
         let h = &req.head.headers;
@@ -85,7 +86,7 @@ impl Analyzer {
                 // serde_json stops at 128 levels of nesting; such a body may well be
                 // JSON-RPC, so its loss is counted even on an endpoint not known as MCP.
                 if parsed.as_ref().err() == Some(&DigestError::TooDeep) {
-                    stats.anomaly("rpc.json_too_deep");
+                    stats.anomaly(Anomaly::RpcJsonTooDeep);
                 }
                 let value = parsed.ok();
                 let is_json = value.is_some();
@@ -197,7 +198,7 @@ impl Analyzer {
                     && let Some(r) = self.rows.get_mut(old)
                 {
                     r.await_endpoint = false;
-                    stats.anomaly("mcp.preflight_limit");
+                    stats.anomaly(Anomaly::McpPreflightLimit);
                 }
             }
             _ if known || sid.is_some() => {
@@ -220,7 +221,7 @@ impl Analyzer {
         if let Some(old) = self.ctxs.insert(key, ctx) {
             // The HTTP stage reuses (conn, depth) only if it lost an exchange's end.
             self.close_ctx(old, BodyEnd::CaptureEnd);
-            stats.anomaly("mcp.exchange_reused");
+            stats.anomaly(Anomaly::McpExchangeReused);
         }
     }
 
@@ -234,7 +235,7 @@ impl Analyzer {
         sid: Option<ArcStr>,
         legacy_sid: Option<ArcStr>,
         endpoint: &ArcStr,
-        stats: &mut Stats,
+        stats: &mut McpCounters,
     ) {
         let PreparedBody {
             value: body,

@@ -4,9 +4,10 @@
 use super::Analyzer;
 use super::detect::{LegacySession, MAX_LEGACY_SESSIONS, value_looks_jsonrpc};
 use super::http_ctx::{Carrier, Ctx, CtxKey, ExchangeRole};
-use crate::anomaly::Stats;
+use crate::anomaly::Anomaly;
 use crate::http::retry_after::RetryAfter;
 use crate::http::{BodyEnd, ResponseHead};
+use crate::mcp::McpCounters;
 use crate::mcp::classify::{self, Final};
 use crate::mcp::prepare::{BodyPiece, PreparedEnd, PreparedSse, is_event_stream};
 use crate::mcp::session::{legacy_session_param, path_of};
@@ -68,7 +69,7 @@ impl Analyzer {
         }
     }
 
-    pub(super) fn on_body(&mut self, key: CtxKey, piece: BodyPiece, stats: &mut Stats) {
+    pub(super) fn on_body(&mut self, key: CtxKey, piece: BodyPiece, stats: &mut McpCounters) {
         let Some(ctx) = self.ctxs.get_mut(&key) else {
             return;
         };
@@ -80,13 +81,18 @@ impl Analyzer {
             }
             BodyPiece::Json { dropped: true } if !ctx.sse && !ctx.body_overflow => {
                 ctx.body_overflow = true;
-                stats.anomaly("mcp.body_too_large");
+                stats.anomaly(Anomaly::McpBodyTooLarge);
             }
             _ => {}
         }
     }
 
-    pub(super) fn on_sse_event(&mut self, key: CtxKey, prepared: PreparedSse, stats: &mut Stats) {
+    pub(super) fn on_sse_event(
+        &mut self,
+        key: CtxKey,
+        prepared: PreparedSse,
+        stats: &mut McpCounters,
+    ) {
         let PreparedSse { event: ev, parsed } = prepared;
         let Some(ctx) = self.ctxs.get_mut(&key) else {
             return;
@@ -130,7 +136,7 @@ impl Analyzer {
                 match sid {
                     Some(s) => {
                         if self.legacy.len() >= MAX_LEGACY_SESSIONS {
-                            stats.anomaly("mcp.legacy_session_limit");
+                            stats.anomaly(Anomaly::McpLegacySessionLimit);
                         } else {
                             self.legacy
                                 .insert((server_addr, s), LegacySession { end: None });
@@ -196,7 +202,7 @@ impl Analyzer {
         };
         match parsed {
             Err(e) => {
-                stats.anomaly("rpc.sse_data_not_json");
+                stats.anomaly(Anomaly::RpcSseDataNotJson);
                 let targets: Vec<usize> = self.open_requests(&local);
                 for &i in targets.iter().chain(stream_row.iter()) {
                     self.note_uncounted(i, "rpc.sse_data_not_json");
@@ -242,7 +248,7 @@ impl Analyzer {
         key: CtxKey,
         ended: ResponseEnded,
         body: Option<PreparedEnd>,
-        stats: &mut Stats,
+        stats: &mut McpCounters,
     ) {
         let ResponseEnded {
             ts,
@@ -280,7 +286,7 @@ impl Analyzer {
                 _ => ctx.rows.clone(),
             };
             for a in parser_anomalies {
-                stats.anomaly(a);
+                stats.anomaly_name(a);
                 for &i in &carriers {
                     self.note_uncounted(i, a);
                 }
@@ -328,7 +334,7 @@ impl Analyzer {
         ts: i64,
         parsed: Result<Vec<RpcMessage>, RpcError>,
         blank: bool,
-        stats: &mut Stats,
+        stats: &mut McpCounters,
     ) {
         let Some(status) = ctx.status else {
             return;

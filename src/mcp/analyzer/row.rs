@@ -2,10 +2,11 @@
 //! [`Exchange`] columns built from a row and what its session showed (classification).
 
 use super::Analyzer;
-use crate::anomaly::{AnomalySet, Stats};
+use crate::anomaly::AnomalySet;
 use crate::hashing::HashMap;
 use crate::http::redact::redact_target;
 use crate::http::{BodyEnd, HttpRequest, http_version_name};
+use crate::mcp::McpCounters;
 use crate::mcp::classify::{self, Final, RowFacts};
 use crate::mcp::retry::FindingSet;
 use crate::mcp::session::{SessionFacts, SessionInfo, fnv1a};
@@ -304,8 +305,8 @@ impl Analyzer {
         }
     }
 
-    pub(super) fn note(&mut self, i: usize, name: &str, stats: &mut Stats) {
-        stats.anomaly(name);
+    pub(super) fn note(&mut self, i: usize, name: &str, stats: &mut McpCounters) {
+        stats.anomaly_name(name);
         self.note_uncounted(i, name);
     }
 

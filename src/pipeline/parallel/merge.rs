@@ -2,8 +2,9 @@
 //! the one-thread order, fed to the sink.
 
 use super::{EventSink, FromWorker, Ledger, Stop};
-use crate::anomaly::Stats;
+use crate::counters::Merge;
 use crate::pipeline::packets::{Event, Item};
+use crate::report::RunStats;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
@@ -15,7 +16,7 @@ use std::sync::mpsc::Receiver;
 pub(super) fn consume<E: std::error::Error + 'static>(
     from_workers: &[Receiver<FromWorker>],
     ledger: &Ledger,
-    stats: &mut Stats,
+    stats: &mut RunStats,
     sink: &mut EventSink<'_, E>,
 ) -> Result<(), Stop<E>> {
     let n = from_workers.len();

@@ -46,12 +46,14 @@ mod tests;
 mod worker;
 
 use super::RunError;
+use super::packets::ChainCounters;
 use super::packets::{Event, Item, ReadTotals};
-use crate::anomaly::Stats;
 use crate::capture::Merger;
+use crate::counters::Merge;
 use crate::flow::FlowLimits;
 use crate::http::HttpEvent;
 use crate::mcp::{McpLimits, PreparedEvents};
+use crate::report::RunStats;
 use crate::stream::{StreamEvent, StreamStage};
 use merge::consume;
 use reader::{Outbox, read_and_parse, read_and_shard};
@@ -86,7 +88,7 @@ const HELD_WAIT: Duration = Duration::from_micros(200);
 pub const BACKLOG_TO_PREPARE: usize = 2;
 
 /// Receives each item, in one-thread order, with the caller's stats.
-pub(super) type EventSink<'a, E> = dyn FnMut(Item, &mut Stats) -> Result<(), RunError<E>> + 'a;
+pub(super) type EventSink<'a, E> = dyn FnMut(Item, &mut RunStats) -> Result<(), RunError<E>> + 'a;
 
 /// Reader -> worker.
 enum ToWorker {
@@ -107,7 +109,7 @@ enum FromWorker {
     /// ([`StreamStage::held_since_us`]), and the body bytes the events hold.
     Round(Vec<(u64, Event)>, Option<i64>, usize),
     /// The flushed connections' events keyed by stream id, and the worker's counts.
-    Finished(Vec<(u64, Event)>, Box<Stats>),
+    Finished(Vec<(u64, Event)>, Box<RunStats>),
 }
 
 /// Why the caller stopped taking rounds.
@@ -126,12 +128,13 @@ pub(super) fn run<E, S>(
     stages: Vec<S>,
     progress: Option<indicatif::ProgressBar>,
     prepare: Option<(McpLimits, PreparedEvents)>,
-    stats: &mut Stats,
+    stats: &mut RunStats,
     sink: &mut EventSink<'_, E>,
 ) -> Result<ReadTotals, RunError<E>>
 where
     E: std::error::Error + 'static,
     S: StreamStage<Output = HttpEvent> + Send,
+    S::Counters: ChainCounters,
 {
     let mut stages = stages;
     if stages.is_empty() {

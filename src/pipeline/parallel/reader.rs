@@ -6,12 +6,12 @@ use super::{
     BACKLOG_TO_PREPARE, FromWorker, Gone, Ledger, ROUND_BYTES, ROUND_FRAMES, ToWorker,
     worker::body_bytes,
 };
-use crate::anomaly::Stats;
 use crate::capture::Merger;
 use crate::flow::FlowLimits;
 use crate::http::HttpEvent;
 use crate::mcp::{McpLimits, PreparedEvents, Preparer};
-use crate::pipeline::packets::{Event, ReadTotals, read_streams};
+use crate::pipeline::packets::{ChainCounters, Event, ReadTotals, read_streams};
+use crate::report::RunStats;
 use crate::stream::{StreamEvent, StreamEventKind, StreamStage};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::SyncSender;
@@ -23,8 +23,8 @@ pub(super) fn read_and_shard(
     flow: FlowLimits,
     progress: Option<&indicatif::ProgressBar>,
     to_workers: &[SyncSender<ToWorker>],
-) -> Result<(Stats, ReadTotals), Gone> {
-    let mut stats = Stats::default();
+) -> Result<(RunStats, ReadTotals), Gone> {
+    let mut stats = RunStats::default();
     let mut seq = 0u64;
     let mut round = Round::new(to_workers.len());
     let totals = read_streams(merger, flow, progress, &mut stats, &mut |events, _| {
@@ -47,15 +47,20 @@ pub(super) fn read_and_shard(
 
 /// The reader thread with the only HTTP stage: read, decode, reassemble, parse HTTP, and send
 /// the events to the caller in rounds.
-pub(super) fn read_and_parse<S: StreamStage<Output = HttpEvent>>(
+pub(super) fn read_and_parse<S>(
     merger: Merger,
     flow: FlowLimits,
     progress: Option<&indicatif::ProgressBar>,
     mut stage: S,
     prepare: Option<(McpLimits, PreparedEvents)>,
     tx: &Outbox<'_>,
-) -> Result<(Stats, ReadTotals), Gone> {
-    let mut stats = Stats::default();
+) -> Result<(RunStats, ReadTotals), Gone>
+where
+    S: StreamStage<Output = HttpEvent>,
+    S::Counters: ChainCounters,
+{
+    let mut stats = RunStats::default();
+    let mut counters = S::Counters::default();
     let mut out: Vec<HttpEvent> = Vec::new();
     let mut preparer = prepare.map(Preparer::from);
     let adaptive = prepare.is_some_and(|(_, prepares)| prepares == PreparedEvents::Posts);
@@ -64,12 +69,12 @@ pub(super) fn read_and_parse<S: StreamStage<Output = HttpEvent>>(
     let mut bytes = 0usize;
     // Body bytes of the events in `batch`.
     let mut held = 0usize;
-    let totals = read_streams(merger, flow, progress, &mut stats, &mut |events, stats| {
+    let totals = read_streams(merger, flow, progress, &mut stats, &mut |events, _| {
         for ev in events.drain(..) {
             if let StreamEventKind::Data { bytes: b, .. } = &ev.kind {
                 bytes = bytes.saturating_add(b.len());
             }
-            stage.push(ev, stats, &mut out);
+            stage.push(ev, &mut counters, &mut out);
             let body: usize = out.iter().map(body_bytes).sum();
             bytes = bytes.saturating_add(body);
             held = held.saturating_add(body);
@@ -97,7 +102,8 @@ pub(super) fn read_and_parse<S: StreamStage<Output = HttpEvent>>(
         }
         Ok(())
     })?;
-    stage.finish(&mut stats, &mut out);
+    stage.finish(&mut counters, &mut out);
+    counters.add_to(&mut stats);
     batch.extend(out.drain(..).map(|h| (0, Event::new(h, preparer.as_mut()))));
     tx.send(FromWorker::Finished(batch, Box::default()))?;
     Ok((stats, totals))

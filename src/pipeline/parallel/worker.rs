@@ -1,22 +1,26 @@
 //! An HTTP worker thread: the stream chain of its share of the streams.
 
 use super::{FromWorker, Gone, Ledger, ROUND_BYTES, ToWorker};
-use crate::anomaly::Stats;
 use crate::http::HttpEvent;
 use crate::mcp::{McpLimits, PreparedEvents, Preparer};
-use crate::pipeline::packets::Event;
+use crate::pipeline::packets::{ChainCounters, Event};
+use crate::report::RunStats;
 use crate::stream::StreamStage;
 use std::sync::mpsc::{Receiver, SyncSender};
 
 /// One HTTP worker: a batch out for each batch in, tagged with the stream event's number.
-pub(super) fn http_worker<S: StreamStage<Output = HttpEvent>>(
+pub(super) fn http_worker<S>(
     mut stage: S,
     prepare: Option<(McpLimits, PreparedEvents)>,
     rx: Receiver<ToWorker>,
     tx: SyncSender<FromWorker>,
     (ledger, producer): (&Ledger, usize),
-) -> Result<(), Gone> {
-    let mut stats = Stats::default();
+) -> Result<(), Gone>
+where
+    S: StreamStage<Output = HttpEvent>,
+    S::Counters: ChainCounters,
+{
+    let mut counters = S::Counters::default();
     let mut out: Vec<HttpEvent> = Vec::new();
     let mut preparer = prepare.map(Preparer::from);
     while let Ok(msg) = rx.recv() {
@@ -26,7 +30,7 @@ pub(super) fn http_worker<S: StreamStage<Output = HttpEvent>>(
                 let mut held = 0usize;
                 let count = events.len();
                 for (i, (seq, ev)) in events.into_iter().enumerate() {
-                    stage.push(ev, &mut stats, &mut out);
+                    stage.push(ev, &mut counters, &mut out);
                     for h in out.drain(..) {
                         held = held.saturating_add(body_bytes(&h));
                         batch.push((seq, Event::new(h, preparer.as_mut())));
@@ -45,7 +49,9 @@ pub(super) fn http_worker<S: StreamStage<Output = HttpEvent>>(
                     .map_err(|_| Gone)?;
             }
             ToWorker::Finish => {
-                stage.finish(&mut stats, &mut out);
+                stage.finish(&mut counters, &mut out);
+                let mut stats = RunStats::default();
+                counters.add_to(&mut stats);
                 // `finish` flushes in stream order; the stream id orders them across workers.
                 let batch = out
                     .drain(..)

@@ -141,7 +141,10 @@ fn every_sample_same_with_threads() {
         let (rows, stats) = same_as_one_thread(std::slice::from_ref(&path), &[2, 3]);
         with_rows += usize::from(!rows.is_empty());
         if !path.ends_with(".har") {
-            assert!(stats["packets_total"].as_u64().unwrap() > 0, "{path}");
+            assert!(
+                stats["capture"]["packets_total"].as_u64().unwrap() > 0,
+                "{path}"
+            );
         }
     }
     // Every sample is MCP traffic.
@@ -158,7 +161,7 @@ fn all_packet_samples_in_one_run_same_with_threads() {
         .collect();
     let (rows, stats) = same_as_one_thread(&paths, &[2, 4]);
     assert!(rows.len() > 100, "{} rows", rows.len());
-    assert!(stats["tcp_streams"].as_u64().unwrap() > 50);
+    assert!(stats["flow"]["tcp_streams"].as_u64().unwrap() > 50);
 }
 
 pub(super) const T0_US: i64 = 1_700_000_000_000_000;
@@ -328,16 +331,20 @@ fn interleaved_connections_same_with_threads() {
     let paths = [path.to_string_lossy().into_owned()];
     let (rows, stats) = same_as_one_thread(&paths, &[2, 3, 5]);
     assert_eq!(rows.len(), requests);
-    assert_eq!(stats["tcp_streams"], 120);
-    assert_eq!(stats["anomalies"]["capture.time_went_backwards"], 1);
+    assert_eq!(stats["flow"]["tcp_streams"], 120);
+    assert_eq!(
+        stats["capture"]["anomalies"]["capture.time_went_backwards"],
+        1
+    );
     // Every lost segment is a full 300-byte one, cutting a response body.
     assert_eq!(lost, 30);
-    assert_eq!(stats["gap_bytes"], 300 * lost);
-    assert_eq!(stats["anomalies"]["http.gap_in_body"], lost);
-    assert!(stats["duplicate_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(stats["flow"]["gap_bytes"], 300 * lost);
+    assert_eq!(stats["http"]["anomalies"]["http.gap_in_body"], lost);
+    assert!(stats["flow"]["duplicate_bytes"].as_u64().unwrap() > 0);
     // More than one round of frames went to the workers.
     assert!(
-        stats["packets_total"].as_u64().unwrap() > 4 * u64::from(super::parallel::ROUND_FRAMES)
+        stats["capture"]["packets_total"].as_u64().unwrap()
+            > 4 * u64::from(super::parallel::ROUND_FRAMES)
     );
 }
 
@@ -391,7 +398,7 @@ fn inflating_bodies_sent_in_parts_same_with_threads() {
         rows.iter().all(|r| r["outcome"] == "TOOL_SUCCESS"),
         "{rows:?}"
     );
-    assert_eq!(stats["tcp_streams"], u64::from(conns));
+    assert_eq!(stats["flow"]["tcp_streams"], u64::from(conns));
 }
 
 #[test]

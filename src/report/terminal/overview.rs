@@ -17,7 +17,7 @@ pub(super) fn write_overview(p: Painter, out: &mut String, info: &RunInfo) {
         "  {} in {}; {}; {} read in {:.2} s ({:.1} MB/s)",
         count(rows.len(), "MCP exchange"),
         count(n_sessions, "session"),
-        count(info.stats.http_exchanges, "HTTP exchange"),
+        count(info.stats.http.http_exchanges, "HTTP exchange"),
         fmt_bytes(info.bytes_read),
         info.elapsed_s,
         info.throughput_mb_s()

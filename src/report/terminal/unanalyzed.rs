@@ -18,42 +18,42 @@ pub(super) fn write_unanalyzed(p: Painter, out: &mut String, info: &RunInfo) {
             ]);
         }
     };
-    for (reason, n) in &s.packets_skipped.by_name() {
+    for (reason, n) in &s.capture.packets_skipped.by_name() {
         fact(format!("skipped: {reason}"), *n, "packets");
     }
     fact(
         "truncated by snap length (used as far as they go)".into(),
-        s.packets_truncated,
+        s.capture.packets_truncated,
         "packets",
     );
-    fact("gaps in TCP streams".into(), s.gap_bytes, "bytes");
-    for (reason, n) in &s.tcp_bytes_unused.by_name() {
+    fact("gaps in TCP streams".into(), s.flow.gap_bytes, "bytes");
+    for (reason, n) in &s.flow.tcp_bytes_unused.by_name() {
         fact(
             format!("TCP payload not stream data: {reason}"),
             *n,
             "bytes",
         );
     }
-    for (reason, n) in &s.http_messages_skipped.by_name() {
+    for (reason, n) in &s.http.http_messages_skipped.by_name() {
         fact(format!("HTTP heads skipped: {reason}"), *n, "messages");
     }
     fact(
         "retransmitted or overlapping".into(),
-        s.duplicate_bytes,
+        s.flow.duplicate_bytes,
         "bytes",
     );
     fact(
         "TCP streams that were not HTTP".into(),
-        s.non_http_streams,
+        s.http.non_http_streams,
         "streams",
     );
     fact(
         "skipped while resynchronising HTTP".into(),
-        s.http_bytes_skipped,
+        s.http.http_bytes_skipped,
         "bytes",
     );
-    for (decryption, n) in &s.tls_connections {
-        if !matches!(decryption.as_str(), "plaintext" | "decrypted") {
+    for (decryption, n) in &s.tls.tls_connections {
+        if !matches!(*decryption, "plaintext" | "decrypted") {
             fact(
                 format!("TLS not decrypted: {decryption}"),
                 *n,
@@ -62,20 +62,21 @@ pub(super) fn write_unanalyzed(p: Painter, out: &mut String, info: &RunInfo) {
         }
     }
     let listed = &info.undecrypted.listed;
-    for (reason, n) in &s.tls_bytes_undecrypted {
+    for (reason, n) in &s.tls.tls_bytes_undecrypted {
         fact(format!("TLS bytes not decrypted: {reason}"), *n, "bytes");
     }
-    let at = match s.keylog_malformed_at.as_slice() {
+    let at = match s.tls.keylog_malformed_at.as_slice() {
         [] => String::new(),
         lines => format!(" ({})", lines.join(", ")),
     };
     fact(
         format!("key log lines malformed, skipped{at}"),
-        s.keylog_malformed_lines,
+        s.tls.keylog_malformed_lines,
         "lines",
     );
-    let more_anomalies = s.anomalies.len().saturating_sub(MAX_LIST_ROWS);
-    for (name, n) in s.anomalies.iter().take(MAX_LIST_ROWS) {
+    let anomalies = s.anomalies();
+    let more_anomalies = anomalies.len().saturating_sub(MAX_LIST_ROWS);
+    for (name, n) in anomalies.iter().take(MAX_LIST_ROWS) {
         fact(format!("anomaly {name}"), *n, "times");
     }
     for i in info.inputs {

@@ -9,7 +9,7 @@
 use crate::capture::{self, Source};
 use crate::decode::{Decoded, Decoder};
 use crate::flow::{FlowLimits, FlowTable};
-use crate::stream::Side;
+use crate::stream::{Side, TlsSummary};
 use crate::tls::*;
 use std::collections::BTreeMap;
 
@@ -18,8 +18,9 @@ const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/tls"
 struct Outcome {
     /// Decrypted client bytes per stream.
     client: BTreeMap<u64, Vec<u8>>,
-    reports: BTreeMap<u64, ConnectionReport>,
-    stats: Stats,
+    /// The TLS part of each connection's record, by stream.
+    records: BTreeMap<u64, TlsSummary>,
+    stats: TlsCounters,
 }
 
 fn run(case: &str, capture_file: &str, key_files: &[&str], use_dsb: bool) -> Outcome {
@@ -53,25 +54,27 @@ fn run(case: &str, capture_file: &str, key_files: &[&str], use_dsb: bool) -> Out
     let Source::Packets(reader) = capture::open(&path, 0).expect("open") else {
         panic!("{path} is not a packet capture");
     };
-    let mut stats = Stats::default();
+    let mut stats = TlsCounters::default();
     let mut frames = capture::Merger::new(vec![reader]);
     let mut decoder = Decoder::new();
     let mut table = FlowTable::new(FlowLimits::default());
     let mut stage = TlsStage::new(keylog);
     let mut flow_out = Vec::new();
     let mut out = Vec::new();
-    let mut feed = |flow_out: &mut Vec<StreamEvent>, stage: &mut TlsStage, stats: &mut Stats| {
-        for ev in flow_out.drain(..) {
-            stage.push(ev, stats, &mut out);
-        }
-    };
-    while let Some(frame) = frames.next_frame(&mut stats) {
+    let mut feed =
+        |flow_out: &mut Vec<StreamEvent>, stage: &mut TlsStage, stats: &mut TlsCounters| {
+            for ev in flow_out.drain(..) {
+                stage.push(ev, stats, &mut out);
+            }
+        };
+    let mut flow = crate::flow::FlowCounters::default();
+    while let Some(frame) = frames.next_frame(&mut Default::default()) {
         if let Decoded::Segment(seg) = decoder.decode(&frame) {
-            table.push(seg, &mut stats, &mut flow_out);
+            table.push(seg, &mut flow, &mut flow_out);
             feed(&mut flow_out, &mut stage, &mut stats);
         }
     }
-    table.finish(&mut stats, &mut flow_out);
+    table.finish(&mut flow, &mut flow_out);
     feed(&mut flow_out, &mut stage, &mut stats);
     stage.finish(&mut stats, &mut out);
     let mut client: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
@@ -87,19 +90,13 @@ fn run(case: &str, capture_file: &str, key_files: &[&str], use_dsb: bool) -> Out
                 .extend_from_slice(bytes);
         }
     }
-    let mut reports = BTreeMap::new();
-    for r in stage.take_reports() {
-        assert!(
-            r.bytes.adds_up(),
-            "{case} stream {}: {:?}",
-            r.stream,
-            r.bytes
-        );
-        reports.insert(r.stream, r);
+    let records = super::summaries(&out);
+    for (stream, r) in &records {
+        assert!(r.bytes.adds_up(), "{case} stream {stream}: {:?}", r.bytes);
     }
     Outcome {
         client,
-        reports,
+        records,
         stats,
     }
 }
@@ -148,7 +145,7 @@ fn found_requests(o: &Outcome) -> Vec<(u64, String, String)> {
 }
 
 fn decryptions(o: &Outcome) -> Vec<&'static str> {
-    o.reports.values().map(|r| r.decryption.as_str()).collect()
+    o.records.values().map(|r| r.decryption.as_str()).collect()
 }
 
 #[test]
@@ -162,20 +159,24 @@ fn tls13_rfc8446_full_handshake_and_0rtt_resumption() {
     );
     assert_eq!(found_requests(&o), expected_requests("tls13-rfc8446"));
     assert_eq!(decryptions(&o), vec!["decrypted", "decrypted"]);
-    let resumed: Vec<_> = o.reports.values().map(|r| r.facts.resumed).collect();
+    let resumed: Vec<_> = o.records.values().map(|r| r.resumed).collect();
     assert_eq!(resumed, vec![Some(false), Some(true)]);
     assert!(
-        o.reports
+        o.records
             .values()
-            .all(|r| r.facts.version_name().as_deref() == Some("TLS 1.3"))
+            .all(|r| r.version.as_deref() == Some("TLS 1.3"))
     );
     assert!(
-        o.reports.values().all(|r| r.bytes.undecrypted.is_empty()),
+        o.records.values().all(|r| r.bytes.undecrypted.is_empty()),
         "{:?}",
-        o.reports
+        o.records
     );
     assert!(
-        o.stats.anomalies.keys().all(|k| !k.starts_with("tls.")),
+        o.stats
+            .anomalies
+            .by_name()
+            .keys()
+            .all(|k| !k.starts_with("tls.")),
         "{:?}",
         o.stats.anomalies
     );
@@ -197,10 +198,10 @@ fn tls13_rfc8446_without_early_secret_skips_only_the_0rtt_request() {
     assert_eq!(found_requests(&o), want);
     assert_eq!(decryptions(&o), vec!["decrypted", "decrypted"]);
     let early = o
-        .reports
+        .records
         .get(&1)
         .and_then(|r| r.bytes.undecrypted.get(facts::reason::NO_EARLY_KEY));
-    assert!(early.is_some_and(|n| *n > 0), "{:?}", o.reports.get(&1));
+    assert!(early.is_some_and(|n| *n > 0), "{:?}", o.records.get(&1));
 }
 
 #[test]
@@ -215,15 +216,9 @@ fn tls13_draft20_chacha20() {
     );
     assert_eq!(found_requests(&o), expected_requests(case));
     assert_eq!(decryptions(&o), vec!["decrypted", "decrypted"]);
-    let r = o.reports.get(&0).expect("stream 0");
-    assert_eq!(
-        r.facts.version_name().as_deref(),
-        Some("TLS 1.3 (draft 20)")
-    );
-    assert_eq!(
-        r.facts.cipher_name().as_deref(),
-        Some("TLS_CHACHA20_POLY1305_SHA256")
-    );
+    let r = o.records.get(&0).expect("stream 0");
+    assert_eq!(r.version.as_deref(), Some("TLS 1.3 (draft 20)"));
+    assert_eq!(r.cipher.as_deref(), Some("TLS_CHACHA20_POLY1305_SHA256"));
 }
 
 #[test]
@@ -239,14 +234,12 @@ fn tls12_chacha20_seven_suites() {
     assert_eq!(found_requests(&o), expected_requests(case));
     assert_eq!(decryptions(&o), vec!["decrypted"; 7]);
     let suites: Vec<_> = o
-        .reports
+        .records
         .values()
-        .filter_map(|r| r.facts.cipher_suite)
+        .filter_map(|r| r.cipher.as_deref())
         .collect();
-    assert_eq!(
-        suites,
-        vec![0xcca9, 0xcca8, 0xccaa, 0xccae, 0xccad, 0xccac, 0xccab]
-    );
+    let want = [0xcca9, 0xcca8, 0xccaa, 0xccae, 0xccad, 0xccac, 0xccab].map(cipher::suite_name);
+    assert_eq!(suites, want);
 }
 
 #[test]
@@ -255,9 +248,9 @@ fn tls12_secrets_from_decryption_secrets_blocks() {
     let o = run("tls12-dsb", "tls12-dsb.pcapng", &[], true);
     assert_eq!(found_requests(&o), expected_requests("tls12-dsb"));
     assert_eq!(decryptions(&o), vec!["decrypted", "decrypted"]);
-    let r = o.reports.get(&0).expect("stream 0");
-    assert_eq!(r.facts.alpn.as_deref(), Some("http/1.1"));
-    assert_eq!(r.facts.sni.as_deref(), Some("example.com"));
+    let r = o.records.get(&0).expect("stream 0");
+    assert_eq!(r.alpn.as_deref(), Some("http/1.1"));
+    assert_eq!(r.sni.as_deref(), Some("example.com"));
 }
 
 #[test]
@@ -294,8 +287,8 @@ fn h2_over_tls12_starts_with_the_preface() {
     ] {
         let o = run(case, file, keys, dsb);
         assert_eq!(decryptions(&o), vec!["decrypted"], "{case}");
-        let r = o.reports.get(&0).expect("stream 0");
-        assert_eq!(r.facts.alpn.as_deref(), Some("h2"), "{case}");
+        let r = o.records.get(&0).expect("stream 0");
+        assert_eq!(r.alpn.as_deref(), Some("h2"), "{case}");
         let client = o.client.get(&0).expect("client bytes");
         assert!(
             client.starts_with(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
@@ -325,8 +318,8 @@ fn tls12_cbc_suites_decrypt() {
         let o = run(case, file, &[keys], false);
         assert_eq!(found_requests(&o), expected_requests(case), "{case}");
         assert_eq!(decryptions(&o), vec!["decrypted"], "{case}");
-        let r = o.reports.values().next().expect("a connection");
-        assert_eq!(r.facts.cipher_name().as_deref(), Some(suite), "{case}");
+        let r = o.records.values().next().expect("a connection");
+        assert_eq!(r.cipher.as_deref(), Some(suite), "{case}");
         assert!(r.bytes.undecrypted.is_empty(), "{case}: {:?}", r.bytes);
     }
 }
@@ -350,8 +343,8 @@ fn ccm_tls10_and_ssl3_captures_are_unsupported_with_the_suite_name() {
     ] {
         let o = run(case, file, &[keys], false);
         assert_eq!(decryptions(&o), vec!["unsupported_cipher"], "{case}");
-        let r = o.reports.values().next().expect("a connection");
-        assert_eq!(r.facts.cipher_name().as_deref(), Some(suite), "{case}");
+        let r = o.records.values().next().expect("a connection");
+        assert_eq!(r.cipher.as_deref(), Some(suite), "{case}");
         assert!(o.client.is_empty(), "{case}: nothing handed on");
     }
     let o = run(
@@ -365,8 +358,8 @@ fn ccm_tls10_and_ssl3_captures_are_unsupported_with_the_suite_name() {
         vec!["unsupported_cipher", "unsupported_cipher"]
     );
     assert!(
-        o.reports
+        o.records
             .values()
-            .all(|r| r.facts.version_name().as_deref() == Some("SSL 3.0"))
+            .all(|r| r.version.as_deref() == Some("SSL 3.0"))
     );
 }

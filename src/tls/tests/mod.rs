@@ -17,7 +17,11 @@ use super::schedule::tests::{
 };
 use super::schedule::{HashAlg, tls12_key_block, tls13_traffic_keys};
 use super::*;
+use crate::stream::TlsSummary;
 use crate::stream::{CloseReason, GapLen, Side};
+use crate::timestamp::CaptureTime;
+use arcstr::ArcStr;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 const RFC8448_CLIENT_RANDOM: &str =
@@ -26,11 +30,11 @@ const RFC8448_CLIENT_RANDOM: &str =
 const RFC8448_CLIENT_FINISHED: &str =
     "14000020a8ec436d677634ae525ac1fcebe11a039ec17694fac6e98527b642f2edd5ce61";
 
-fn ev(stream: u64, ts: i64, kind: StreamEventKind) -> StreamEvent {
+fn ev(stream: u64, ts_us: i64, kind: StreamEventKind) -> StreamEvent {
     StreamEvent {
         stream,
-        ts_ns: ts,
-        frame: ts as u64,
+        ts: CaptureTime::from_us(ts_us),
+        frame: ts_us as u64,
         kind,
     }
 }
@@ -112,8 +116,19 @@ fn rfc8448_wire() -> Vec<(Side, Vec<u8>)> {
 
 struct Run {
     out: Vec<StreamEvent>,
-    report: ConnectionReport,
-    stats: Stats,
+    /// The TLS part of the connection's record, as the `Closed` event carries it.
+    tls: TlsSummary,
+    stats: TlsCounters,
+}
+
+/// The TLS part of the record of each `Closed` event among `out`, by stream.
+pub(super) fn summaries(out: &[StreamEvent]) -> BTreeMap<u64, TlsSummary> {
+    out.iter()
+        .filter_map(|e| match &e.kind {
+            StreamEventKind::Closed { record, .. } => Some((e.stream, record.tls.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 impl Run {
@@ -138,7 +153,7 @@ impl Run {
 
 /// Runs one connection's deliveries (side, bytes or gap) through a stage.
 fn run_with(stage: &mut TlsStage, stream: u64, deliveries: &[(Side, Option<Vec<u8>>, u64)]) -> Run {
-    let mut stats = Stats::default();
+    let mut stats = TlsCounters::default();
     let mut out = Vec::new();
     stage.push(opened(stream), &mut stats, &mut out);
     for (i, (side, bytes, gap)) in deliveries.iter().enumerate() {
@@ -159,9 +174,9 @@ fn run_with(stage: &mut TlsStage, stream: u64, deliveries: &[(Side, Option<Vec<u
         &mut stats,
         &mut out,
     );
-    let report = stage.take_reports().pop().expect("a report at Closed");
-    assert!(report.bytes.adds_up(), "byte identity: {:?}", report.bytes);
-    Run { out, report, stats }
+    let tls = summaries(&out).remove(&stream).expect("a record at Closed");
+    assert!(tls.bytes.adds_up(), "byte identity: {:?}", tls.bytes);
+    Run { out, tls, stats }
 }
 
 fn data_only(wire: Vec<(Side, Vec<u8>)>) -> Vec<(Side, Option<Vec<u8>>, u64)> {
@@ -176,19 +191,18 @@ fn rfc8448_connection_is_decrypted() {
     assert_eq!(run.data(Side::Client), fifty);
     assert_eq!(run.data(Side::Server), fifty);
     assert_eq!(run.data_events(), 2);
-    let r = &run.report;
+    let r = &run.tls;
     assert_eq!(r.decryption, Decryption::Decrypted);
     assert_eq!(r.decryption.as_str(), "decrypted");
-    assert_eq!(r.facts.version_name().as_deref(), Some("TLS 1.3"));
+    assert_eq!(r.version.as_deref(), Some("TLS 1.3"));
+    assert_eq!(r.cipher.as_deref(), Some("TLS_AES_128_GCM_SHA256"));
+    assert_eq!(r.sni.as_deref(), Some("server"));
+    assert_eq!(r.resumed, Some(false));
+    assert_eq!(r.alpn, None);
     assert_eq!(
-        r.facts.cipher_name().as_deref(),
-        Some("TLS_AES_128_GCM_SHA256")
-    );
-    assert_eq!(r.facts.sni.as_deref(), Some("server"));
-    assert_eq!(r.facts.resumed, Some(false));
-    assert_eq!(r.facts.alpn, None);
-    assert_eq!(
-        r.facts.client_random_hex().as_deref(),
+        r.client_random
+            .map(|r| r.iter().map(|b| format!("{b:02x}")).collect::<String>())
+            .as_deref(),
         Some(RFC8448_CLIENT_RANDOM)
     );
     assert_eq!(r.bytes.application, 72 * 2);
@@ -267,18 +281,18 @@ fn rfc8448_split_at_every_byte_gives_the_same_plaintext() {
                 50,
                 "delivery {which} cut {cut}"
             );
-            assert_eq!(run.report.decryption, Decryption::Decrypted);
+            assert_eq!(run.tls.decryption, Decryption::Decrypted);
         }
     }
 }
 
 #[test]
-fn held_since_ns_is_the_partial_record() {
+fn held_since_is_the_partial_record() {
     let mut stage = TlsStage::new(rfc8448_keylog());
-    let mut stats = Stats::default();
+    let mut stats = TlsCounters::default();
     let mut out = Vec::new();
     stage.push(opened(1), &mut stats, &mut out);
-    assert_eq!(stage.held_since_ns(), None);
+    assert_eq!(stage.held_since(), None);
     let ch = rfc8448_wire().remove(0).1;
     stage.push(
         ev(
@@ -292,7 +306,11 @@ fn held_since_ns_is_the_partial_record() {
         &mut stats,
         &mut out,
     );
-    assert_eq!(stage.held_since_ns(), Some(5), "undecided: the held event");
+    assert_eq!(
+        stage.held_since(),
+        Some(CaptureTime::from_us(5)),
+        "undecided: the held event"
+    );
     stage.push(
         ev(
             1,
@@ -305,7 +323,11 @@ fn held_since_ns_is_the_partial_record() {
         &mut stats,
         &mut out,
     );
-    assert_eq!(stage.held_since_ns(), Some(5), "the record began at 5");
+    assert_eq!(
+        stage.held_since(),
+        Some(CaptureTime::from_us(5)),
+        "the record began at 5"
+    );
     stage.push(
         ev(
             1,
@@ -318,7 +340,7 @@ fn held_since_ns_is_the_partial_record() {
         &mut stats,
         &mut out,
     );
-    assert_eq!(stage.held_since_ns(), None);
+    assert_eq!(stage.held_since(), None);
 }
 
 #[test]
@@ -329,14 +351,14 @@ fn without_key_nothing_is_handed_on() {
         &data_only(rfc8448_wire()),
     );
     assert_eq!(run.data_events(), 0);
-    assert_eq!(run.report.decryption, Decryption::NoKey);
+    assert_eq!(run.tls.decryption, Decryption::NoKey);
     // Every protected record is undecrypted for want of a key.
     let protected = 679 + 58 + 227 + 72 + 72;
     assert_eq!(
-        run.report.bytes.undecrypted.get(reason::NO_KEY),
+        run.tls.bytes.undecrypted.get(reason::NO_KEY),
         Some(&(protected as u64))
     );
-    assert_eq!(run.report.facts.sni.as_deref(), Some("server"));
+    assert_eq!(run.tls.sni.as_deref(), Some("server"));
     // Not decrypted: no `Decrypted` event, and the record says why, with what is known.
     assert!(
         !run.out
@@ -360,10 +382,10 @@ fn only_application_secrets_still_decrypt_application_data() {
     let run = run_with(&mut TlsStage::new(log), 3, &data_only(rfc8448_wire()));
     assert_eq!(run.data(Side::Client).len(), 50);
     assert_eq!(run.data(Side::Server).len(), 50);
-    assert_eq!(run.report.decryption, Decryption::Decrypted);
+    assert_eq!(run.tls.decryption, Decryption::Decrypted);
     // The handshake flights stay undecrypted (their secrets were not logged).
     assert_eq!(
-        run.report.bytes.undecrypted.get(reason::DECRYPT_FAILED),
+        run.tls.bytes.undecrypted.get(reason::DECRYPT_FAILED),
         Some(&(679 + 58))
     );
 }
@@ -372,10 +394,10 @@ fn only_application_secrets_still_decrypt_application_data() {
 fn capture_without_handshake() {
     let wire: Vec<_> = rfc8448_wire().into_iter().skip(3).collect();
     let run = run_with(&mut TlsStage::new(rfc8448_keylog()), 4, &data_only(wire));
-    assert_eq!(run.report.decryption, Decryption::HandshakeNotCaptured);
+    assert_eq!(run.tls.decryption, Decryption::HandshakeNotCaptured);
     assert_eq!(run.data_events(), 0);
     assert_eq!(
-        run.report
+        run.tls
             .bytes
             .undecrypted
             .get(reason::HANDSHAKE_NOT_CAPTURED),
@@ -392,7 +414,7 @@ fn plaintext_passes_through_untouched() {
         (Side::Server, Some(b"HTTP/1.1 200 OK\r\n\r\n".to_vec()), 0),
     ];
     let run = run_with(&mut TlsStage::new(KeyLog::new()), 5, &deliveries);
-    assert_eq!(run.report.decryption, Decryption::Plaintext);
+    assert_eq!(run.tls.decryption, Decryption::Plaintext);
     assert_eq!(run.out.len(), 6);
     assert_eq!(run.data(Side::Client), b"GET / HTTP/1.1\r\n\r\n");
     assert!(run.out.iter().any(|e| e.kind
@@ -400,7 +422,7 @@ fn plaintext_passes_through_untouched() {
             side: Side::Server,
             len: GapLen::Bytes(10)
         }));
-    assert_eq!(run.report.bytes, TlsBytes::default());
+    assert_eq!(run.tls.bytes, TlsBytes::default());
     let record = closed_record(&run);
     assert_eq!(record.tls.decryption.as_str(), "plaintext");
     assert_eq!((&record.tls.version, record.tls.resumed), (&None, None));
@@ -409,7 +431,7 @@ fn plaintext_passes_through_untouched() {
 #[test]
 fn empty_connection_is_plaintext() {
     let run = run_with(&mut TlsStage::new(KeyLog::new()), 6, &[]);
-    assert_eq!(run.report.decryption, Decryption::Plaintext);
+    assert_eq!(run.tls.decryption, Decryption::Plaintext);
     assert_eq!(run.out.len(), 2);
 }
 
@@ -430,9 +452,9 @@ fn gap_inside_application_record_then_resync() {
     }
     let run = run_with(&mut TlsStage::new(rfc8448_keylog()), 8, &deliveries);
     assert_eq!(run.data(Side::Server), (0u8..50).collect::<Vec<_>>());
-    assert_eq!(run.report.decryption, Decryption::Decrypted);
+    assert_eq!(run.tls.decryption, Decryption::Decrypted);
     assert_eq!(
-        run.report.bytes.undecrypted.get(reason::CUT_BY_GAP),
+        run.tls.bytes.undecrypted.get(reason::CUT_BY_GAP),
         Some(&(100 + nst.len() as u64 - 120))
     );
     let gaps: Vec<_> = run
@@ -460,10 +482,13 @@ fn tampered_records_fail_and_the_direction_is_given_up() {
         wire.push((Side::Server, bad));
     }
     let run = run_with(&mut TlsStage::new(rfc8448_keylog()), 9, &data_only(wire));
-    assert_eq!(run.report.decryption, Decryption::DecryptFailed);
-    assert_eq!(run.stats.anomalies.get(anomaly::DECRYPT_GAVE_UP), Some(&1));
+    assert_eq!(run.tls.decryption, Decryption::DecryptFailed);
     assert_eq!(
-        run.report.bytes.undecrypted.get(reason::DECRYPT_FAILED),
+        run.stats.anomalies.get(anomaly::DECRYPT_GAVE_UP.name()),
+        Some(&1)
+    );
+    assert_eq!(
+        run.tls.bytes.undecrypted.get(reason::DECRYPT_FAILED),
         Some(&(72 * (u64::from(MAX_FAILURES_IN_ROW) + 2)))
     );
     assert_eq!(
@@ -482,12 +507,15 @@ fn record_too_long_and_huge_handshake_are_counted_not_buffered() {
         10,
         &[(Side::Client, Some(too_long), 0)],
     );
-    assert_eq!(run.stats.anomalies.get(anomaly::RECORD_TOO_LONG), Some(&1));
     assert_eq!(
-        run.report.bytes.undecrypted.get(reason::NOT_RECORDS),
+        run.stats.anomalies.get(anomaly::RECORD_TOO_LONG.name()),
+        Some(&1)
+    );
+    assert_eq!(
+        run.tls.bytes.undecrypted.get(reason::NOT_RECORDS),
         Some(&69)
     );
-    assert_eq!(run.report.decryption, Decryption::HandshakeNotCaptured);
+    assert_eq!(run.tls.decryption, Decryption::HandshakeNotCaptured);
 
     // A ClientHello announcing 16 MB, followed by many records of it.
     let mut deliveries = vec![(
@@ -500,10 +528,10 @@ fn record_too_long_and_huge_handshake_are_counted_not_buffered() {
     }
     let run = run_with(&mut TlsStage::new(KeyLog::new()), 11, &deliveries);
     assert_eq!(
-        run.stats.anomalies.get(anomaly::HANDSHAKE_TOO_LONG),
+        run.stats.anomalies.get(anomaly::HANDSHAKE_TOO_LONG.name()),
         Some(&1)
     );
-    assert_eq!(run.report.bytes.handshake, 11 + 100 * 16005);
+    assert_eq!(run.tls.bytes.handshake, 11 + 100 * 16005);
 }
 
 // ---- TLS 1.2 -------------------------------------------------------------------------
@@ -725,7 +753,7 @@ fn tls12_aead_suites_decrypt() {
             &t.connection(&[5; 32], true),
         );
         let name = super::cipher::suite_name(suite);
-        assert_eq!(run.report.decryption, Decryption::Decrypted, "{name}");
+        assert_eq!(run.tls.decryption, Decryption::Decrypted, "{name}");
         assert_eq!(
             run.data(Side::Client),
             b"GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n",
@@ -736,10 +764,13 @@ fn tls12_aead_suites_decrypt() {
             b"HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 404 Not Found\r\n\r\n",
             "{name}"
         );
-        let f = &run.report.facts;
-        assert_eq!(f.version_name().as_deref(), Some("TLS 1.2"));
-        assert_eq!(f.cipher_name(), Some(name));
-        assert_eq!(f.alpn_offered, vec!["h2".to_string(), "http/1.1".into()]);
+        let f = &run.tls;
+        assert_eq!(f.version.as_deref(), Some("TLS 1.2"));
+        assert_eq!(f.cipher.as_deref(), Some(name.as_str()));
+        assert_eq!(
+            f.alpn_offered,
+            [ArcStr::from("h2"), ArcStr::from("http/1.1")]
+        );
         assert_eq!(f.alpn.as_deref(), Some("http/1.1"));
         assert_eq!(f.sni.as_deref(), Some("example.com"));
         assert_eq!(f.resumed, Some(false));
@@ -766,7 +797,7 @@ fn tls12_cbc_suites_decrypt_with_and_without_encrypt_then_mac() {
         );
         let name = super::cipher::suite_name(suite);
         assert_eq!(
-            run.report.decryption,
+            run.tls.decryption,
             Decryption::Decrypted,
             "{name} etm {etm}"
         );
@@ -795,7 +826,7 @@ fn tls12_cbc_suites_decrypt_with_and_without_encrypt_then_mac() {
     deliveries[1] = (Side::Server, Some(plain_sh), 0);
     let run = run_with(&mut TlsStage::new(t.keylog()), 61, &deliveries);
     assert_eq!(
-        run.report.decryption,
+        run.tls.decryption,
         Decryption::DecryptFailed,
         "records sealed with ETM do not open without it"
     );
@@ -806,7 +837,7 @@ fn tls12_resumption_by_session_id_uses_the_earlier_master_secret() {
     let first = tls12(0xC02F, Aead::Aes128Gcm, HashAlg::Sha256);
     let mut stage = TlsStage::new(first.keylog());
     let run = run_with(&mut stage, 30, &first.connection(&[9; 32], true));
-    assert_eq!(run.report.decryption, Decryption::Decrypted);
+    assert_eq!(run.tls.decryption, Decryption::Decrypted);
     // A later connection resumes the session: new randoms, not in the key log.
     let second = Tls12 {
         client_random: [0x33; 32],
@@ -814,8 +845,8 @@ fn tls12_resumption_by_session_id_uses_the_earlier_master_secret() {
         ..first
     };
     let run = run_with(&mut stage, 31, &second.connection(&[9; 32], false));
-    assert_eq!(run.report.decryption, Decryption::Decrypted);
-    assert_eq!(run.report.facts.resumed, Some(true));
+    assert_eq!(run.tls.decryption, Decryption::Decrypted);
+    assert_eq!(run.tls.resumed, Some(true));
     assert_eq!(
         run.data(Side::Server),
         b"HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 404 Not Found\r\n\r\n"
@@ -826,8 +857,8 @@ fn tls12_resumption_by_session_id_uses_the_earlier_master_secret() {
         32,
         &second.connection(&[9; 32], false),
     );
-    assert_eq!(run.report.decryption, Decryption::NoKey);
-    assert_eq!(run.report.facts.resumed, Some(true));
+    assert_eq!(run.tls.decryption, Decryption::NoKey);
+    assert_eq!(run.tls.resumed, Some(true));
 }
 
 #[test]
@@ -839,21 +870,18 @@ fn tls12_lost_record_is_skipped_by_sequence_search() {
     deliveries.insert(5, (Side::Server, None, lost));
     let run = run_with(&mut TlsStage::new(t.keylog()), 40, &deliveries);
     assert_eq!(run.data(Side::Server), b"HTTP/1.1 404 Not Found\r\n\r\n");
-    assert_eq!(run.report.decryption, Decryption::Decrypted);
+    assert_eq!(run.tls.decryption, Decryption::Decrypted);
 }
 
 #[test]
 fn tls12_unsupported_suite_is_named() {
     let t = tls12(0xC0A4, Aead::Aes128Gcm, HashAlg::Sha256);
     let run = run_with(&mut TlsStage::new(t.keylog()), 50, &t.connection(&[], true));
-    assert_eq!(run.report.decryption, Decryption::UnsupportedCipher);
-    assert_eq!(
-        run.report.facts.cipher_name().as_deref(),
-        Some("TLS_PSK_WITH_AES_128_CCM")
-    );
+    assert_eq!(run.tls.decryption, Decryption::UnsupportedCipher);
+    assert_eq!(run.tls.cipher.as_deref(), Some("TLS_PSK_WITH_AES_128_CCM"));
     assert_eq!(run.data_events(), 0);
     assert!(
-        run.report
+        run.tls
             .bytes
             .undecrypted
             .contains_key(reason::UNSUPPORTED_CIPHER)
@@ -867,7 +895,7 @@ fn many_connections_without_key_stay_bounded() {
     let t = tls12(0xC02F, Aead::Aes128Gcm, HashAlg::Sha256);
     let deliveries = t.connection(&[], true);
     let mut stage = TlsStage::new(KeyLog::new());
-    let mut stats = Stats::default();
+    let mut stats = TlsCounters::default();
     let mut out = Vec::new();
     let started = std::time::Instant::now();
     let n = 100_000u64;
@@ -886,12 +914,11 @@ fn many_connections_without_key_stay_bounded() {
             &mut out,
         );
         assert_eq!(out.len(), 2, "Opened and Closed only");
-        out.clear();
-        let reports = stage.take_reports();
         assert_eq!(
-            reports.first().map(|r| r.decryption),
+            summaries(&out).get(&stream).map(|t| t.decryption),
             Some(Decryption::NoKey)
         );
+        out.clear();
     }
     assert!(stage.conns.is_empty());
     eprintln!("{n} connections without key: {:?}", started.elapsed());
@@ -954,7 +981,7 @@ fn mutated_and_random_streams_never_panic_and_add_up() {
         };
         // run_with asserts the byte identity.
         let run = run_with(&mut TlsStage::new(keys), round, &deliveries);
-        if run.report.decryption == Decryption::Plaintext {
+        if run.tls.decryption == Decryption::Plaintext {
             assert!(
                 round % 3 != 0,
                 "a stream starting with a record header is TLS"
@@ -966,7 +993,7 @@ fn mutated_and_random_streams_never_panic_and_add_up() {
 #[test]
 fn debug_of_a_live_stage_shows_no_secret_and_no_plaintext() {
     let mut stage = TlsStage::new(rfc8448_keylog());
-    let mut stats = Stats::default();
+    let mut stats = TlsCounters::default();
     let mut out = Vec::new();
     stage.push(opened(1), &mut stats, &mut out);
     let mut wire = rfc8448_wire();
@@ -1028,12 +1055,8 @@ fn key_update_through_the_stage() {
     wire.push((Side::Server, seal13(&next_hex, 1, 23, b", and again")));
     let run = run_with(&mut TlsStage::new(rfc8448_keylog()), 70, &data_only(wire));
     assert_eq!(run.data(Side::Server), b"after the update, and again");
-    assert_eq!(run.report.decryption, Decryption::Decrypted);
-    assert!(
-        run.report.bytes.undecrypted.is_empty(),
-        "{:?}",
-        run.report.bytes
-    );
+    assert_eq!(run.tls.decryption, Decryption::Decrypted);
+    assert!(run.tls.bytes.undecrypted.is_empty(), "{:?}", run.tls.bytes);
 }
 
 /// Deliveries of a connection, side by side.
@@ -1078,9 +1101,9 @@ fn records_whole_in_a_delivery_and_records_cut_between_deliveries_give_the_same_
                 expected,
                 "cuts {first_cut} {second_cut}"
             );
-            assert_eq!(run.report.decryption, Decryption::Decrypted);
+            assert_eq!(run.tls.decryption, Decryption::Decrypted);
             assert!(
-                run.report.bytes.undecrypted.is_empty(),
+                run.tls.bytes.undecrypted.is_empty(),
                 "cuts {first_cut} {second_cut}"
             );
         }
@@ -1104,9 +1127,9 @@ fn a_record_failing_authentication_in_place_costs_only_itself() {
     expected.extend(b"twofour");
     assert_eq!(run.data(Side::Server), expected);
     assert_eq!(
-        run.report.bytes.undecrypted.get(reason::DECRYPT_FAILED),
+        run.tls.bytes.undecrypted.get(reason::DECRYPT_FAILED),
         Some(&(bad.len() as u64)),
         "{:?}",
-        run.report.bytes
+        run.tls.bytes
     );
 }

@@ -1,7 +1,7 @@
 //! pcap / pcapng / gzip reading: any bytes as a capture file, every frame read.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mcp_trace::anomaly::Stats;
+use mcp_trace::capture::CaptureCounters;
 use mcp_trace::capture::{MAX_RECORD_BYTES, Merger, Source, open_reader};
 
 fuzz_target!(|data: &[u8]| {
@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut merger = Merger::new(vec![reader]);
-    let mut stats = Stats::default();
+    let mut stats = CaptureCounters::default();
     let mut last = 0u64;
     while let Some(frame) = merger.next_frame(&mut stats) {
         // Frames are numbered 1, 2, 3... and never exceed the record limit.
@@ -21,5 +21,5 @@ fuzz_target!(|data: &[u8]| {
         last = frame.index;
         assert!(frame.data.len() <= MAX_RECORD_BYTES);
     }
-    assert_eq!(stats.packets_total, last + stats.packets_skipped_total());
+    assert_eq!(stats.packets_total, last + stats.packets_skipped.total());
 });

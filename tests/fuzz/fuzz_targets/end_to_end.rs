@@ -36,17 +36,17 @@ fuzz_target!(|data: &[u8]| {
     let Ok(a) = res else { return };
     let s = &a.stats;
     assert_eq!(
-        s.packets_total,
-        s.packets_decoded + s.packets_skipped_total()
+        s.capture.packets_total,
+        s.capture.packets_decoded + s.packets_skipped_total()
     );
     // Every captured TCP payload byte and every HTTP head begun is accounted for.
-    let unused: u64 = s.tcp_bytes_unused.total();
+    let unused: u64 = s.flow.tcp_bytes_unused.total();
     assert_eq!(
-        s.tcp_payload_bytes_seen,
-        s.tcp_payload_bytes + s.duplicate_bytes + unused
+        s.flow.tcp_payload_bytes_seen,
+        s.flow.tcp_payload_bytes + s.flow.duplicate_bytes + unused
     );
-    let skipped: u64 = s.http_messages_skipped.total();
-    assert_eq!(s.http_messages, s.http_messages_parsed + skipped);
+    let skipped: u64 = s.http.http_messages_skipped.total();
+    assert_eq!(s.http.http_messages, s.http.http_messages_parsed + skipped);
     let summary = run_summary(&RunInfo {
         undecrypted: &mcp_trace::report::NO_UNDECRYPTED,
         inputs: &a.inputs,

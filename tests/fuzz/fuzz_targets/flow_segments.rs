@@ -2,7 +2,7 @@
 //! with small limits so eviction and buffer limits are reached.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mcp_trace::anomaly::Stats;
+use mcp_trace::flow::FlowCounters;
 use mcp_trace::flow::{FlowLimits, FlowTable};
 use mcp_trace::stream::StreamEventKind;
 use std::collections::HashMap;
@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
         idle_timeout_ns: 5_000_000_000,
     };
     let mut table = FlowTable::new(limits);
-    let mut stats = Stats::default();
+    let mut stats = FlowCounters::default();
     let mut events = Vec::new();
     for seg in mcp_trace_fuzz::segments(data) {
         table.push(seg, &mut stats, &mut events);

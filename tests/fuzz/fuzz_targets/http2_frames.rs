@@ -3,8 +3,7 @@
 //! delivery after it is read as HTTP/2 frames from arbitrary bytes.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mcp_trace::anomaly::Stats;
-use mcp_trace::http::{HttpEvent, HttpStage};
+use mcp_trace::http::{HttpCounters, HttpEvent, HttpStage};
 use mcp_trace::stream::{Side, StreamEvent, StreamEventKind, StreamStage};
 use std::collections::HashMap;
 
@@ -12,16 +11,16 @@ const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 fuzz_target!(|data: &[u8]| {
     let mut stage = HttpStage::new(vec!["fuzz".into()]);
-    let mut stats = Stats::default();
+    let mut stats = HttpCounters::default();
     let mut out = Vec::new();
     for ev in mcp_trace_fuzz::stream_events(data) {
         let opened = matches!(ev.kind, StreamEventKind::Opened { .. });
-        let (stream, ts_ns, frame) = (ev.stream, ev.ts_ns, ev.frame);
+        let (stream, ts, frame) = (ev.stream, ev.ts, ev.frame);
         stage.push(ev, &mut stats, &mut out);
         if opened {
             let preface = StreamEvent {
                 stream,
-                ts_ns,
+                ts,
                 frame,
                 kind: StreamEventKind::Data {
                     side: Side::Client,

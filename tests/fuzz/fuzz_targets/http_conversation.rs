@@ -2,14 +2,13 @@
 //! a conversation of client and server deliveries, gaps, FIN and RST.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mcp_trace::anomaly::Stats;
-use mcp_trace::http::{HttpEvent, HttpStage};
+use mcp_trace::http::{HttpCounters, HttpEvent, HttpStage};
 use mcp_trace::stream::StreamStage;
 use std::collections::HashMap;
 
 fuzz_target!(|data: &[u8]| {
     let mut stage = HttpStage::new(vec!["fuzz".into()]);
-    let mut stats = Stats::default();
+    let mut stats = HttpCounters::default();
     let mut out = Vec::new();
     for ev in mcp_trace_fuzz::stream_events(data) {
         stage.push(ev, &mut stats, &mut out);

@@ -2,9 +2,8 @@
 //! HTTP events in any order; odd, a conversation through the HTTP stage first.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mcp_trace::anomaly::Stats;
-use mcp_trace::http::HttpStage;
-use mcp_trace::mcp::{Analyzer, InferenceConfig};
+use mcp_trace::http::{HttpCounters, HttpStage};
+use mcp_trace::mcp::{Analyzer, InferenceConfig, McpCounters};
 use mcp_trace::report::Table;
 use mcp_trace::stream::StreamStage;
 
@@ -12,7 +11,8 @@ fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
-    let mut stats = Stats::default();
+    let mut stats = HttpCounters::default();
+    let mut mcp = McpCounters::default();
     let events = if mode & 1 == 0 {
         mcp_trace_fuzz::http_events(rest)
     } else {
@@ -26,9 +26,9 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut analyzer = Analyzer::new(InferenceConfig::default());
     for ev in events {
-        analyzer.push(ev, &mut stats);
+        analyzer.push(ev, &mut mcp);
     }
-    let rows = analyzer.finish(&mut stats);
+    let rows = analyzer.finish(&mut mcp);
     for row in &rows {
         assert_eq!(
             row.cells().len(),

@@ -3,9 +3,9 @@
 //! with a key log from the input (seeds: the TLS samples' streams and key logs).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mcp_trace::anomaly::Stats;
+use mcp_trace::tls::TlsCounters;
 use mcp_trace::capture::{CaptureSecrets, SecretsBlock};
-use mcp_trace::stream::{Decryption, Side, StreamEvent, StreamEventKind, StreamStage};
+use mcp_trace::stream::{Decryption, Side, StreamEvent, StreamEventKind, TlsSummary};
 use mcp_trace::tls::{KeyLog, TlsStage, keylog::DSB_TLS_KEY_LOG};
 use std::collections::HashMap;
 
@@ -41,7 +41,7 @@ fuzz_target!(|data: &[u8]| {
         keylog.add_text("fuzz", &input.keylog_text);
         TlsStage::new(keylog)
     };
-    let mut stats = Stats::default();
+    let mut stats = TlsCounters::default();
     let mut out: Vec<StreamEvent> = Vec::new();
     let mut flows: HashMap<u64, Flow> = HashMap::new();
     for ev in input.events {
@@ -74,17 +74,24 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    let reports = stage.take_reports();
-    let debug = format!("{reports:?} {stats:?}");
+    // The TLS part of each connection's record, as its `Closed` event carries it.
+    let records: Vec<(u64, &TlsSummary)> = out
+        .iter()
+        .filter_map(|e| match &e.kind {
+            StreamEventKind::Closed { record, .. } => Some((e.stream, &record.tls)),
+            _ => None,
+        })
+        .collect();
+    let debug = format!("{records:?} {stats:?}");
     for secret in &input.made_up_secrets {
-        assert!(!debug.contains(secret.as_str()), "a secret in the reports");
+        assert!(!debug.contains(secret.as_str()), "a secret in the records");
     }
     for stream in 0..2u64 {
         let flow = flows.remove(&stream).unwrap_or_default();
         assert_eq!((flow.opened, flow.closed), (1, 1), "stream {stream} open/close");
-        let mine: Vec<_> = reports.iter().filter(|r| r.stream == stream).collect();
-        assert_eq!(mine.len(), 1, "stream {stream}: {} reports", mine.len());
-        let report = mine[0];
+        let mine: Vec<_> = records.iter().filter(|(s, _)| *s == stream).collect();
+        assert_eq!(mine.len(), 1, "stream {stream}: {} records", mine.len());
+        let report = mine[0].1;
         let received: usize = flow.data_in.iter().map(Vec::len).sum();
         let handed_on: usize = flow.data_out.iter().map(Vec::len).sum();
         match report.decryption {
@@ -100,7 +107,7 @@ fuzz_target!(|data: &[u8]| {
                 // that happened: 0-RTT data decrypted before a ServerHello that never came
                 // is `handshake_not_captured`, a TLS 1.2 renegotiation without keys `no_key`.)
                 assert!(b.plaintext_out <= b.application, "more plaintext than records: {b:?}");
-                if other == Decryption::HandshakeNotCaptured && report.facts.client_random.is_none() {
+                if other == Decryption::HandshakeNotCaptured && report.client_random.is_none() {
                     assert_eq!(handed_on, 0, "{other:?} handed on plaintext");
                 }
             }

@@ -5,6 +5,7 @@
 //! builder) so `seeds.py` can write seeds from the samples and fixtures.
 //! A record cut short by the end of the input is read as far as it goes.
 
+use mcp_trace::timestamp::CaptureTime;
 use mcp_trace::capture::Frame;
 use mcp_trace::decode::{Segment, TcpFlags};
 use mcp_trace::http::{
@@ -172,7 +173,7 @@ pub fn stream_events(data: &[u8]) -> Vec<StreamEvent> {
     for stream in 0..2u64 {
         out.push(StreamEvent {
             stream,
-            ts_ns,
+            ts: CaptureTime::from_ns(ts_ns),
             frame,
             kind: StreamEventKind::Opened {
                 client: endpoint(stream as u8),
@@ -254,7 +255,7 @@ pub fn stream_events(data: &[u8]) -> Vec<StreamEvent> {
         };
         out.push(StreamEvent {
             stream: stream as u64,
-            ts_ns,
+            ts: CaptureTime::from_ns(ts_ns),
             frame,
             kind,
         });
@@ -262,7 +263,7 @@ pub fn stream_events(data: &[u8]) -> Vec<StreamEvent> {
     for stream in 0..2u64 {
         out.push(StreamEvent {
             stream,
-            ts_ns,
+            ts: CaptureTime::from_ns(ts_ns),
             frame,
             kind: StreamEventKind::closed(CloseReason::CaptureEnd),
         });

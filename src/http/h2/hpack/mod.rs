@@ -25,6 +25,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
+use crate::anomaly::Anomaly;
 use table::{DynamicTable, ENTRY_OVERHEAD};
 
 /// Why a header block could not be decoded.
@@ -66,18 +67,18 @@ pub enum HpackError {
 
 impl HpackError {
     /// The anomaly name this error is counted under.
-    pub fn anomaly(self) -> &'static str {
+    pub fn anomaly(self) -> Anomaly {
         match self {
-            HpackError::ListTooLarge => "h2.hpack_list_too_large",
-            HpackError::Broken => "h2.hpack_broken",
-            HpackError::BadIndex => "h2.hpack_bad_index",
-            HpackError::IntegerOverflow => "h2.hpack_integer_overflow",
-            HpackError::Truncated => "h2.hpack_truncated",
-            HpackError::HuffmanEos => "h2.hpack_huffman_eos",
-            HpackError::HuffmanPadding => "h2.hpack_huffman_padding",
-            HpackError::SizeUpdateTooLarge => "h2.hpack_size_update_too_large",
-            HpackError::SizeUpdateNotAtStart => "h2.hpack_size_update_not_at_start",
-            HpackError::SizeUpdateMissing => "h2.hpack_size_update_missing",
+            HpackError::ListTooLarge => Anomaly::H2HpackListTooLarge,
+            HpackError::Broken => Anomaly::H2HpackBroken,
+            HpackError::BadIndex => Anomaly::H2HpackBadIndex,
+            HpackError::IntegerOverflow => Anomaly::H2HpackIntegerOverflow,
+            HpackError::Truncated => Anomaly::H2HpackTruncated,
+            HpackError::HuffmanEos => Anomaly::H2HpackHuffmanEos,
+            HpackError::HuffmanPadding => Anomaly::H2HpackHuffmanPadding,
+            HpackError::SizeUpdateTooLarge => Anomaly::H2HpackSizeUpdateTooLarge,
+            HpackError::SizeUpdateNotAtStart => Anomaly::H2HpackSizeUpdateNotAtStart,
+            HpackError::SizeUpdateMissing => Anomaly::H2HpackSizeUpdateMissing,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! bounded (checked on the connection itself, not only on its output).
 
 use super::{block, client_start, enc, frame, request, server_start};
-use crate::anomaly::Stats;
+use crate::http::HttpCounters;
 use crate::http::h2::conn::{Conn, Dir};
 use crate::http::h2::frames::{flag, kind};
 use crate::http::reader::ConnReader;
@@ -17,7 +17,7 @@ fn conn(limits: HttpLimits) -> Conn {
 
 struct Run {
     conn: Conn,
-    stats: Stats,
+    stats: HttpCounters,
     out: Vec<HttpEvent>,
     ts: i64,
 }
@@ -26,7 +26,7 @@ impl Run {
     fn new(limits: HttpLimits) -> Run {
         let mut r = Run {
             conn: conn(limits),
-            stats: Stats::default(),
+            stats: HttpCounters::default(),
             out: Vec::new(),
             ts: 0,
         };

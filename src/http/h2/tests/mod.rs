@@ -6,9 +6,10 @@ mod equiv;
 mod hostile;
 
 use super::frames::{flag, kind};
-use crate::anomaly::Stats;
+use crate::http::HttpCounters;
 use crate::http::{HttpEvent, HttpLimits, HttpStage};
 use crate::stream::{CloseReason, GapLen, Side, StreamEvent, StreamEventKind, StreamStage};
+use crate::timestamp::CaptureTime;
 
 pub(crate) mod enc {
     //! The test encoder.
@@ -124,9 +125,9 @@ pub(super) fn run_with(
     limits: HttpLimits,
     negotiated: Option<&[u8]>,
     end: Option<StreamEventKind>,
-) -> (Vec<HttpEvent>, Stats) {
+) -> (Vec<HttpEvent>, HttpCounters) {
     let mut stage = HttpStage::with_limits(vec!["t.pcap".into()], limits);
-    let mut stats = Stats::default();
+    let mut stats = HttpCounters::default();
     let mut out = Vec::new();
     let mut ts = 1_000_000_000i64;
     let mut push = |kind, stage: &mut HttpStage, out: &mut Vec<HttpEvent>| {
@@ -134,7 +135,7 @@ pub(super) fn run_with(
         stage.push(
             StreamEvent {
                 stream: 0,
-                ts_ns: ts,
+                ts: CaptureTime::from_ns(ts),
                 frame: (ts / 1_000_000) as u64,
                 kind,
             },
@@ -204,7 +205,7 @@ pub(super) fn run_with(
     (out, stats)
 }
 
-pub(super) fn run(deliveries: &[(Side, Vec<u8>)]) -> (Vec<HttpEvent>, Stats) {
+pub(super) fn run(deliveries: &[(Side, Vec<u8>)]) -> (Vec<HttpEvent>, HttpCounters) {
     run_with(deliveries, HttpLimits::default(), None, None)
 }
 
@@ -667,13 +668,13 @@ fn capture_end_and_tcp_reset_end_open_streams() {
 #[test]
 fn the_release_mark_is_the_earliest_open_request() {
     let mut stage = HttpStage::new(vec!["t".into()]);
-    let mut stats = Stats::default();
+    let mut stats = HttpCounters::default();
     let mut out = Vec::new();
     let mut push = |ts_us: i64, kind| {
         stage.push(
             StreamEvent {
                 stream: 7,
-                ts_ns: ts_us * 1000,
+                ts: CaptureTime::from_us(ts_us),
                 frame: 0,
                 kind,
             },

@@ -10,10 +10,10 @@ mod release;
 mod robustness;
 
 use super::*;
-use crate::anomaly::Stats;
 use crate::http::{
     BodyEnd, ConnInfo, ExchangeRef, Headers, HttpEvent, HttpRequest, RequestHead, ResponseHead,
 };
+use crate::mcp::McpCounters;
 use crate::rpc::canonical_fingerprint;
 use std::sync::Arc;
 
@@ -26,7 +26,7 @@ const T0: i64 = 1_700_000_000_000_000;
 
 struct Run {
     a: Analyzer,
-    stats: Stats,
+    stats: McpCounters,
     next_conn: u64,
     t: i64,
 }
@@ -45,7 +45,7 @@ impl Run {
     fn new() -> Run {
         Run {
             a: Analyzer::new(InferenceConfig::default()),
-            stats: Stats::default(),
+            stats: McpCounters::default(),
             next_conn: 0,
             t: T0,
         }
@@ -199,7 +199,7 @@ impl Run {
         self.body(c, &format!("event: message\ndata: {data}\n\n"));
     }
 
-    fn finish(self) -> (Vec<Exchange>, Stats) {
+    fn finish(self) -> (Vec<Exchange>, McpCounters) {
         let mut stats = self.stats;
         let rows = self.a.finish(&mut stats);
         (rows.into_iter().map(|ex| *ex).collect(), stats)

@@ -839,7 +839,7 @@ fn index_limit_is_counted_not_exceeded() {
     let a = infer_with_limit(&mut rows, &InferenceConfig::default(), 1);
     assert_eq!(a.index_full, 2);
     assert_eq!(link(&rows, 3), NOT_A_REPEAT, "#2 was never indexed");
-    let mut stats = Stats::default();
+    let mut stats = McpCounters::default();
     a.record(&mut stats);
     assert_eq!(stats.anomalies.get("mcp.retry_index_full"), Some(&2));
     assert_eq!(stats.anomalies.get("mcp.resume_target_missing"), None);

@@ -43,8 +43,8 @@ fn a_worker_gone_mid_run_is_reported_not_awaited() {
     let (tx1, rx1) = sync_channel::<FromWorker>(QUEUED_ROUNDS);
     tx0.send(FromWorker::Round(Vec::new(), None, 0)).unwrap();
     drop(tx1);
-    let mut stats = Stats::default();
-    let mut sink = |_: Item, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
+    let mut stats = RunStats::default();
+    let mut sink = |_: Item, _: &mut RunStats| Ok::<(), RunError<Infallible>>(());
     let res = consume(&[rx0, rx1], &Ledger::new(2), &mut stats, &mut sink);
     assert!(matches!(res, Err(Stop::Disconnected)));
     drop(tx0);
@@ -65,8 +65,8 @@ fn the_backlog_counts_rounds_sent_and_not_yet_taken() {
     out.send(FromWorker::Finished(Vec::new(), Box::default()))
         .unwrap();
     assert_eq!(ledger.backlog.load(Ordering::Relaxed), 3);
-    let mut stats = Stats::default();
-    let mut sink = |_: Item, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
+    let mut stats = RunStats::default();
+    let mut sink = |_: Item, _: &mut RunStats| Ok::<(), RunError<Infallible>>(());
     assert!(consume(&[rx], &ledger, &mut stats, &mut sink).is_ok());
     assert_eq!(ledger.backlog.load(Ordering::Relaxed), 0);
     assert!(!out.caller_is_behind());
@@ -223,9 +223,9 @@ fn parts_are_merged_by_tag_and_fed_once_no_worker_can_precede_them() {
         tx.send(FromWorker::Finished(Vec::new(), Box::default()))
             .unwrap();
     }
-    let mut stats = Stats::default();
+    let mut stats = RunStats::default();
     let mut seen = Vec::new();
-    let mut sink = |item: Item, _: &mut Stats| {
+    let mut sink = |item: Item, _: &mut RunStats| {
         seen.push(stamp(&item).ok_or(item));
         Ok::<(), RunError<Infallible>>(())
     };
@@ -285,8 +285,8 @@ fn workers_finishing_in_different_rounds_is_an_error() {
     tx0.send(FromWorker::Finished(Vec::new(), Box::default()))
         .unwrap();
     tx1.send(FromWorker::Round(Vec::new(), None, 0)).unwrap();
-    let mut stats = Stats::default();
-    let mut sink = |_: Item, _: &mut Stats| Ok::<(), RunError<Infallible>>(());
+    let mut stats = RunStats::default();
+    let mut sink = |_: Item, _: &mut RunStats| Ok::<(), RunError<Infallible>>(());
     let res = consume(&[rx0, rx1], &Ledger::new(2), &mut stats, &mut sink);
     assert!(matches!(res, Err(Stop::Disconnected)));
 }

@@ -302,7 +302,7 @@ fn snapshots() {
 
 #[test]
 fn empty_run_says_so() {
-    let stats = crate::anomaly::Stats::default();
+    let stats = crate::report::RunStats::default();
     let s = terminal_summary(
         &RunInfo {
             undecrypted: &crate::report::NO_UNDECRYPTED,
@@ -371,7 +371,7 @@ fn capture_text_cannot_drive_the_terminal() {
     let mut rows = story();
     rows[1].tool_name = Some("evil\x1b]0;pwned\x07\nnext".into());
     rows[1].session_key = "k\x1b[2J".into();
-    let stats = crate::anomaly::Stats::default();
+    let stats = crate::report::RunStats::default();
     let s = terminal_summary(
         &RunInfo {
             undecrypted: &crate::report::NO_UNDECRYPTED,

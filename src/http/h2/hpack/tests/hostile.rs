@@ -217,7 +217,7 @@ fn every_anomaly_name_is_distinct_and_in_the_h2_stage() {
         HpackError::SizeUpdateNotAtStart,
         HpackError::SizeUpdateMissing,
     ];
-    let names: std::collections::BTreeSet<_> = all.iter().map(|e| e.anomaly()).collect();
+    let names: std::collections::BTreeSet<_> = all.iter().map(|e| e.anomaly().name()).collect();
     assert_eq!(names.len(), all.len());
     assert!(names.iter().all(|n| {
         n.strip_prefix("h2.")
