@@ -182,11 +182,26 @@ fn escape_of(b: u8) -> u8 {
     }
 }
 
+/// Whether any byte of `bytes` must be escaped; checked a block at a time without an early
+/// exit, so that the common case (nothing to escape) is vectorized.
+fn needs_escape(bytes: &[u8]) -> bool {
+    bytes.chunks(16).any(|block| {
+        block.iter().fold(false, |any, &b| {
+            any | (b < 0x20) | (b == b'"') | (b == b'\\')
+        })
+    })
+}
+
 /// `text` as a JSON string, quotes included.
 fn string(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
+    if !needs_escape(bytes) {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let escape = escape_of(b);
@@ -195,14 +210,9 @@ fn string(out: &mut Vec<u8>, text: &str) {
         }
         out.extend_from_slice(bytes.get(start..i).unwrap_or_default());
         match escape {
-            b'u' => out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                hex_digit(b >> 4),
-                hex_digit(b),
-            ]),
+            b'u' => {
+                out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hex_digit(b >> 4), hex_digit(b)])
+            }
             letter => out.extend_from_slice(&[b'\\', letter]),
         }
         start = i + 1;

@@ -42,7 +42,7 @@ use std::path::PathBuf;
 /// `--otlp-max-events` default: SSE events written per span.
 pub const DEFAULT_MAX_EVENTS: usize = 128;
 /// Spans per `ExportTraceServiceRequest` (one line, one POST).
-pub const SPANS_PER_REQUEST: usize = 512;
+pub const SPANS_PER_REQUEST: usize = 128;
 /// `--otlp-max-link-targets` default: exchanges whose trace is remembered for the links of later rows (a retry comes within the
 /// repeat window); an older target's link is written without it (`links_unresolved`).
 pub const MAX_LINK_TARGETS: usize = 262_144;

@@ -137,15 +137,20 @@ fn the_session_root_covers_its_rows_and_parents_them() {
 }
 
 #[test]
-fn spans_go_out_in_requests_of_at_most_512() {
-    let rows: Vec<(Exchange, bool)> = (1..=1100u64)
+fn spans_go_out_in_requests_of_at_most_spans_per_request() {
+    let n = 2 * SPANS_PER_REQUEST as u64 + 76;
+    let rows: Vec<(Exchange, bool)> = (1..=n)
         .map(|i| (ex(i, i64::try_from(i).unwrap() * 1000), true))
         .collect();
     let (lines, report) = run(&rows);
     assert_eq!(lines.len(), 3);
-    assert_eq!(spans(&lines).len(), 1101);
+    for line in &lines[..2] {
+        assert_eq!(spans(std::slice::from_ref(line)).len(), SPANS_PER_REQUEST);
+    }
+    // The last request also carries the session root span.
+    assert_eq!(spans(&lines).len() as u64, n + 1);
     assert_eq!(report.requests, 3);
-    assert_eq!(report.spans, 1100);
+    assert_eq!(report.spans, n);
 }
 
 #[test]
