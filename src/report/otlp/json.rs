@@ -114,7 +114,7 @@ fn attributes(out: &mut Vec<u8>, kvs: &[KeyValue]) {
     for (i, kv) in kvs.iter().enumerate() {
         comma(out, i);
         out.extend_from_slice(b"{\"key\":");
-        string(out, kv.key);
+        name(out, kv.key);
         out.extend_from_slice(b",\"value\":");
         match &kv.value {
             AnyValue::StringValue(text) => {
@@ -182,14 +182,20 @@ fn escape_of(b: u8) -> u8 {
     }
 }
 
-/// Whether any byte of `bytes` must be escaped; checked a block at a time without an early
-/// exit, so that the common case (nothing to escape) is vectorized.
+/// Whether any byte of `bytes` must be escaped; a reduction without an early exit, so that
+/// the common case (nothing to escape) is vectorized.
 fn needs_escape(bytes: &[u8]) -> bool {
-    bytes.chunks(16).any(|block| {
-        block.iter().fold(false, |any, &b| {
-            any | (b < 0x20) | (b == b'"') | (b == b'\\')
-        })
+    bytes.iter().fold(false, |any, &b| {
+        any | (b < 0x20) | (b == b'"') | (b == b'\\')
     })
+}
+
+/// A key of the fixed vocabulary (no byte to escape), quotes included.
+fn name(out: &mut Vec<u8>, key: &'static str) {
+    debug_assert!(!needs_escape(key.as_bytes()));
+    out.push(b'"');
+    out.extend_from_slice(key.as_bytes());
+    out.push(b'"');
 }
 
 /// `text` as a JSON string, quotes included.
