@@ -3,12 +3,10 @@
 
 use super::ids::{RunKey, session_root_span_id, session_trace_id};
 use super::model::{
-    Event, Hex, KeyValue, Link, SPAN_KIND_CLIENT, STATUS_ERROR, STATUS_UNSET, Span, Status, Text,
-    U64Text,
+    Event, Hex, KeyValue, Link, SPAN_KIND_CLIENT, STATUS_ERROR, STATUS_UNSET, Span, Status, U64Text,
 };
 use crate::mcp::retry::FindingSet;
 use crate::mcp::{Exchange, Kind, Outcome, RetryOrigin, SseMark, StreamEnd};
-use arcstr::ArcStr;
 
 /// Where a span sits: its trace, and its parent (the caller's span, or the session root).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,8 +83,32 @@ pub fn link(run: &RunKey, target: LinkTarget, trace_id: [u8; 16], origin: RetryO
     }
 }
 
+/// The row's texts a span is made of, in the order of [`Field`].
+const FIELDS: usize = 14;
+
+/// A text of the row, copied into a [`SpanDraft`]'s buffer.
+#[derive(Debug, Clone, Copy)]
+enum Field {
+    Capture,
+    SessionKey,
+    RpcMethod,
+    JsonrpcId,
+    SessionId,
+    ProtocolVersion,
+    ToolName,
+    PromptName,
+    HttpMethod,
+    Path,
+    ServerAddr,
+    ClientAddr,
+    JsonrpcErrorMessage,
+    RetryEvidence,
+}
+
 /// What the span of a row is made of, taken from the row on the analysis thread: names,
 /// attributes and texts are made from it on the encoder's thread ([`SpanDraft::into_span`]).
+/// The row's texts are copied into one buffer: one allocation per row, and no reference
+/// count shared with the row across the two threads.
 #[derive(Debug, Clone)]
 pub struct SpanDraft {
     pub trace_id: [u8; 16],
@@ -96,27 +118,16 @@ pub struct SpanDraft {
     pub end_ns: u64,
     /// Added once resolved.
     pub links: Vec<Link>,
+    texts: String,
+    /// Where each [`Field`] lies in `texts` (`None`: the row has none).
+    slots: [Option<(u32, u32)>; FIELDS],
     exchange_id: u64,
-    capture: ArcStr,
-    session_key: ArcStr,
-    rpc_method: Option<ArcStr>,
-    jsonrpc_id: Option<String>,
-    session_id: Option<ArcStr>,
-    protocol_version: Option<String>,
-    tool_name: Option<ArcStr>,
-    prompt_name: Option<ArcStr>,
-    http_method: ArcStr,
     kind: Kind,
-    path: ArcStr,
     http_version: Option<&'static str>,
     http_status: Option<u16>,
-    server_addr: ArcStr,
-    client_addr: ArcStr,
     tcp_stream: Option<u64>,
     outcome: Outcome,
     error_code: Option<i64>,
-    /// The JSON-RPC error's message, on a `JSONRPC_ERROR` row.
-    jsonrpc_error_message: Option<String>,
     final_response: bool,
     stream_end: StreamEnd,
     sse_events: u32,
@@ -125,7 +136,6 @@ pub struct SpanDraft {
     attempt: u32,
     retry_origin: RetryOrigin,
     retry_findings: FindingSet,
-    retry_evidence: Option<String>,
 }
 
 impl SpanDraft {
@@ -136,6 +146,32 @@ impl SpanDraft {
             .ts_response
             .unwrap_or(row.inference.ts_request_end)
             .max(row.ts_request);
+        let fields: [Option<&str>; FIELDS] = [
+            Some(&row.capture),
+            Some(&row.session_key),
+            row.rpc_method.as_deref(),
+            row.jsonrpc_id.as_deref(),
+            row.session_id.as_deref(),
+            row.protocol_version.as_deref(),
+            row.tool_name.as_deref(),
+            row.inference.prompt_name.as_deref(),
+            Some(&row.http_method),
+            Some(&row.path),
+            Some(&row.server_addr),
+            Some(&row.client_addr),
+            row.error_message
+                .as_deref()
+                .filter(|_| row.outcome == Outcome::JsonrpcError),
+            row.retry_evidence.as_deref(),
+        ];
+        let mut texts = String::with_capacity(fields.iter().flatten().map(|t| t.len()).sum());
+        let slots = fields.map(|field| {
+            field.and_then(|text| {
+                let start = u32::try_from(texts.len()).ok()?;
+                texts.push_str(text);
+                Some((start, u32::try_from(texts.len()).ok()?))
+            })
+        });
         SpanDraft {
             trace_id: place.trace_id,
             span_id: run.span_id(row.exchange_id),
@@ -143,29 +179,15 @@ impl SpanDraft {
             start_ns,
             end_ns: us_to_ns(end_us).max(start_ns),
             links: Vec::new(),
+            texts,
+            slots,
             exchange_id: row.exchange_id,
-            capture: row.capture.clone(),
-            session_key: row.session_key.clone(),
-            rpc_method: row.rpc_method.clone(),
-            jsonrpc_id: row.jsonrpc_id.clone(),
-            session_id: row.session_id.clone(),
-            protocol_version: row.protocol_version.clone(),
-            tool_name: row.tool_name.clone(),
-            prompt_name: row.inference.prompt_name.clone(),
-            http_method: row.http_method.clone(),
             kind: row.kind,
-            path: row.path.clone(),
             http_version: row.http_version,
             http_status: row.http_status,
-            server_addr: row.server_addr.clone(),
-            client_addr: row.client_addr.clone(),
             tcp_stream: row.tcp_stream,
             outcome: row.outcome,
             error_code: row.error_code,
-            jsonrpc_error_message: row
-                .error_message
-                .clone()
-                .filter(|_| row.outcome == Outcome::JsonrpcError),
             final_response: row.final_response,
             stream_end: row.stream_end,
             sse_events: row.sse_events,
@@ -174,27 +196,46 @@ impl SpanDraft {
             attempt: row.attempt,
             retry_origin: row.retry_origin,
             retry_findings: row.retry_findings,
-            retry_evidence: row.retry_evidence.clone(),
         }
+    }
+
+    /// The row's text `field`, if it had one.
+    fn text(&self, field: Field) -> Option<&str> {
+        let (start, end) = (*self.slots.get(field as usize)?)?;
+        self.texts.get(start as usize..end as usize)
+    }
+
+    /// A text every row has (empty if it could not be kept).
+    fn text_or_empty(&self, field: Field) -> &str {
+        self.text(field).unwrap_or_default()
     }
 
     /// The span, with its SSE events.
     pub fn into_span(self) -> Span {
         let failed = self.outcome.is_failure();
+        let name = span_name(
+            self.text(Field::RpcMethod),
+            self.text(Field::ToolName)
+                .or_else(|| self.text(Field::PromptName)),
+            self.text_or_empty(Field::HttpMethod),
+            self.kind,
+        );
+        // The conventions ask for the JSON-RPC error's message when there is one.
+        let message = failed.then(|| {
+            self.text(Field::JsonrpcErrorMessage)
+                .unwrap_or(self.outcome.name())
+                .to_string()
+        });
+        let attributes = self.attributes();
         Span {
             trace_id: Hex(self.trace_id),
             span_id: Hex(self.span_id),
             parent_span_id: Some(Hex(self.parent)),
-            name: span_name(
-                self.rpc_method.as_deref(),
-                self.tool_name.as_deref().or(self.prompt_name.as_deref()),
-                &self.http_method,
-                self.kind,
-            ),
+            name,
             kind: SPAN_KIND_CLIENT,
             start_time_unix_nano: U64Text(self.start_ns),
             end_time_unix_nano: U64Text(self.end_ns),
-            attributes: self.attributes(),
+            attributes,
             events: self
                 .sse_marks
                 .iter()
@@ -206,37 +247,35 @@ impl SpanDraft {
             dropped_events_count: self.sse_marks_dropped,
             status: Status {
                 code: if failed { STATUS_ERROR } else { STATUS_UNSET },
-                // The conventions ask for the JSON-RPC error's message when there is one.
-                message: failed.then(|| {
-                    self.jsonrpc_error_message
-                        .unwrap_or_else(|| self.outcome.name().to_string())
-                }),
+                message,
             },
             links: self.links,
         }
     }
 
     fn attributes(&self) -> Vec<KeyValue> {
+        let owned = |field| self.text(field).map(str::to_string);
         let mut a = Vec::with_capacity(24);
-        if let Some(m) = &self.rpc_method {
-            a.push(KeyValue::str("mcp.method.name", m));
+        let rpc_method = self.text(Field::RpcMethod);
+        if let Some(m) = rpc_method {
+            a.push(KeyValue::str("mcp.method.name", m.to_string()));
         }
-        if let Some(id) = self.jsonrpc_id.as_deref() {
+        if let Some(id) = self.text(Field::JsonrpcId) {
             a.push(KeyValue::str("jsonrpc.request.id", request_id_text(id)));
         }
-        if let Some(sid) = &self.session_id {
+        if let Some(sid) = owned(Field::SessionId) {
             a.push(KeyValue::str("mcp.session.id", sid));
         }
-        if let Some(v) = &self.protocol_version {
-            a.push(KeyValue::str("mcp.protocol.version", v.clone()));
+        if let Some(v) = owned(Field::ProtocolVersion) {
+            a.push(KeyValue::str("mcp.protocol.version", v));
         }
-        if self.rpc_method.as_deref() == Some("tools/call") {
-            if let Some(tool) = &self.tool_name {
+        if rpc_method == Some("tools/call") {
+            if let Some(tool) = owned(Field::ToolName) {
                 a.push(KeyValue::str("gen_ai.tool.name", tool));
             }
             a.push(KeyValue::str("gen_ai.operation.name", "execute_tool"));
         }
-        if let Some(prompt) = &self.prompt_name {
+        if let Some(prompt) = owned(Field::PromptName) {
             a.push(KeyValue::str("gen_ai.prompt.name", prompt));
         }
         if let Some(code) = self.error_code {
@@ -253,19 +292,27 @@ impl SpanDraft {
                 v.strip_prefix("HTTP/").unwrap_or(v),
             ));
         }
-        push_endpoint(&mut a, "server.address", "server.port", &self.server_addr);
-        push_endpoint(&mut a, "client.address", "client.port", &self.client_addr);
+        push_endpoint(
+            &mut a,
+            "server.address",
+            "server.port",
+            self.text_or_empty(Field::ServerAddr),
+        );
+        push_endpoint(
+            &mut a,
+            "client.address",
+            "client.port",
+            self.text_or_empty(Field::ClientAddr),
+        );
         if let Some(status) = self.http_status {
             a.push(KeyValue::int(
                 "http.response.status_code",
                 i64::from(status),
             ));
         }
-        let path = match self.path.split_once('?') {
-            Some((p, _)) => Text::Owned(p.to_string()),
-            None => Text::Shared(self.path.clone()),
-        };
-        a.push(KeyValue::str("url.path", path));
+        let path = self.text_or_empty(Field::Path);
+        let path = path.split_once('?').map_or(path, |(p, _)| p);
+        a.push(KeyValue::str("url.path", path.to_string()));
 
         a.push(KeyValue::str("mcp_trace.kind", self.kind.name()));
         a.push(KeyValue::bool(
@@ -296,11 +343,17 @@ impl SpanDraft {
         if let Some(f) = self.retry_findings.text() {
             a.push(KeyValue::str("mcp_trace.retry_findings", f));
         }
-        if let Some(e) = &self.retry_evidence {
-            a.push(KeyValue::str("mcp_trace.retry_evidence", e.clone()));
+        if let Some(e) = owned(Field::RetryEvidence) {
+            a.push(KeyValue::str("mcp_trace.retry_evidence", e));
         }
-        a.push(KeyValue::str("mcp_trace.session_key", &self.session_key));
-        a.push(KeyValue::str("mcp_trace.capture", &self.capture));
+        a.push(KeyValue::str(
+            "mcp_trace.session_key",
+            self.text_or_empty(Field::SessionKey).to_string(),
+        ));
+        a.push(KeyValue::str(
+            "mcp_trace.capture",
+            self.text_or_empty(Field::Capture).to_string(),
+        ));
         if let Some(s) = self.tcp_stream {
             a.push(KeyValue::int("mcp_trace.tcp_stream", saturating_i64(s)));
         }
