@@ -195,14 +195,9 @@ fn string(out: &mut Vec<u8>, text: &str) {
         }
         out.extend_from_slice(bytes.get(start..i).unwrap_or_default());
         match escape {
-            b'u' => out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                hex_digit(b >> 4),
-                hex_digit(b),
-            ]),
+            b'u' => {
+                out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hex_digit(b >> 4), hex_digit(b)])
+            }
             letter => out.extend_from_slice(&[b'\\', letter]),
         }
         start = i + 1;
