@@ -1,5 +1,6 @@
 //! Capture stage: input files -> [`Frame`]s (pcap, pcapng, gzip, stdin). A HAR export is
 //! recognised here ([`Source::Har`]) and read by the `har` stage, which produces HTTP events.
+//! The packet loop reads frames through [`FrameSource`], whatever is behind it.
 //!
 //! The format is recognised by content, never by extension. Several inputs
 //! are merged in timestamp order and numbered as one capture.
@@ -8,6 +9,7 @@
 
 mod counters;
 mod drops;
+mod frame_source;
 mod har_sniff;
 mod merge;
 mod reader;
@@ -16,6 +18,7 @@ mod source;
 
 pub use counters::CaptureCounters;
 pub use drops::{CaptureDrops, DUMPCAP_ISB_COMMENT};
+pub use frame_source::FrameSource;
 pub use har_sniff::{UTF8_BOM, has_zlib_header, is_compressed_har};
 pub use merge::Merger;
 pub use reader::{MAX_RECORD_BYTES, PacketReader, READ_CHUNK_BYTES, UNKNOWN_INTERFACE_LINK_TYPE};
