@@ -125,3 +125,30 @@ fn capture_drops_from_a_dumpcap_pcapng() {
     // Known but zero: not listed among what was not analyzed.
     assert!(!terminal.contains("dropped by the"));
 }
+
+/// Zeek traces with one TCP segment missing (MANIFEST.md): `entity_gap.pcap` lacks one
+/// 1448-byte segment of a response body, `1000-requests-one-dropped-response` one response.
+/// Each gives exactly one ACK above a gap; the ACK totals are as measured (every advancing
+/// ACK of the trace), so the share is 1/4 and 1/2159.
+#[test]
+fn zeek_traces_with_a_missing_segment_show_capture_loss() {
+    for (rel, acks) in [
+        ("zeek-http/entity-gap/entity_gap.pcap", 4),
+        (
+            "zeek-http/1000-requests-one-dropped-response/1000-requests-one-dropped-response.pcap.gz",
+            2159,
+        ),
+    ] {
+        let (s, terminal) = summary(&corpus_slice(rel));
+        assert_eq!(
+            s["capture_loss_acks"],
+            json!({"acks": acks, "acks_above_gap": 1}),
+            "{rel}"
+        );
+        assert_eq!(s["capture_loss"], json!(1.0 / acks as f64), "{rel}");
+        assert!(
+            terminal.contains("capture loss: ACKs for data never captured"),
+            "{rel}"
+        );
+    }
+}
