@@ -28,7 +28,7 @@
 //! chain on workers sharded by stream, or on the reader for 2 (see `parallel/`); the sink
 //! still gets the same events in the same order, on the caller's thread.
 
-use crate::capture::{self, CaptureError, CaptureSecrets, InputInfo, Merger, Source};
+use crate::capture::{self, CaptureError, CaptureSecrets, FrameSource, InputInfo, Merger, Source};
 use crate::flow::FlowLimits;
 use crate::har;
 use crate::http::HttpLimits;
@@ -335,7 +335,6 @@ fn run_http<E: std::error::Error + 'static>(
     prepare: Option<(McpLimits, PreparedEvents)>,
     sink: &mut HttpSink<'_, E>,
 ) -> Result<Totals, RunError<E>> {
-    let mut stats = RunStats::default();
     let mut readers = Vec::new();
     let mut hars = Vec::new();
     let names: Vec<ArcStr> = paths.iter().map(|p| display_name(p)).collect();
@@ -356,17 +355,42 @@ fn run_http<E: std::error::Error + 'static>(
         .filter_map(|p| std::fs::metadata(p).ok())
         .map(|m| m.len())
         .sum();
+    run_source(
+        Merger::new(readers),
+        hars,
+        &names,
+        total_bytes,
+        cfg,
+        prepare,
+        sink,
+    )
+}
+
+/// A HAR input: its position among the inputs, its text, its facts.
+type HarInput = (usize, Vec<u8>, InputInfo);
+
+/// The run once its inputs are open: the packet stages over `source`, whatever it reads
+/// (files and stdin today), then the HAR inputs. `total_bytes` sizes the progress bar (0:
+/// none).
+fn run_source<E: std::error::Error + 'static, F: FrameSource + Send>(
+    source: F,
+    hars: Vec<HarInput>,
+    names: &[ArcStr],
+    total_bytes: u64,
+    cfg: &Config,
+    prepare: Option<(McpLimits, PreparedEvents)>,
+    sink: &mut HttpSink<'_, E>,
+) -> Result<Totals, RunError<E>> {
+    let mut stats = RunStats::default();
     let progress = progress_bar(cfg.progress, total_bytes);
     let in_order = hars.is_empty();
-
-    let merger = Merger::new(readers);
-    let secrets = merger.secrets();
+    let secrets = source.secrets();
     let read = if cfg.threads >= 2 {
         let chains: Vec<StreamChain> = (1..cfg.threads.min(MAX_HTTP_WORKERS + 1))
-            .map(|_| stream_chain(&names, cfg.http, &cfg.keylog, &secrets))
+            .map(|_| stream_chain(names, cfg.http, &cfg.keylog, &secrets))
             .collect();
         parallel::run(
-            merger,
+            source,
             cfg.flow,
             chains,
             progress.clone(),
@@ -375,13 +399,13 @@ fn run_http<E: std::error::Error + 'static>(
             &mut |item, stats| sink(item, stats, in_order),
         )?
     } else {
-        let mut chain = stream_chain(&names, cfg.http, &cfg.keylog, &secrets);
+        let mut chain = stream_chain(names, cfg.http, &cfg.keylog, &secrets);
         let mut counters = <StreamChain as StreamStage>::Counters::default();
         let mut http_events: Vec<HttpEvent> = Vec::new();
         let mut preparer = prepare.map(Preparer::from);
         let mut frames = 0u32;
-        let read = read_streams::<RunError<E>>(
-            merger,
+        let read = read_streams::<RunError<E>, F>(
+            source,
             cfg.flow,
             progress.as_ref(),
             &mut stats,

@@ -3,6 +3,7 @@
 mod support;
 
 mod capture_corpus;
+mod capture_health;
 mod cli;
 mod golden;
 mod har_corpus;

@@ -1,5 +1,6 @@
 //! Capture stage: input files -> [`Frame`]s (pcap, pcapng, gzip, stdin). A HAR export is
 //! recognised here ([`Source::Har`]) and read by the `har` stage, which produces HTTP events.
+//! The packet loop reads frames through [`FrameSource`], whatever is behind it.
 //!
 //! The format is recognised by content, never by extension. Several inputs
 //! are merged in timestamp order and numbered as one capture.
@@ -7,6 +8,8 @@
 //! damage after a valid header ends that input and is reported by the caller.
 
 mod counters;
+mod drops;
+mod frame_source;
 mod har_sniff;
 mod merge;
 mod reader;
@@ -14,6 +17,8 @@ mod secrets;
 mod source;
 
 pub use counters::CaptureCounters;
+pub use drops::{CaptureDrops, DUMPCAP_ISB_COMMENT};
+pub use frame_source::FrameSource;
 pub use har_sniff::{UTF8_BOM, has_zlib_header, is_compressed_har};
 pub use merge::Merger;
 pub use reader::{MAX_RECORD_BYTES, PacketReader, READ_CHUNK_BYTES, UNKNOWN_INTERFACE_LINK_TYPE};
@@ -113,6 +118,9 @@ pub struct InputInfo {
     pub gzip: bool,
     /// Damage that ended reading early, if any (the frames before it were used).
     pub error: Option<String>,
+    /// Drops its capture statistics report (pcapng Interface Statistics Blocks); unknown
+    /// for a classic pcap, a HAR and a pcapng without them.
+    pub drops: CaptureDrops,
 }
 
 /// Errors that make an input unusable. An I/O error is part of the message, not a

@@ -7,6 +7,7 @@
 //! file size. Damage after a valid header ends this input with one
 //! [`CaptureError::Malformed`] naming the byte offset; frames before it stand.
 
+use super::drops::{CaptureDrops, IsbTable};
 use super::secrets::{CaptureSecrets, SecretsBlock};
 use super::{CaptureError, Frame, FrameRef, InputInfo};
 use pcap_parser::nom;
@@ -106,6 +107,9 @@ pub struct PacketReader {
     /// frame that follows them (the merger numbers the frames and sets it).
     secrets: CaptureSecrets,
     secrets_from_frame: u64,
+    /// pcapng sections begun so far, and the last statistics of each section's interfaces.
+    sections: u64,
+    isb: IsbTable,
 }
 
 /// What one parsed record/block amounts to.
@@ -178,6 +182,8 @@ impl PacketReader {
             copied: Vec::new(),
             secrets: CaptureSecrets::default(),
             secrets_from_frame: 1,
+            sections: 0,
+            isb: IsbTable::default(),
         }
     }
 
@@ -326,6 +332,7 @@ impl PacketReader {
                                 // A new section resets the interface table (pcapng §4.1).
                                 *big_endian = shb.big_endian();
                                 interfaces.clear();
+                                self.sections = self.sections.saturating_add(1);
                                 Item::Skip
                             }
                             Block::InterfaceDescription(idb) => {
@@ -397,7 +404,19 @@ impl PacketReader {
                                 });
                                 Item::Skip
                             }
-                            // Name resolution, statistics, custom, ...: nothing for us.
+                            Block::InterfaceStatistics(isb) => {
+                                // Options follow the fixed part (type, length, interface id,
+                                // timestamp: 20 bytes) up to the trailing length.
+                                let options = data
+                                    .get(..used)
+                                    .and_then(|b| b.get(20..b.len().saturating_sub(4)))
+                                    .unwrap_or_default();
+                                let drops = CaptureDrops::from_isb_options(options, *big_endian);
+                                self.isb.record(self.sections, isb.if_id, drops);
+                                self.info.drops = self.isb.total();
+                                Item::Skip
+                            }
+                            // Name resolution, custom, ...: nothing for us.
                             _ => Item::Skip,
                         };
                         Step::Parsed(used, item)

@@ -118,6 +118,7 @@ pub fn open_reader(
         link_types: Vec::new(),
         gzip,
         error: None,
+        drops: super::CaptureDrops::default(),
     };
     let malformed = |reason: String| CaptureError::Malformed {
         path: name.to_string(),

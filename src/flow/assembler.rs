@@ -119,6 +119,8 @@ pub(crate) struct Assembler {
     fin_emitted: bool,
     /// Highest offset the peer acknowledged (plausible ones only).
     peer_ack: Option<u64>,
+    /// Highest offset an ACK was counted to, for the capture-loss estimate.
+    counted_ack: u64,
     /// End of the furthest sequence space seen from this side (data or FIN).
     seen_end: u64,
     evidence: u8,
@@ -142,6 +144,7 @@ impl Assembler {
             fin: None,
             fin_emitted: false,
             peer_ack: None,
+            counted_ack: 0,
             seen_end: 0,
             evidence: 0,
             evidence_at: 0,
@@ -246,7 +249,11 @@ impl Assembler {
         let Ok(acked) = u64::try_from(map.offset_of(ack, self.next)) else {
             return;
         };
-        if acked <= self.next || acked > self.seen_end.saturating_add(MAX_ACK_AHEAD_BYTES) {
+        if acked > self.seen_end.saturating_add(MAX_ACK_AHEAD_BYTES) {
+            return;
+        }
+        self.count_ack(acked, sink.stats);
+        if acked <= self.next {
             return;
         }
         self.peer_ack = Some(self.peer_ack.map_or(acked, |p| p.max(acked)));
@@ -274,6 +281,46 @@ impl Assembler {
             self.gap_to(end, sink);
         }
         self.evidence = 0;
+    }
+
+    /// The capture-loss estimate (Zeek's `capture-loss`): an ACK that advances past the
+    /// highest offset counted so far is one ACK event, and one gap event as well when the
+    /// space it newly acknowledges holds sequence numbers the capture never showed.
+    fn count_ack(&mut self, acked: u64, stats: &mut FlowCounters) {
+        if acked <= self.counted_ack {
+            return;
+        }
+        stats.ack_events = stats.ack_events.saturating_add(1);
+        if self.unseen_in(self.counted_ack, acked) {
+            stats.ack_gap_events = stats.ack_gap_events.saturating_add(1);
+        }
+        self.counted_ack = acked;
+    }
+
+    /// Whether `[lo, hi)` holds sequence space never captured. Space below `next` was
+    /// delivered or already declared a gap (and counted then); buffered chunks (a truncated
+    /// tail's `Missing` too: it was seen, only cut) and the FIN's sequence number are seen.
+    fn unseen_in(&self, lo: u64, hi: u64) -> bool {
+        let mut at = lo.max(self.next);
+        if let Some((&start, chunk)) = self.chunks.range(..=at).next_back() {
+            at = at.max(start.saturating_add(chunk.len()));
+        }
+        if at >= hi {
+            return false;
+        }
+        for (&start, chunk) in self.chunks.range(at..hi) {
+            if start > at {
+                return true;
+            }
+            at = at.max(start.saturating_add(chunk.len()));
+        }
+        if at >= hi {
+            return false;
+        }
+        match self.fin {
+            Some(f) if f == at => at.saturating_add(1) < hi,
+            _ => true,
+        }
     }
 
     /// Close: every hole becomes a gap, buffered data is delivered in order,

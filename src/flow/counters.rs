@@ -18,6 +18,12 @@ counters! {
         pub duplicate_bytes: u64,
         /// Bytes of sequence space never seen (reported as gaps).
         pub gap_bytes: u64,
+        /// ACKs that acknowledged new sequence space of their peer's direction (the
+        /// capture-loss estimate's denominator).
+        pub ack_events: u64,
+        /// Those of them whose newly acknowledged space held bytes the capture never showed
+        /// (Zeek's "ACKs above a gap"; the estimate's numerator).
+        pub ack_gap_events: u64,
         /// Captured payload bytes that cannot be stream data, by reason.
         pub tcp_bytes_unused: Counts<UnusedBytes>,
         pub anomalies: AnomalyCounts,

@@ -4,7 +4,7 @@
 //! caller's thread, `parallel/` on its reader thread.
 
 use crate::anomaly::Anomaly;
-use crate::capture::{InputInfo, Merger};
+use crate::capture::{FrameSource, InputInfo};
 use crate::counters::Merge;
 use crate::decode::{Decoded, Decoder};
 use crate::flow::{FlowLimits, FlowTable};
@@ -75,10 +75,10 @@ pub(super) struct ReadTotals {
     pub bytes_read: u64,
 }
 
-/// Capture read, decode and TCP reassembly: `emit` takes (drains) the stream events of each
+/// Capture read (from any [`FrameSource`]), decode and TCP reassembly: `emit` takes (drains) the stream events of each
 /// frame, then those of the end of input, in order.
-pub(super) fn read_streams<X>(
-    mut merger: Merger,
+pub(super) fn read_streams<X, F: FrameSource>(
+    mut source: F,
     flow: FlowLimits,
     progress: Option<&indicatif::ProgressBar>,
     stats: &mut RunStats,
@@ -90,7 +90,7 @@ pub(super) fn read_streams<X>(
     let mut frames_since_tick = 0u32;
     let mut latest_ts_ns = i64::MIN;
 
-    while let Some(frame) = merger.next_frame_ref(&mut stats.capture) {
+    while let Some(frame) = source.next_frame(&mut stats.capture) {
         // Inputs are merged by time, so a step back comes from within one file
         // (clock changes, reordered writes): latencies across it are unreliable.
         if frame.ts_ns < latest_ts_ns {
@@ -113,7 +113,7 @@ pub(super) fn read_streams<X>(
         if frames_since_tick >= 4096 {
             frames_since_tick = 0;
             if let Some(bar) = progress {
-                bar.set_position(merger.bytes_read());
+                bar.set_position(source.bytes_read());
             }
         }
     }
@@ -123,7 +123,7 @@ pub(super) fn read_streams<X>(
     flows.finish(&mut stats.flow, &mut stream_events);
     emit(&mut stream_events, stats)?;
     Ok(ReadTotals {
-        inputs: merger.infos(),
-        bytes_read: merger.bytes_read(),
+        inputs: source.infos(),
+        bytes_read: source.bytes_read(),
     })
 }

@@ -1,7 +1,7 @@
 //! The run summary (`--summary`, report-schema.md section 5): one JSON object with the
 //! run's counters, so scripts can check what was read, what was skipped and why.
 
-use crate::capture::InputInfo;
+use crate::capture::{CaptureDrops, InputInfo};
 use crate::mcp::retry::Finding;
 use crate::mcp::{Exchange, Layer, Outcome, RetryOrigin};
 use crate::report::RunStats;
@@ -35,6 +35,25 @@ impl RunInfo<'_> {
         } else {
             0.0
         }
+    }
+}
+
+impl RunInfo<'_> {
+    /// Drops the inputs' capture statistics report, summed; unknown members stay `None`.
+    pub fn capture_drops(&self) -> CaptureDrops {
+        let mut all = CaptureDrops::default();
+        for i in self.inputs {
+            all.add(&i.drops);
+        }
+        all
+    }
+
+    /// The capture-loss estimate: the share of advancing ACKs that acknowledged sequence
+    /// space the capture never showed (Zeek's `capture-loss` method); `None` without any
+    /// such ACK (no TCP data was acknowledged, a HAR).
+    pub fn capture_loss(&self) -> Option<f64> {
+        let f = &self.stats.flow;
+        (f.ack_events > 0).then(|| f.ack_gap_events as f64 / f.ack_events as f64)
     }
 }
 
@@ -201,6 +220,26 @@ pub fn run_summary(info: &RunInfo) -> Value {
             "malformed_at": s.tls.keylog_malformed_at,
         }),
     );
+    let drops = info.capture_drops();
+    m.insert(
+        "capture_drops".into(),
+        if drops.is_unknown() {
+            Value::Null
+        } else {
+            json!(drops)
+        },
+    );
+    m.insert(
+        "capture_loss".into(),
+        json!(info.capture_loss().map(finite)),
+    );
+    m.insert(
+        "capture_loss_acks".into(),
+        json!({
+            "acks": s.flow.ack_events,
+            "acks_above_gap": s.flow.ack_gap_events,
+        }),
+    );
     m.insert("bytes_read".into(), json!(info.bytes_read));
     m.insert("elapsed_s".into(), json!(finite(info.elapsed_s)));
     m.insert(
@@ -243,6 +282,7 @@ pub(crate) mod tests {
             link_types: vec![1],
             gzip: false,
             error: None,
+            drops: CaptureDrops::default(),
         }]
     }
 
@@ -311,6 +351,13 @@ pub(crate) mod tests {
         assert_eq!(v["anomalies"]["flow.overlap_mismatch"], 1);
         assert_eq!(v["throughput_mb_s"], 4.0);
         assert_eq!(v["sessions"], 1);
+        // A classic pcap says nothing about drops; no ACK was counted, so no estimate.
+        assert_eq!(v["capture_drops"], Value::Null);
+        assert_eq!(v["capture_loss"], Value::Null);
+        assert_eq!(
+            v["capture_loss_acks"],
+            json!({"acks": 0, "acks_above_gap": 0})
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Behaviour tests of the flow stage through its public API, one case per rule.
 
+mod capture_loss;
 mod corpus;
 mod proptests;
 

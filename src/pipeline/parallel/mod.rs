@@ -48,7 +48,7 @@ mod worker;
 use super::RunError;
 use super::packets::ChainCounters;
 use super::packets::{Event, Item, ReadTotals};
-use crate::capture::Merger;
+use crate::capture::FrameSource;
 use crate::counters::Merge;
 use crate::flow::FlowLimits;
 use crate::http::HttpEvent;
@@ -122,8 +122,8 @@ enum Stop<E: std::error::Error + 'static> {
 /// Runs the packet and HTTP stages on `stages.len()` workers plus a reader thread; each HTTP
 /// event goes to `sink` on this thread, in one-thread order. Counts of every thread are
 /// added to `stats`.
-pub(super) fn run<E, S>(
-    merger: Merger,
+pub(super) fn run<E, S, F>(
+    source: F,
     flow: FlowLimits,
     stages: Vec<S>,
     progress: Option<indicatif::ProgressBar>,
@@ -135,6 +135,7 @@ where
     E: std::error::Error + 'static,
     S: StreamStage<Output = HttpEvent> + Send,
     S::Counters: ChainCounters,
+    F: FrameSource + Send,
 {
     let mut stages = stages;
     if stages.is_empty() {
@@ -175,11 +176,11 @@ where
                         tx: &tx_out,
                         ledger,
                     };
-                    read_and_parse(merger, flow, progress.as_ref(), stage, prepare, &out)
+                    read_and_parse(source, flow, progress.as_ref(), stage, prepare, &out)
                 })
             }
             None => reader.spawn_scoped(scope, move || {
-                read_and_shard(merger, flow, progress.as_ref(), &to_workers)
+                read_and_shard(source, flow, progress.as_ref(), &to_workers)
             }),
         }
         .map_err(|e| RunError::Worker(format!("cannot start the reader: {e}")))?;

@@ -6,7 +6,7 @@ use super::{
     BACKLOG_TO_PREPARE, FromWorker, Gone, Ledger, ROUND_BYTES, ROUND_FRAMES, ToWorker,
     worker::body_bytes,
 };
-use crate::capture::Merger;
+use crate::capture::FrameSource;
 use crate::flow::FlowLimits;
 use crate::http::HttpEvent;
 use crate::mcp::{McpLimits, PreparedEvents, Preparer};
@@ -18,8 +18,8 @@ use std::sync::mpsc::SyncSender;
 
 /// The reader thread: read, decode, reassemble, and deal the stream events to the workers
 /// by stream id. `Gone` when a worker went away (the caller reports why).
-pub(super) fn read_and_shard(
-    merger: Merger,
+pub(super) fn read_and_shard<F: FrameSource>(
+    source: F,
     flow: FlowLimits,
     progress: Option<&indicatif::ProgressBar>,
     to_workers: &[SyncSender<ToWorker>],
@@ -27,7 +27,7 @@ pub(super) fn read_and_shard(
     let mut stats = RunStats::default();
     let mut seq = 0u64;
     let mut round = Round::new(to_workers.len());
-    let totals = read_streams(merger, flow, progress, &mut stats, &mut |events, _| {
+    let totals = read_streams(source, flow, progress, &mut stats, &mut |events, _| {
         for ev in events.drain(..) {
             round.add(seq, ev);
             seq = seq.wrapping_add(1);
@@ -47,8 +47,8 @@ pub(super) fn read_and_shard(
 
 /// The reader thread with the only HTTP stage: read, decode, reassemble, parse HTTP, and send
 /// the events to the caller in rounds.
-pub(super) fn read_and_parse<S>(
-    merger: Merger,
+pub(super) fn read_and_parse<S, F: FrameSource>(
+    source: F,
     flow: FlowLimits,
     progress: Option<&indicatif::ProgressBar>,
     mut stage: S,
@@ -69,7 +69,7 @@ where
     let mut bytes = 0usize;
     // Body bytes of the events in `batch`.
     let mut held = 0usize;
-    let totals = read_streams(merger, flow, progress, &mut stats, &mut |events, _| {
+    let totals = read_streams(source, flow, progress, &mut stats, &mut |events, _| {
         for ev in events.drain(..) {
             if let StreamEventKind::Data { bytes: b, .. } = &ev.kind {
                 bytes = bytes.saturating_add(b.len());

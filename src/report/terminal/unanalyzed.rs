@@ -34,6 +34,28 @@ pub(super) fn write_unanalyzed(p: Painter, out: &mut String, info: &RunInfo) {
             "bytes",
         );
     }
+    let drops = info.capture_drops();
+    fact(
+        "dropped by the kernel (capture statistics)".into(),
+        drops.kernel.unwrap_or(0),
+        "packets",
+    );
+    fact(
+        "dropped by the interface (capture statistics)".into(),
+        drops.interface.unwrap_or(0),
+        "packets",
+    );
+    if let Some(loss) = info.capture_loss().filter(|l| *l > 0.0) {
+        fact(
+            format!(
+                "capture loss: ACKs for data never captured, {:.2}% of {} ACKs",
+                loss * 100.0,
+                s.flow.ack_events
+            ),
+            s.flow.ack_gap_events,
+            "ACKs",
+        );
+    }
     for (reason, n) in &s.http.http_messages_skipped.by_name() {
         fact(format!("HTTP heads skipped: {reason}"), *n, "messages");
     }

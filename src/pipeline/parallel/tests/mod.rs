@@ -5,6 +5,7 @@ use super::merge::{consume, feed_through, laggard, safe_bound};
 use super::reader::{Outbox, read_and_parse, shard};
 use super::worker::body_bytes;
 use super::*;
+use crate::capture::Merger;
 use crate::flow::FlowLimits;
 use std::collections::VecDeque;
 use std::convert::Infallible;

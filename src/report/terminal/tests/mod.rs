@@ -237,6 +237,74 @@ fn summary_what_could_not_be_analyzed() {
 }
 
 #[test]
+fn drops_and_capture_loss_are_not_analyzed() {
+    use crate::capture::CaptureDrops;
+    let mut stats = stats();
+    stats.flow.ack_events = 400;
+    stats.flow.ack_gap_events = 3;
+    let mut inputs = inputs();
+    inputs[0].drops = CaptureDrops {
+        kernel: Some(5),
+        interface: None,
+    };
+    let mut second = inputs[0].clone();
+    second.drops = CaptureDrops {
+        kernel: Some(2),
+        interface: Some(0),
+    };
+    inputs.push(second);
+    let rows = story();
+    let info = RunInfo {
+        undecrypted: &crate::report::NO_UNDECRYPTED,
+        inputs: &inputs,
+        stats: &stats,
+        rows: &rows,
+        elapsed_s: 1.0,
+        bytes_read: 2_000_000,
+    };
+    let s = terminal_summary(&info, false);
+    let n = s.split("Not analyzed").nth(1).unwrap();
+    assert_eq!(
+        words(line_with(n, "by the kernel")),
+        [
+            "dropped",
+            "by",
+            "the",
+            "kernel",
+            "(capture",
+            "statistics)",
+            "7",
+            "packets"
+        ]
+    );
+    assert!(!n.contains("by the interface"), "known, but 0: {n}");
+    assert_eq!(
+        words(line_with(n, "capture loss")),
+        [
+            "capture",
+            "loss:",
+            "ACKs",
+            "for",
+            "data",
+            "never",
+            "captured,",
+            "0.75%",
+            "of",
+            "400",
+            "ACKs",
+            "3",
+            "ACKs"
+        ]
+    );
+    let v = crate::report::summary::run_summary(&info);
+    assert_eq!(
+        v["capture_drops"],
+        serde_json::json!({"kernel": 7, "interface": 0})
+    );
+    assert_eq!(v["capture_loss"], serde_json::json!(0.0075));
+}
+
+#[test]
 fn columns_are_aligned() {
     let s = summary(false);
     let outcomes = s
