@@ -20,12 +20,9 @@ pub fn encode(out: &mut Vec<u8>, request: &ExportRequest<'_>) {
             string(out, ss.scope.name);
             out.extend_from_slice(b",\"version\":");
             string(out, ss.scope.version);
-            out.extend_from_slice(b"},\"spans\":[");
-            for (k, span) in ss.spans.iter().enumerate() {
-                comma(out, k);
-                encode_span(out, span);
-            }
-            out.extend_from_slice(b"]}");
+            out.extend_from_slice(b"},\"spans\":");
+            array(out, &ss.spans, |out, span| encode_span(out, span));
+            out.push(b'}');
         }
         out.extend_from_slice(b"]}");
     }
@@ -53,12 +50,8 @@ pub fn encode_span(out: &mut Vec<u8>, span: &Span) {
     out.extend_from_slice(b",\"attributes\":");
     attributes(out, &span.attributes);
     if !span.events.is_empty() {
-        out.extend_from_slice(b",\"events\":[");
-        for (i, e) in span.events.iter().enumerate() {
-            comma(out, i);
-            event(out, e);
-        }
-        out.push(b']');
+        out.extend_from_slice(b",\"events\":");
+        array(out, &span.events, event);
     }
     if span.dropped_events_count != 0 {
         out.extend_from_slice(b",\"droppedEventsCount\":");
@@ -69,12 +62,8 @@ pub fn encode_span(out: &mut Vec<u8>, span: &Span) {
         );
     }
     if !span.links.is_empty() {
-        out.extend_from_slice(b",\"links\":[");
-        for (i, l) in span.links.iter().enumerate() {
-            comma(out, i);
-            link(out, l);
-        }
-        out.push(b']');
+        out.extend_from_slice(b",\"links\":");
+        array(out, &span.links, link);
     }
     out.extend_from_slice(b",\"status\":");
     status(out, &span.status);
@@ -131,6 +120,16 @@ fn attributes(out: &mut Vec<u8>, kvs: &[KeyValue]) {
             }
         }
         out.extend_from_slice(b"}}");
+    }
+    out.push(b']');
+}
+
+/// `items` as a JSON array, each written by `each`.
+fn array<T>(out: &mut Vec<u8>, items: &[T], each: impl Fn(&mut Vec<u8>, &T)) {
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        comma(out, i);
+        each(out, item);
     }
     out.push(b']');
 }
