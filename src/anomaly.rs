@@ -305,6 +305,8 @@ registry! {
     McpResumeTargetMissing => "mcp.resume_target_missing":
         "a resumed stream whose original exchange is gone",
     McpResumeUnknownEventId => "mcp.resume_unknown_event_id": "a `Last-Event-ID` no stream sent",
+    McpHopWaitingFull => "mcp.hop_waiting_full":
+        "rows held for gateway copies past `--max-hop-waiting` (the oldest left unlinked-to)",
     McpRetryIndexFull => "mcp.retry_index_full":
         "requests held for retry inference past `--max-retry-rows`",
     McpServerRequestLimit => "mcp.server_request_limit":

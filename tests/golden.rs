@@ -61,6 +61,10 @@ pub(crate) const EXCHANGE_COLUMNS: &[&str] = &[
     "retry_findings",
     "continuation_of",
     "anomalies",
+    "hop",
+    "forwarded_from",
+    "fault_hop",
+    "hop_evidence",
 ];
 
 /// Sessions table columns that report-schema.md section 5 requires (more may follow).
@@ -681,6 +685,7 @@ mod parquet {
             (AnyValue::UInt64(g), Value::Number(n)) => n.as_u64() == Some(*g),
             (AnyValue::UInt32(g), Value::Number(n)) => n.as_u64() == Some(u64::from(*g)),
             (AnyValue::UInt16(g), Value::Number(n)) => n.as_u64() == Some(u64::from(*g)),
+            (AnyValue::UInt8(g), Value::Number(n)) => n.as_u64() == Some(u64::from(*g)),
             (AnyValue::Int64(g), Value::Number(n)) => n.as_i64() == Some(*g),
             (AnyValue::Float64(g), Value::Number(n)) => n.as_f64() == Some(*g),
             (AnyValue::Boolean(g), Value::Bool(b)) => g == b,

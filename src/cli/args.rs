@@ -99,6 +99,9 @@ pub struct LimitArgs {
     /// Most tool catalog entries (tools/list listings plus their tools; `mcp.tool_catalog_full` past it).
     #[arg(long, value_name = "N", default_value_t = crate::mcp::retry::MAX_CATALOG_TOOLS)]
     pub max_catalog_tools: usize,
+    /// Most rows held while a gateway's copy of them may still come (`mcp.hop_waiting_full` past it).
+    #[arg(long, value_name = "N", default_value_t = crate::mcp::hops::MAX_HOP_WAITING)]
+    pub max_hop_waiting: usize,
 }
 
 #[derive(Debug, Args)]
@@ -126,6 +129,9 @@ pub struct InferenceArgs {
     /// Retry hygiene: two gaps both under this are `no_backoff` whatever their ratio.
     #[arg(long, value_name = "DURATION", default_value = "50ms")]
     pub backoff_floor: String,
+    /// Hops: a gateway's copy of a request that got no response may start this long after it.
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub hop_window: String,
 }
 
 #[derive(Debug, Args)]

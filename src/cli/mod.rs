@@ -63,6 +63,7 @@ fn inference_config(input: &InputArgs) -> Result<InferenceConfig> {
         max_attempts: input.inference.max_attempts,
         backoff_factor: input.inference.backoff_factor,
         backoff_floor_ms: ms("backoff-floor", &input.inference.backoff_floor)?,
+        hop_window_ms: ms("hop-window", &input.inference.hop_window)?,
     })
 }
 
@@ -87,6 +88,7 @@ fn pipeline_config(input: &InputArgs) -> Result<Config> {
             pending_per_session: input.limits.max_pending.max(1),
             retry_rows: input.limits.max_retry_rows,
             catalog_tools: input.limits.max_catalog_tools,
+            hop_waiting: input.limits.max_hop_waiting,
             rpc: RpcLimits {
                 sse_event_bytes: input.limits.max_sse_event,
             },
@@ -410,6 +412,7 @@ struct Counts {
     findings: [u64; Finding::ALL.len()],
     /// Distinct session keys (one entry per session, not per row).
     sessions: HashSet<String>,
+    hops: report::HopTally,
 }
 
 impl Counts {
@@ -435,6 +438,7 @@ impl Counts {
         if !self.sessions.contains(row.session_key.as_str()) {
             self.sessions.insert(row.session_key.to_string());
         }
+        self.hops.push(row);
     }
 
     /// Writes the counts into a summary made from no rows (whose count maps list every key at 0).
@@ -465,6 +469,7 @@ impl Counts {
             .collect();
         add(m, "retry_findings", &findings, true);
         m.insert("mcp_exchanges_total".into(), serde_json::json!(self.total));
+        self.hops.fill(m);
         m.insert("sessions".into(), serde_json::json!(self.sessions.len()));
     }
 }

@@ -94,10 +94,31 @@ pub struct Exchange {
     pub continuation_of: Option<u64>,
     /// Anomaly names, written `;`-separated.
     pub anomalies: AnomalySet,
+    /// 1 for a message as its client sent it; k+1 for a gateway's copy of a hop-k row
+    /// (report-schema.md section 4c).
+    pub hop: Hop,
+    /// `exchange_id` of the row one hop closer to the client that this row is a copy of.
+    pub forwarded_from: Option<u64>,
+    /// On a failed row of a call seen on several hops: the hop whose server the failure
+    /// arose at.
+    pub fault_hop: Option<u8>,
+    /// One line: why the rows are linked and how the failure passed.
+    pub hop_evidence: Option<String>,
 
     /// Inputs to retry inference; not columns.
     #[serde(skip)]
     pub inference: InferenceInputs,
+}
+
+/// A row's hop (section 4c): 1 unless the row is a gateway's copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Hop(pub u8);
+
+impl Default for Hop {
+    fn default() -> Self {
+        Hop(1)
+    }
 }
 
 /// Facts retry inference needs that are not report columns.
@@ -133,6 +154,30 @@ pub struct InferenceInputs {
     pub trace_parent: Option<TraceParent>,
     /// `params.name` of `prompts/get`.
     pub prompt_name: Option<ArcStr>,
+    /// `params` fingerprint as for `params_fingerprint`, also without `name`: a `tools/call`
+    /// whose tool name a gateway prefixed is still a copy (section 4c). `None` without a
+    /// `name` member.
+    pub params_fingerprint_unnamed: Option<JsonFingerprint>,
+    /// When the response head started (µs): a gateway's copy starts before it (section 4c).
+    pub ts_response_start: Option<i64>,
+    /// When the HTTP exchange ended without a response, or its response ended (µs).
+    pub ts_ended: Option<i64>,
+    /// The client side closed or reset before the response was complete (a gateway gave up
+    /// on its upstream copy).
+    pub client_gave_up: bool,
+    /// Set by hop linking on a gateway's second copy of one original: the earlier copy.
+    pub gateway_retry_of: Option<u64>,
+    /// Set by hop linking on a row that has copies, for retry inference to mirror relations.
+    pub has_copies: bool,
+    /// Set by hop linking on every row of a call seen on several hops: the gateway, i.e.
+    /// the server endpoint (`server_addr`) of the call's hop-1 row.
+    pub gateway: Option<ArcStr>,
+    /// Set by hop linking on a failed row whose outcome differs from the outcome at the hop
+    /// where the failure arose (a gateway translated it).
+    pub translated: bool,
+    /// Set by hop linking on a hop-1 row with copies: its latency minus its last copy's
+    /// (µs), the time the gateway added.
+    pub gateway_added_us: Option<i64>,
     /// The SSE events counted in `sse_events`, up to [`crate::mcp::McpLimits::sse_marks_per_row`]
     /// (none unless a report asks for them).
     pub sse_marks: Vec<SseMark>,

@@ -2,6 +2,7 @@
 //! JSON-RPC parsers on the bodies it gathers, so its limits carry theirs.
 
 use super::analyzer::MAX_PENDING_PER_SESSION;
+use super::hops::MAX_HOP_WAITING;
 use super::retry::{MAX_CATALOG_TOOLS, MAX_INDEXED_REQUESTS};
 use crate::http::REQUEST_BODY_LIMIT;
 use crate::rpc::RpcLimits;
@@ -21,6 +22,9 @@ pub struct McpLimits {
     /// Most entries in the tool catalog (listings plus tools, over all endpoints); past it
     /// the oldest listings are forgotten (`mcp.tool_catalog_full`).
     pub catalog_tools: usize,
+    /// Most rows held while they may still get a gateway's copy (`--max-hop-waiting`); past
+    /// it the oldest leaves (`mcp.hop_waiting_full`).
+    pub hop_waiting: usize,
     /// The bounds of the JSON-RPC parsing done on response bodies.
     pub rpc: RpcLimits,
     /// Most SSE events kept per row ([`crate::mcp::InferenceInputs::sse_marks`], for the
@@ -35,6 +39,7 @@ impl Default for McpLimits {
             pending_per_session: MAX_PENDING_PER_SESSION,
             retry_rows: MAX_INDEXED_REQUESTS,
             catalog_tools: MAX_CATALOG_TOOLS,
+            hop_waiting: MAX_HOP_WAITING,
             rpc: RpcLimits::default(),
             sse_marks_per_row: 0,
         }

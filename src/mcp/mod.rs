@@ -11,6 +11,7 @@ mod analyzer;
 mod classify;
 mod counters;
 mod exchange;
+pub mod hops;
 mod limits;
 mod names;
 mod prepare;
@@ -26,7 +27,7 @@ pub use analyzer::{
     RELEASE_MARK_MIN_AGE_US, REORDER_SLACK_US, STREAM_RESUME_HOLD_US, TENTATIVE_HOLD_US,
 };
 pub use counters::McpCounters;
-pub use exchange::{Exchange, InferenceInputs, SseMark};
+pub use exchange::{Exchange, Hop, InferenceInputs, SseMark};
 pub use limits::McpLimits;
 pub use names::{Kind, Layer, Outcome, RetryOrigin, StreamEnd, Transport};
 pub use prepare::{
@@ -55,6 +56,9 @@ pub struct InferenceConfig {
     pub backoff_factor: f64,
     /// ...unless both are under this floor (ms), which is no backoff either way.
     pub backoff_floor_ms: i64,
+    /// `--hop-window`: how long after an original without a response a gateway's copy may
+    /// start (section 4c).
+    pub hop_window_ms: i64,
 }
 
 impl Default for InferenceConfig {
@@ -67,6 +71,7 @@ impl Default for InferenceConfig {
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             backoff_factor: DEFAULT_BACKOFF_FACTOR,
             backoff_floor_ms: DEFAULT_BACKOFF_FLOOR_MS,
+            hop_window_ms: hops::DEFAULT_HOP_WINDOW_MS,
         }
     }
 }

@@ -98,6 +98,7 @@ contract_names! {
         Sdk => "sdk",
         Application => "application",
         Manual => "manual",
+        Gateway => "gateway",
     }
 }
 
@@ -179,7 +180,7 @@ mod tests {
         );
         assert_eq!(
             names(&RetryOrigin::ALL, RetryOrigin::name),
-            ["none", "sdk", "application", "manual"]
+            ["none", "sdk", "application", "manual", "gateway"]
         );
         let outcomes: Vec<(&str, &str)> = Outcome::ALL
             .iter()

@@ -39,6 +39,7 @@
 //! calls overlap.
 
 mod chain;
+mod copies;
 mod hygiene;
 mod index;
 mod tool_catalog;
@@ -56,6 +57,7 @@ use crate::hashing::HashMap;
 use crate::mcp::McpCounters;
 use crate::mcp::{Exchange, InferenceConfig, Kind, Outcome, RetryOrigin};
 
+use copies::CopyRelations;
 use index::{Prior, RecentRequests, session_hash_of};
 use std::collections::VecDeque;
 
@@ -196,6 +198,8 @@ pub struct RetryInference {
     now_us: i64,
     /// Tool annotations per endpoint, for `unsafe_retry` (section 4b).
     catalog: ToolCatalog,
+    /// What gateways' copies (section 4c) need of the rows they copy.
+    copies: CopyRelations,
     anomalies: RetryAnomalies,
 }
 
@@ -224,6 +228,7 @@ impl RetryInference {
             attempt_order: VecDeque::new(),
             now_us: i64::MIN,
             catalog: ToolCatalog::with_limit(catalog_tools),
+            copies: CopyRelations::default(),
             anomalies: RetryAnomalies::default(),
         }
     }
@@ -237,6 +242,10 @@ impl RetryInference {
         self.recent
             .expire(self.now_us.saturating_sub(self.window_us));
         self.note_session(row);
+        if row.forwarded_from.is_some() {
+            self.push_copy(row);
+            return;
+        }
 
         // Rules 1-4 only for candidates, which are then indexed for later ones.
         let probe = is_candidate(row).then(|| Prior::of(row));
@@ -277,6 +286,9 @@ impl RetryInference {
             gap
         });
         self.remember_id(row.exchange_id, row.attempt);
+        if row.inference.has_copies {
+            self.copies.note_original(row, self.now_us, self.window_us);
+        }
 
         if let Some(mut prior) = probe {
             prior.attempt = row.attempt;
@@ -285,6 +297,48 @@ impl RetryInference {
                 self.anomalies.index_full = self.anomalies.index_full.saturating_add(1);
             }
         }
+    }
+
+    /// A gateway's copy (section 4c): the rules compare rows of one hop only, so a copy
+    /// takes its relation from its original's (one hop up) or is the gateway's resend of an
+    /// earlier copy, judged by section 4b.
+    fn push_copy(&mut self, row: &mut Exchange) {
+        let link = match row.inference.gateway_retry_of {
+            Some(earlier) => match self.copies.prior(earlier) {
+                Some(e) => Link::Retry {
+                    of: earlier,
+                    of_attempt: e.attempt,
+                    origin: RetryOrigin::Gateway,
+                    evidence: format!(
+                        "gateway resent the call of its copy #{earlier} {}",
+                        timing(&Prior::of(row), e)
+                    ),
+                },
+                None => Link::None,
+            },
+            None => self.copies.mirror(row),
+        };
+        let earlier = match &link {
+            Link::Retry {
+                origin: RetryOrigin::Gateway,
+                of,
+                ..
+            } => self.copies.prior(*of).cloned(),
+            _ => None,
+        };
+        apply(row, link);
+        let gap_us = earlier.as_ref().map(|e| {
+            let gap = hygiene::gap_after(row.ts_request, e);
+            let findings = hygiene::judge(row, e, gap, &self.catalog, &self.cfg);
+            hygiene::apply(row, findings);
+            gap
+        });
+        self.remember_id(row.exchange_id, row.attempt);
+        let mut prior = Prior::of(row);
+        prior.attempt = row.attempt;
+        prior.gap_us = gap_us.unwrap_or(index::NO_GAP);
+        self.copies
+            .note_copy(row, prior, self.now_us, self.window_us);
     }
 
     /// Takes a `tools/list` row's result into the tool catalog (rows set aside while open

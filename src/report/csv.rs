@@ -40,6 +40,7 @@ fn write_cell(w: &mut impl Write, cell: &Cell<'_>) -> io::Result<()> {
         Cell::U64(_)
         | Cell::U32(_)
         | Cell::U16(_)
+        | Cell::U8(_)
         | Cell::I64(_)
         | Cell::F64(_)
         | Cell::Bool(_) => write_json_cell(w, cell),

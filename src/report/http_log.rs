@@ -95,6 +95,7 @@ fn cell_text(cell: &Cell<'_>) -> String {
         Cell::U64(n) => n.to_string(),
         Cell::U32(n) => n.to_string(),
         Cell::U16(n) => n.to_string(),
+        Cell::U8(n) => n.to_string(),
         Cell::I64(n) => n.to_string(),
         Cell::F64(x) => x.to_string(),
         Cell::Bool(b) => b.to_string(),

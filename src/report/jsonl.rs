@@ -15,6 +15,7 @@ pub(crate) fn write_json_cell(w: &mut impl Write, cell: &Cell<'_>) -> io::Result
         Cell::U64(v) => write!(w, "{v}"),
         Cell::U32(v) => write!(w, "{v}"),
         Cell::U16(v) => write!(w, "{v}"),
+        Cell::U8(v) => write!(w, "{v}"),
         Cell::I64(v) => write!(w, "{v}"),
         // serde_json's shortest round-trip form; CSV reuses it so both files show the same text.
         Cell::F64(v) => serde_json::to_writer(w, &v).map_err(io::Error::from),

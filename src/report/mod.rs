@@ -11,6 +11,7 @@ mod background;
 mod connections;
 mod csv;
 mod filter;
+mod hops;
 mod html;
 mod http_log;
 mod jsonl;
@@ -32,6 +33,7 @@ pub use connections::{
     CONNECTION_COLUMNS, ConnectionRow, MAX_LISTED_UNDECRYPTED, NO_UNDECRYPTED, Undecrypted,
 };
 pub use filter::{RowFilter, filter_rows};
+pub use hops::{GatewayCounts, HopTally};
 pub use html::{DEFAULT_HTML_MAX_ROWS, HtmlReport};
 pub use http_log::{HttpFormat, write_http_rows};
 pub use row::{Cell, ColType, ColumnSpec, Table};
@@ -531,6 +533,7 @@ mod tests {
                         (Cell::U64(v), AnyValue::UInt64(g)) => v == *g,
                         (Cell::U32(v), AnyValue::UInt32(g)) => v == *g,
                         (Cell::U16(v), AnyValue::UInt16(g)) => v == *g,
+                        (Cell::U8(v), AnyValue::UInt8(g)) => v == *g,
                         (Cell::I64(v), AnyValue::Int64(g)) => v == *g,
                         (Cell::F64(v), AnyValue::Float64(g)) => v == *g,
                         (Cell::Bool(v), AnyValue::Boolean(g)) => v == *g,

@@ -12,6 +12,7 @@ pub enum ColType {
     U64,
     U32,
     U16,
+    U8,
     I64,
     F64,
     Bool,
@@ -35,6 +36,7 @@ pub enum Cell<'a> {
     U64(u64),
     U32(u32),
     U16(u16),
+    U8(u8),
     I64(i64),
     F64(f64),
     Bool(bool),
@@ -52,6 +54,7 @@ impl Cell<'_> {
                 | (Cell::U64(_), ColType::U64)
                 | (Cell::U32(_), ColType::U32)
                 | (Cell::U16(_), ColType::U16)
+                | (Cell::U8(_), ColType::U8)
                 | (Cell::I64(_), ColType::I64)
                 | (Cell::F64(_), ColType::F64)
                 | (Cell::Bool(_), ColType::Bool)
@@ -85,7 +88,7 @@ const fn col(name: &'static str, ty: ColType, nullable: bool) -> ColumnSpec {
     ColumnSpec { name, ty, nullable }
 }
 
-use ColType::{Bool, F64, I64, Str, Timestamp, U16, U32, U64};
+use ColType::{Bool, F64, I64, Str, Timestamp, U8, U16, U32, U64};
 
 /// The exchanges table (report-schema.md section 2), in contract order.
 pub const EXCHANGE_COLUMNS: &[ColumnSpec] = &[
@@ -134,6 +137,10 @@ pub const EXCHANGE_COLUMNS: &[ColumnSpec] = &[
     col("retry_findings", Str, true),
     col("continuation_of", U64, true),
     col("anomalies", Str, true),
+    col("hop", U8, false),
+    col("forwarded_from", U64, true),
+    col("fault_hop", U8, true),
+    col("hop_evidence", Str, true),
 ];
 
 /// A nullable string cell.
@@ -198,6 +205,10 @@ impl Table for Exchange {
             self.retry_findings.text().map_or(Cell::Null, Cell::Str),
             opt_u64(self.continuation_of),
             self.anomalies.text().map_or(Cell::Null, Cell::Str),
+            Cell::U8(self.hop.0),
+            opt_u64(self.forwarded_from),
+            self.fault_hop.map_or(Cell::Null, Cell::U8),
+            opt_str(&self.hop_evidence),
         ]
     }
 }

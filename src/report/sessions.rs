@@ -36,6 +36,8 @@ pub struct SessionRow {
     pub retries_sdk: u64,
     pub retries_application: u64,
     pub retries_manual: u64,
+    /// Rows a gateway resent (section 4c).
+    pub retries_gateway: u64,
     /// Rows per retry-hygiene finding, indexed like [`Finding::ALL`] (`n_unsafe_retry`, ...).
     pub finding_counts: [u64; Finding::ALL.len()],
     /// `delete`, `404`, `capture_end` or `idle`.
@@ -45,6 +47,9 @@ pub struct SessionRow {
     /// Rows whose outcome is not a section 3 name (extra column): always 0, as outcomes are
     /// typed; kept so the table's columns stay stable.
     pub other_outcomes: u64,
+    /// The lowest hop of the session's rows (section 4c): 1 for a client's session, 2 for a
+    /// gateway's session towards a server.
+    pub hop: u8,
 }
 
 impl SessionRow {
@@ -94,6 +99,7 @@ pub const SESSION_COLUMNS: &[ColumnSpec] = &[
     col("retries_sdk", ColType::U64, false),
     col("retries_application", ColType::U64, false),
     col("retries_manual", ColType::U64, false),
+    col("retries_gateway", ColType::U64, false),
     col("n_unsafe_retry", ColType::U64, false),
     col("n_retry_after_ignored", ColType::U64, false),
     col("n_unchanged_after_invalid_params", ColType::U64, false),
@@ -103,6 +109,7 @@ pub const SESSION_COLUMNS: &[ColumnSpec] = &[
     col("ended_by", ColType::Str, false),
     col("exchanges", ColType::U64, false),
     col("other_outcomes", ColType::U64, false),
+    col("hop", ColType::U8, false),
 ];
 
 impl Table for SessionRow {
@@ -129,12 +136,14 @@ impl Table for SessionRow {
             Cell::U64(self.retries_sdk),
             Cell::U64(self.retries_application),
             Cell::U64(self.retries_manual),
+            Cell::U64(self.retries_gateway),
         ]);
         cells.extend(self.finding_counts.iter().map(|&n| Cell::U64(n)));
         cells.extend([
             Cell::Str(&self.ended_by),
             Cell::U64(self.exchanges),
             Cell::U64(self.other_outcomes),
+            Cell::U8(self.hop),
         ]);
         cells
     }
@@ -187,6 +196,7 @@ impl SessionAggregator {
                     session_key: e.session_key.to_string(),
                     first_ts: e.ts_request,
                     last_ts: last,
+                    hop: e.hop.0,
                     ..SessionRow::default()
                 },
                 first_id: e.exchange_id,
@@ -209,6 +219,7 @@ impl SessionAggregator {
         row.first_ts = row.first_ts.min(e.ts_request);
         row.last_ts = row.last_ts.max(last);
         row.exchanges = row.exchanges.saturating_add(1);
+        row.hop = row.hop.min(e.hop.0);
         if e.kind == Kind::Request {
             row.requests = row.requests.saturating_add(1);
         }
@@ -219,6 +230,7 @@ impl SessionAggregator {
             RetryOrigin::Sdk => Some(&mut row.retries_sdk),
             RetryOrigin::Application => Some(&mut row.retries_application),
             RetryOrigin::Manual => Some(&mut row.retries_manual),
+            RetryOrigin::Gateway => Some(&mut row.retries_gateway),
             RetryOrigin::None => None,
         };
         if let Some(n) = retries {
@@ -317,7 +329,7 @@ mod tests {
     fn finding_columns_follow_the_findings() {
         let at = SESSION_COLUMNS
             .iter()
-            .position(|c| c.name == "retries_manual")
+            .position(|c| c.name == "retries_gateway")
             .unwrap();
         for (i, f) in Finding::ALL.iter().enumerate() {
             assert_eq!(SESSION_COLUMNS[at + 1 + i].name, format!("n_{}", f.name()));

@@ -1,6 +1,7 @@
 //! The run summary (`--summary`, report-schema.md section 5): one JSON object with the
 //! run's counters, so scripts can check what was read, what was skipped and why.
 
+use super::hops::HopTally;
 use crate::capture::{CaptureDrops, InputInfo};
 use crate::mcp::retry::Finding;
 use crate::mcp::{Exchange, Layer, Outcome, RetryOrigin};
@@ -194,6 +195,7 @@ pub fn run_summary(info: &RunInfo) -> Value {
         "retry_findings".into(),
         count_map(&finding_counts(info.rows)),
     );
+    HopTally::of(info.rows).fill(&mut m);
     m.insert("anomalies".into(), count_map(&s.anomalies()));
     let mut tls: BTreeMap<String, u64> = Decryption::ALL
         .iter()

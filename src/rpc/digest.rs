@@ -25,6 +25,8 @@ pub struct ElementDigest {
     pub body: JsonFingerprint,
     /// Fingerprint of its `params` without the `ignored` top-level keys, when it has params.
     pub params: Option<JsonFingerprint>,
+    /// The same without `name` as well, when the params have a `name` member.
+    pub params_unnamed: Option<JsonFingerprint>,
 }
 
 /// [`digest_body`] with each object element left as its [`Envelope`] (every member kept,
@@ -120,16 +122,17 @@ impl<'de> Visitor<'de> for FingerprintVisitor {
     }
 }
 
-/// `params`: (cut value, fingerprint of all of it, fingerprint without the ignored keys).
+/// `params`: (cut value, fingerprint of all of it, fingerprint without the ignored keys, and
+/// without `name` too when there is one).
 struct ParamsSeed<'k> {
     keys: &'k ParamsKeys<'k>,
 }
 
-type ParamsOut = (Value, u128, u128);
+type ParamsOut = (Value, u128, u128, Option<u128>);
 
 fn plain_params(v: Value) -> ParamsOut {
     let fp = value_fingerprint(&v);
-    (v, fp, fp)
+    (v, fp, fp, None)
 }
 
 seed_via_visitor!(ParamsSeed<'_>, ParamsOut);
@@ -161,7 +164,10 @@ impl<'de> Visitor<'de> for ParamsSeed<'_> {
         sort_members(&mut members);
         let all = sorted_members_fingerprint(&members, |_| true);
         let without = sorted_members_fingerprint(&members, |k| !self.keys.ignored.contains(&k));
-        Ok((Value::Object(cut), all, without))
+        let unnamed = members.iter().any(|(k, _)| k == "name").then(|| {
+            sorted_members_fingerprint(&members, |k| k != "name" && !self.keys.ignored.contains(&k))
+        });
+        Ok((Value::Object(cut), all, without, unnamed))
     }
 }
 
@@ -176,7 +182,11 @@ fn plain_element(v: Value) -> ElementOut {
     let body = split(value_fingerprint(&v));
     (
         EnvelopeElement::Other(v),
-        ElementDigest { body, params: None },
+        ElementDigest {
+            body,
+            params: None,
+            params_unnamed: None,
+        },
     )
 }
 
@@ -192,12 +202,15 @@ impl<'de> Visitor<'de> for ElementSeed<'_> {
         let mut env = Envelope::default();
         let mut members = Vec::with_capacity(8);
         let mut params = None;
+        let mut params_unnamed = None;
         while let Some(Key(k)) = map.next_key()? {
             if k == "params" {
-                let (cut, all, without) = map.next_value_seed(ParamsSeed { keys: self.keys })?;
+                let (cut, all, without, unnamed) =
+                    map.next_value_seed(ParamsSeed { keys: self.keys })?;
                 env.params = Some(cut);
                 members.push((k, all));
                 params = Some(split(without));
+                params_unnamed = unnamed.map(split);
                 continue;
             }
             let v: Value = map.next_value()?;
@@ -214,7 +227,11 @@ impl<'de> Visitor<'de> for ElementSeed<'_> {
         let body = split(members_fingerprint(&mut members));
         Ok((
             EnvelopeElement::Envelope(env),
-            ElementDigest { body, params },
+            ElementDigest {
+                body,
+                params,
+                params_unnamed,
+            },
         ))
     }
 }
@@ -233,7 +250,11 @@ fn plain_body(v: Value) -> BodyOut {
     let body = split(value_fingerprint(&v));
     (
         EnvelopeBody::Other(v),
-        vec![ElementDigest { body, params: None }],
+        vec![ElementDigest {
+            body,
+            params: None,
+            params_unnamed: None,
+        }],
     )
 }
 

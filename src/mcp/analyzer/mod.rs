@@ -65,6 +65,7 @@ pub use release::{
 pub use row::MAX_SESSION_INFOS;
 
 use super::McpLimits;
+use super::hops::{HopConfig, Linker};
 use super::prepare::{Prepared, PreparedEvents, Preparer};
 use super::retry::RetryInference;
 use super::session::{DerivedSessions, SessionInfo};
@@ -104,6 +105,8 @@ pub struct Analyzer {
     /// The release order and the `exchange_id`s handed out.
     queue: ReleaseQueue,
     retry: RetryInference,
+    /// Hop linking, between release and retry inference.
+    linker: Linker,
     /// Session facts gathered as rows arrive, with the session's latest activity (µs).
     infos: HashMap<String, (SessionInfo, i64)>,
     /// Times half the session facts were forgotten (`mcp.session_info_limit`).
@@ -138,6 +141,10 @@ impl Analyzer {
             rows: RowStore::default(),
             queue: ReleaseQueue::default(),
             retry: RetryInference::with_limits(&cfg, limits.retry_rows, limits.catalog_tools),
+            linker: Linker::new(HopConfig {
+                window_us: cfg.hop_window_ms.saturating_mul(1000),
+                max_waiting: limits.hop_waiting,
+            }),
             infos: HashMap::default(),
             evicted_infos: 0,
             ctxs: HashMap::default(),
@@ -217,6 +224,7 @@ impl Analyzer {
             } => {
                 self.saw_time(ts_us);
                 let key = ctx_key(&xref);
+                self.mark_ended(key, ts_us);
                 if client_closed {
                     self.mark_client_closed(key);
                 }
@@ -240,6 +248,7 @@ impl Analyzer {
             } => {
                 self.saw_time(ts_us);
                 let key = ctx_key(&xref);
+                self.mark_ended(key, ts_us);
                 if client_closed {
                     self.mark_client_closed(key);
                 }

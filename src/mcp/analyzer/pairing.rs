@@ -59,18 +59,24 @@ pub(super) struct SessionPairing {
 
 impl Analyzer {
     pub(super) fn register_request(&mut self, i: usize, ts: i64, stats: &mut McpCounters) {
-        let Some((session_key, id)) = self
-            .rows
-            .get(i)
-            .and_then(|r| Some((r.session_key.clone(), r.rpc_id.clone()?)))
-        else {
+        let Some((session_key, id, server)) = self.rows.get(i).and_then(|r| {
+            Some((
+                r.session_key.clone(),
+                r.rpc_id.clone()?,
+                r.ex.server_addr.clone(),
+            ))
+        }) else {
             return;
         };
         let pairing = self.pairings.entry(session_key).or_default();
-        // Two requests in flight with the same id: ambiguous pairing (mcp-wire.md 3.1).
+        // Two requests in flight with the same id to one server: ambiguous pairing
+        // (mcp-wire.md 3.1). To another server it is a gateway's copy (section 4c).
         let in_flight = pairing.open.get(&id).is_some_and(|v| {
-            v.iter()
-                .any(|&o| self.rows.get(o).is_some_and(|r| !r.http_done))
+            v.iter().any(|&o| {
+                self.rows
+                    .get(o)
+                    .is_some_and(|r| !r.http_done && r.ex.server_addr == server)
+            })
         });
         // A response processed before its request (e.g. merged captures out of order).
         let orphan = pairing

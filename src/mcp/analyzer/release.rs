@@ -202,6 +202,22 @@ impl Analyzer {
         stats: &mut McpCounters,
         out: &mut Vec<Box<Exchange>>,
     ) {
+        self.release_rows(now, at_end, stats);
+        // No row still queued started before the head; none to come before `now`.
+        match self.queue.head() {
+            _ if at_end => self.linker.flush(),
+            Some((ts, _)) => self.linker.advance(ts),
+            None => self.linker.advance(now.saturating_sub(REORDER_SLACK_US)),
+        }
+        while let Some(mut ex) = self.linker.pop() {
+            self.retry.push(&mut ex);
+            out.push(ex);
+        }
+        self.linker.record(stats);
+    }
+
+    /// Moves final rows from the head of the buffer to hop linking.
+    fn release_rows(&mut self, now: i64, at_end: bool, stats: &mut McpCounters) {
         // Nothing below adds to `pending` before the pop, so the pop takes this row.
         while let Some((ts, i)) = self.queue.head() {
             if !at_end && !self.queue.is_due(ts, now) {
@@ -223,9 +239,8 @@ impl Analyzer {
                     if let Some(r) = self.rows.get_mut(i) {
                         r.ex.exchange_id = id;
                     }
-                    if let Some(mut ex) = self.finalize(i, stats) {
-                        self.retry.push(&mut ex);
-                        out.push(ex);
+                    if let Some(ex) = self.finalize(i, stats) {
+                        self.linker.push(ex);
                     }
                 }
                 Readiness::Wait => {

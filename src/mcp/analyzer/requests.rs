@@ -330,6 +330,7 @@ impl Analyzer {
                 if let Some(p) = params {
                     fill_params_facts(r, method.as_deref(), p, &mut self.texts);
                     r.ex.inference.params_fingerprint = fingerprint.params;
+                    r.ex.inference.params_fingerprint_unnamed = fingerprint.params_unnamed;
                 }
             }
             match kind {

@@ -62,6 +62,7 @@ impl Analyzer {
             }
             if let Some(r) = self.rows.get_mut(i) {
                 r.ex.http_status = Some(head.status);
+                r.ex.inference.ts_response_start.get_or_insert(ts);
                 r.ex.inference.retry_after = retry_after;
                 r.ex.content_type.clone_from(&media);
                 r.reason.clone_from(&head.reason);
@@ -449,6 +450,18 @@ impl Analyzer {
             && let Some(l) = self.legacy.get_mut(&(ctx.server_addr.clone(), s.clone()))
         {
             l.end = Some(end);
+        }
+    }
+
+    /// When the HTTP exchange of `key` ended, for hop linking (a copy starts before it).
+    pub(super) fn mark_ended(&mut self, key: CtxKey, ts: i64) {
+        let Some(ctx) = self.ctxs.get(&key) else {
+            return;
+        };
+        for &i in &ctx.rows {
+            if let Some(r) = self.rows.get_mut(i) {
+                r.ex.inference.ts_ended.get_or_insert(ts);
+            }
         }
     }
 

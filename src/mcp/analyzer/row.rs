@@ -216,6 +216,7 @@ impl Analyzer {
         provisional: bool,
     ) -> (Box<Exchange>, Vec<&'static str>) {
         ex.exchange_id = id;
+        ex.inference.client_gave_up = row.client_closed;
         ex.inference.resumes = row.resumes_row.and_then(|r| self.id_of(r));
         let info = self.infos.get(ex.session_key.as_str()).map(|(i, _)| i);
         ex.protocol_version = info

@@ -27,6 +27,8 @@ pub struct Batch {
 }
 
 /// A span as the sink hands it over: an exchange's is made here, off the analysis thread.
+// Most spans are drafts: boxing them would add an allocation per span.
+#[allow(clippy::large_enum_variant)]
 pub enum PendingSpan {
     Draft(SpanDraft),
     Ready(Span),

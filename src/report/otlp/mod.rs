@@ -292,13 +292,24 @@ impl OtlpSink {
     /// The span of one released row; a row the filters left out (`selected` false) gets
     /// none, but later rows still link to it.
     pub fn push(&mut self, row: &Exchange, selected: bool) -> Result<(), ReportError> {
-        let place = match Placement::joined(row) {
-            Some(place) => place,
-            None if selected => {
-                let (trace_id, root) = self.grow_root(row)?;
-                Placement::in_session(trace_id, root)
-            }
-            None => Placement::of(row),
+        // A gateway's copy (section 4c) is a child of its original's span.
+        let original = row
+            .forwarded_from
+            .and_then(|from| Some((from, *self.traces.get(&from)?)));
+        let place = match original {
+            Some((from, trace_id)) => Placement {
+                trace_id,
+                parent: self.run.span_id(from),
+                joined: false,
+            },
+            None => match Placement::joined(row) {
+                Some(place) => place,
+                None if selected => {
+                    let (trace_id, root) = self.grow_root(row)?;
+                    Placement::in_session(trace_id, root)
+                }
+                None => Placement::of(row),
+            },
         };
         self.remember_trace(row.exchange_id, place.trace_id);
         if !selected {

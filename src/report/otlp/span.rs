@@ -136,6 +136,9 @@ pub struct SpanDraft {
     attempt: u32,
     retry_origin: RetryOrigin,
     retry_findings: FindingSet,
+    hop: u8,
+    forwarded_from: Option<u64>,
+    fault_hop: Option<u8>,
 }
 
 impl SpanDraft {
@@ -196,6 +199,9 @@ impl SpanDraft {
             attempt: row.attempt,
             retry_origin: row.retry_origin,
             retry_findings: row.retry_findings,
+            hop: row.hop.0,
+            forwarded_from: row.forwarded_from,
+            fault_hop: row.fault_hop,
         }
     }
 
@@ -342,6 +348,16 @@ impl SpanDraft {
         ));
         if let Some(f) = self.retry_findings.text() {
             a.push(KeyValue::str("mcp_trace.retry_findings", f));
+        }
+        a.push(KeyValue::int("mcp_trace.hop", i64::from(self.hop)));
+        if let Some(from) = self.forwarded_from {
+            a.push(KeyValue::int(
+                "mcp_trace.forwarded_from",
+                saturating_i64(from),
+            ));
+        }
+        if let Some(f) = self.fault_hop {
+            a.push(KeyValue::int("mcp_trace.fault_hop", i64::from(f)));
         }
         if let Some(e) = owned(Field::RetryEvidence) {
             a.push(KeyValue::str("mcp_trace.retry_evidence", e));

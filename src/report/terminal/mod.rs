@@ -5,6 +5,7 @@
 //! the caller asks (stdout is a terminal), so redirected output is plain text.
 
 mod failing_tools;
+mod hops;
 mod hygiene;
 mod latency;
 mod outcomes;
@@ -15,7 +16,9 @@ mod sessions;
 mod timeline;
 mod unanalyzed;
 
+use super::HopTally;
 use super::summary::RunInfo;
+use crate::mcp::Exchange;
 use failing_tools::write_failing_tools;
 use latency::write_latency;
 use outcomes::write_outcomes;
@@ -38,12 +41,22 @@ pub(super) const MAX_CELL_CHARS: usize = 120;
 pub fn terminal_summary(info: &RunInfo, color: bool) -> String {
     let p = Painter { color };
     let mut out = String::new();
-    write_overview(p, &mut out, info);
-    write_outcomes(p, &mut out, info.rows);
-    write_failing_tools(p, &mut out, info.rows);
-    write_retries(p, &mut out, info.rows);
+    let tally = HopTally::of(info.rows);
+    // Calls are the hop-1 rows (section 4c): a gateway's copies are not counted again.
+    let hop_one: Vec<Exchange>;
+    let calls = if tally.has_hops() {
+        hop_one = info.rows.iter().filter(|r| r.hop.0 <= 1).cloned().collect();
+        hop_one.as_slice()
+    } else {
+        info.rows
+    };
+    write_overview(p, &mut out, info, &tally);
+    write_outcomes(p, &mut out, calls);
+    write_failing_tools(p, &mut out, calls);
+    write_retries(p, &mut out, calls);
     hygiene::write_hygiene(p, &mut out, info.rows);
-    write_latency(p, &mut out, info.rows);
+    write_latency(p, &mut out, calls);
+    hops::write_hops(p, &mut out, &tally);
     write_unanalyzed(p, &mut out, info);
     out
 }

@@ -1,10 +1,11 @@
 //! The header: what was read, how much, and each input.
 
 use super::paint::*;
+use crate::report::HopTally;
 use crate::report::summary::RunInfo;
 use std::fmt::Write as _;
 
-pub(super) fn write_overview(p: Painter, out: &mut String, info: &RunInfo) {
+pub(super) fn write_overview(p: Painter, out: &mut String, info: &RunInfo, hops: &HopTally) {
     let rows = info.rows;
     let n_sessions = rows
         .iter()
@@ -22,6 +23,20 @@ pub(super) fn write_overview(p: Painter, out: &mut String, info: &RunInfo) {
         info.elapsed_s,
         info.throughput_mb_s()
     );
+    if hops.has_hops() {
+        let calls: u64 = hops.calls.values().sum();
+        let _ = writeln!(
+            out,
+            "  {} ({} of them through {}), {} on gateway legs",
+            count(calls, "call"),
+            hops.gateways.values().map(|g| g.calls).sum::<u64>(),
+            count(hops.gateways.len(), "gateway"),
+            match hops.copies {
+                1 => "1 copy".to_string(),
+                n => format!("{n} copies"),
+            }
+        );
+    }
     let table: Vec<Vec<Text>> = info
         .inputs
         .iter()

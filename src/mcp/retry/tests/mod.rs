@@ -867,6 +867,7 @@ fn hostile_values_do_not_panic() {
         max_attempts: 0,
         backoff_factor: f64::MAX,
         backoff_floor_ms: i64::MAX,
+        hop_window_ms: i64::MAX,
     };
     infer_retries(&mut rows, &cfg);
     for r in &rows {

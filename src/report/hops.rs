@@ -1,0 +1,121 @@
+//! What the reports say about gateways (report-schema.md sections 4c and 5): calls are the
+//! hop-1 rows (`mcp_calls`), and per gateway (the server endpoint of hop-1 rows that have
+//! copies) the calls it forwarded, the copies, its retries, where the failures arose, the
+//! failures it translated and the time it added. Gathered one row at a time.
+
+use crate::mcp::{Exchange, Outcome, RetryOrigin};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+/// One gateway's counts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GatewayCounts {
+    /// Hop-1 rows with copies.
+    pub calls: u64,
+    /// Rows of hop 2 and above of its calls.
+    pub copies: u64,
+    /// Copies it resent after an earlier copy failed.
+    pub gateway_retries: u64,
+    /// Failed calls whose failure arose at the gateway (`fault_hop` 1).
+    pub faults_at_gateway: u64,
+    /// Failed calls whose failure arose further up (`fault_hop` above 1).
+    pub faults_upstream: u64,
+    /// Failed calls whose outcome changed on the way back.
+    pub translated: u64,
+    /// Latency the gateway added per call (ms): the call's latency minus its last copy's.
+    pub added_ms: Vec<f64>,
+}
+
+/// `mcp_calls` and `hops`, row by row.
+#[derive(Debug, Clone, Default)]
+pub struct HopTally {
+    /// Hop-1 rows per outcome.
+    pub calls: BTreeMap<&'static str, u64>,
+    /// Per gateway endpoint.
+    pub gateways: BTreeMap<String, GatewayCounts>,
+    /// Rows of hop 2 and above.
+    pub copies: u64,
+}
+
+fn add(n: &mut u64) {
+    *n = n.saturating_add(1);
+}
+
+impl HopTally {
+    pub fn of(rows: &[Exchange]) -> HopTally {
+        let mut t = HopTally::default();
+        for r in rows {
+            t.push(r);
+        }
+        t
+    }
+
+    pub fn push(&mut self, row: &Exchange) {
+        if row.hop.0 <= 1 {
+            add(self.calls.entry(row.outcome.name()).or_default());
+        } else {
+            add(&mut self.copies);
+        }
+        let Some(gateway) = row.inference.gateway.as_deref() else {
+            return;
+        };
+        let g = match self.gateways.get_mut(gateway) {
+            Some(g) => g,
+            None => self.gateways.entry(gateway.to_string()).or_default(),
+        };
+        if row.hop.0 > 1 {
+            add(&mut g.copies);
+            if row.retry_origin == RetryOrigin::Gateway {
+                add(&mut g.gateway_retries);
+            }
+            return;
+        }
+        add(&mut g.calls);
+        match row.fault_hop {
+            Some(1) => add(&mut g.faults_at_gateway),
+            Some(_) => add(&mut g.faults_upstream),
+            None => {}
+        }
+        if row.inference.translated {
+            add(&mut g.translated);
+        }
+        if let Some(us) = row.inference.gateway_added_us {
+            g.added_ms.push(us as f64 / 1000.0);
+        }
+    }
+
+    /// Whether any row was a copy: the capture shows calls on several hops.
+    pub fn has_hops(&self) -> bool {
+        self.copies > 0
+    }
+
+    /// `mcp_calls` (every outcome, 0 included) and `hops` for the run summary.
+    pub fn fill(&self, m: &mut Map<String, Value>) {
+        let calls: Map<String, Value> = Outcome::ALL
+            .iter()
+            .map(|o| {
+                let n = self.calls.get(o.name()).copied().unwrap_or(0);
+                (o.name().to_string(), json!(n))
+            })
+            .collect();
+        m.insert("mcp_calls".into(), Value::Object(calls));
+        let hops: Map<String, Value> = self
+            .gateways
+            .iter()
+            .map(|(endpoint, g)| {
+                (
+                    endpoint.clone(),
+                    json!({
+                        "calls": g.calls,
+                        "copies": g.copies,
+                        "gateway_retries": g.gateway_retries,
+                        "faults_at_gateway": g.faults_at_gateway,
+                        "faults_upstream": g.faults_upstream,
+                        "translated": g.translated,
+                    }),
+                )
+            })
+            .collect();
+        m.insert("hops".into(), Value::Object(hops));
+    }
+}
