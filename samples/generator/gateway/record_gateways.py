@@ -496,7 +496,45 @@ def gw_nginx_next_upstream():
     return entries
 
 
-SCENARIOS = {"gw-nginx-next-upstream": gw_nginx_next_upstream}
+def gw_nginx_timeout():
+    rec = Rec("gw-nginx-timeout")
+    P, PA = 18443, 18444
+    srv = rec.ts_server("127.0.0.3", PA, "server")
+    rec.nginx("nginx-timeout.conf.in", "127.0.0.2", P, {"LISTEN": f"127.0.0.2:{P}", "BIND": "127.0.0.2",
+              "UP_A": f"127.0.0.3:{PA}"})
+    rec.capture_start([P, PA])
+    clog = rec.client("py-client", f"https://127.0.0.2:{P}/mcp",
+                      "list,echo:one,weather:Paris,echo:two,retry:sleepy,echo:three,status:green,weather:Oslo,"
+                      "fail,echo:four,email", h2=True)
+    rec.stop()
+    crecs = client_records(clog, f"127.0.0.2:{P}")
+    srecs = server_records(srv)
+    gwl = rec.save_log(rec.gw_log, "nginx-access.log")
+    links = nginx_links(nginx_lines(rec.gw_log), crecs, srecs, gwl)
+    legs = [("client", "py-client", crecs), ("a", "nginx", srecs)]
+    entries, recs, copies = finish_truth(rec, legs, links, None, gwl, [P, PA], clog)
+    cite_gateway(entries, recs, gwl)
+    for e, r in zip(entries, recs):
+        if r.get("h2_stream") is not None:
+            e.update(http_version=r["http_version"], h2_stream=r["h2_stream"])
+        if r.get("closed_by_client"):
+            e["reason"] += ("; the server's log: the connection was closed by its client (nginx, at its 1 s "
+                            "proxy_read_timeout) before any response byte")
+    tls = {r["tls"]["version"] + " " + r["tls"]["cipher_openssl"] + " ALPN " + r["tls"]["alpn"]
+           for r in crecs if r.get("tls")}
+    desc = ("nginx on 127.0.0.2 terminating TLS 1.3 (test CA, certificate for IP 127.0.0.2; the client connects by "
+            "IP, so no SNI) with HTTP/2 towards the client (the client's ssl: " + ", ".join(sorted(tls)) + ") and "
+            "HTTP/1.1 upstream (proxy_http_version 1.1, keepalive, proxy_buffering off, proxy_bind 127.0.0.2) to a "
+            "stateless TS server on 127.0.0.3; proxy_read_timeout 1s. The tool sleepy sleeps 2 s: nginx closes the "
+            "upstream connection after 1 s without a response (NO_RESPONSE on that leg) and answers 504 "
+            "(HTTP_ERROR, fault_hop 1 on both: the gateway's timeout); the application calls sleepy once more with "
+            "a new id (application retry, unsafe_retry on the client's row only) and gets 504 again. Every other call "
+            "succeeds through the gateway. The key log is the client's (ssl.SSLContext.keylog_filename).")
+    write(rec, entries, copies, desc, gwl, [P, PA], {"keylog": rec.keys.name, "http2_ports": [P], "requires": "http2"})
+    return entries
+
+
+SCENARIOS = {"gw-nginx-timeout": gw_nginx_timeout, "gw-nginx-next-upstream": gw_nginx_next_upstream}
 
 
 def main():
