@@ -534,7 +534,102 @@ def gw_nginx_timeout():
     return entries
 
 
-SCENARIOS = {"gw-nginx-timeout": gw_nginx_timeout, "gw-nginx-next-upstream": gw_nginx_next_upstream}
+def gw_nginx_shared():
+    rec = Rec("gw-nginx-shared")
+    P, PA = 18445, 18446
+    rec.ts_server("127.0.0.1", PA + 10, "server")
+    plog, _ = rec.fault_proxy("127.0.0.1", PA, "127.0.0.1", PA + 10, "proxy", "status=503&match=get_weather&count=1")
+    rec.nginx("nginx-shared.conf.in", "127.0.0.1", P, {"LISTEN": f"127.0.0.1:{P}", "UP_A": f"127.0.0.1:{PA}"})
+    rec.capture_start([P, PA])
+    clog = rec.client("py-client", f"http://127.0.0.1:{P}/mcp", "list,echo:one,weather:Paris,echo:two")
+    rec.stop()
+    crecs = client_records(clog, f"127.0.0.1:{P}")
+    arecs = proxy_records(plog, f"127.0.0.1:{PA}")
+    gwl = rec.save_log(rec.gw_log, "nginx-access.log")
+    links = nginx_links(nginx_lines(rec.gw_log), crecs, arecs, gwl)
+    legs = [("client", "py-client", crecs), ("a", "nginx", arecs)]
+    entries, recs, copies = finish_truth(rec, legs, links, None, gwl, [P, PA], clog)
+    cite_gateway(entries, recs, gwl)
+    rec.save_log(plog, "proxy.json")
+    desc = ("Everything on 127.0.0.1: the client, nginx (plaintext, port %d) and proxy.py (port %d) in front of a "
+            "stateless TS server; only ports tell the legs apart. proxy.py answers the get_weather call with 503 "
+            "and an empty body; nginx (no proxy_next_upstream for it: one upstream) relays the 503 to the client "
+            "(both rows HTTP_ERROR 503, fault_hop 2). The SDK raises; the client does not retry." % (P, PA))
+    write(rec, entries, copies, desc, gwl, [P, PA])
+    return entries
+
+
+def haproxy_lines(path):
+    out = []
+    for i, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if not line.startswith("{"):
+            continue
+        d = json.loads(line)
+        d["line"] = i
+        if d["request"] == "<BADREQ>" and d["termination"].startswith("CR"):
+            continue  # the recorder's own port probe (wait_port: connect, close), before the capture started
+        out.append(d)
+    return sorted(out, key=lambda d: float(d["accept"]))
+
+
+def haproxy_links(lines, client_recs, upstream_recs, log_name):
+    """One log line per client request (in accept order); the upstream requests carrying its unique id as
+    X-Request-Id are its copies: retries + 1 of them, the last one at the logged server with the logged status."""
+    crecs = sorted(client_recs, key=lambda r: r["t_req"])
+    assert len(lines) == len(crecs), (len(lines), len(crecs))
+    links = {}
+    for d, c in zip(lines, crecs):
+        method, path, _ = d["request"].split(" ")
+        assert (method, path) == (c["method"], c["path"]) and d["status"] == c["status"], (d, c["status"])
+        ups = sorted([u for u in upstream_recs if xrid(u) == d["id"]], key=lambda r: r["t_req"])
+        retries = int(d["retries"].lstrip("+"))
+        assert len(ups) == retries + 1, (d, len(ups))
+        assert ups[-1]["server_addr"] == d["server_addr"] and ups[-1]["status"] == d["status"], (d, ups[-1]["server_addr"])
+        c["gw_line"] = d
+        links[id(c)] = (ups, [f"{log_name} line {d['line']}: id {d['id']}, server {d['server']} ({d['server_addr']}), "
+                              f"retries {d['retries']}, status {d['status']}" for _ in ups])
+    return links
+
+
+def gw_haproxy_retry():
+    rec = Rec("gw-haproxy-retry")
+    P, PA, PB = 18447, 18448, 18449
+    rec.ts_server("127.0.0.3", PA + 10, "server-a")
+    plog, _ = rec.fault_proxy("127.0.0.3", PA, "127.0.0.3", PA + 10, "proxy-a", "status=503&match=tools/call&count=4")
+    srv_b = rec.ts_server("127.0.0.4", PB, "server-b")
+    rec.haproxy("haproxy-retry.cfg.in", "127.0.0.2", P, {"LISTEN": f"127.0.0.2:{P}", "BIND": "127.0.0.2",
+                "UP_A": f"127.0.0.3:{PA}", "UP_B": f"127.0.0.4:{PB}"})
+    rec.capture_start([P, PA, PB])
+    clog = rec.client("py-client", f"http://127.0.0.2:{P}/mcp",
+                      "list,list,email,echo:one,weather:Paris,echo:two,weather:Oslo,status:green")
+    rec.stop()
+    crecs = client_records(clog, f"127.0.0.2:{P}")
+    arecs = proxy_records(plog, f"127.0.0.3:{PA}")
+    brecs = server_records(srv_b)
+    gwl = rec.save_log(rec.gw_log, "haproxy.log")
+    lines = haproxy_lines(rec.gw_log)
+    links = haproxy_links(lines, crecs, arecs + brecs, gwl)
+    legs = [("client", "py-client", crecs), ("a", "haproxy", arecs), ("b", "haproxy", brecs)]
+    entries, recs, copies = finish_truth(rec, legs, links, None, gwl, [P, PA, PB], clog)
+    for e, r in zip(entries, recs):
+        d = r.get("gw_line")
+        if d:
+            e["reason"] += (f"; {gwl} line {d['line']}: server {d['server']} {d['server_addr']}, status {d['status']}, "
+                            f"retries {d['retries']}, Tc/Tr/Ta {d['Tc']}/{d['Tr']}/{d['Ta']} ms, termination {d['termination']}")
+    rec.save_log(plog, "proxy-a.json")
+    resent = [e for e in entries if e["retry_origin"] == "gateway"]
+    desc = ("HAProxy %s in HTTP mode on 127.0.0.2 (source 127.0.0.2), balance roundrobin over 127.0.0.3 (proxy.py "
+            "answering the first four tools/call it gets with 503, in front of a TS server) and 127.0.0.4 (a TS "
+            "server), option http-buffer-request, retry-on 503 conn-failure, retries 2, option redispatch; unique-id passed upstream as X-Request-Id. HAProxy resent %d copies "
+            "(%s), each after one 503 and straight to the other server (its log's retries field \"+1\": one retry, "
+            "redispatched; with two servers the allowed second retry was never needed); the client saw only successes. Stateless servers, as in gw-nginx-next-upstream."
+            % (haproxy_version(), len(resent), ", ".join(f"{e['tool_name']} to {e['server_addr']}" for e in resent)))
+    write(rec, entries, copies, desc, gwl, [P, PA, PB])
+    return entries
+
+
+SCENARIOS = {"gw-nginx-timeout": gw_nginx_timeout, "gw-nginx-next-upstream": gw_nginx_next_upstream,
+             "gw-haproxy-retry": gw_haproxy_retry, "gw-nginx-shared": gw_nginx_shared}
 
 
 def main():
