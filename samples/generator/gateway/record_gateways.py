@@ -73,12 +73,13 @@ class Rec:
         return p
 
     # --- servers and gateways --------------------------------------------------------------
-    def ts_server(self, host, port, label):
+    def ts_server(self, host, port, label, mode="stateless"):
         log = self.dir / f"{label}.jsonl"
-        self.spawn([NODE, "ts/server.mjs", "--host", host, "--port", str(port), "--mode", "stateless",
+        self.spawn([NODE, "ts/server.mjs", "--host", host, "--port", str(port), "--mode", mode,
                     "--hygiene-tools", "--gateway-tools", "--request-log", str(log), "--lifetime", "120"], f"{label}.out")
         wait_port(host, port)
-        what = "TS SDK server (--mode stateless: JSON responses, no session ids; --hygiene-tools --gateway-tools)"
+        what = ("TS SDK server (--mode stateless: JSON responses, no session ids; --hygiene-tools --gateway-tools)"
+                if mode == "stateless" else f"TS SDK server (--mode {mode}, --hygiene-tools --gateway-tools)")
         if what not in self.made_by:
             self.made_by.append(what)
         return log
@@ -628,8 +629,95 @@ def gw_haproxy_retry():
     return entries
 
 
+def fastmcp_version():
+    out = subprocess.run([FASTMCP_PY, "-c", "import fastmcp, mcp.types; from importlib.metadata import version as v; "
+                          "print(v('fastmcp'), v('mcp'))"], capture_output=True, text=True)
+    return out.stdout.split()
+
+
+def gw_fastmcp_proxy():
+    rec = Rec("gw-fastmcp-proxy")
+    P, PA = 18450, 18451
+    rec.ts_server("127.0.0.3", PA + 10, "server", mode="json")
+    plog, _ = rec.fault_proxy("127.0.0.3", PA, "127.0.0.3", PA + 10, "proxy", "status=503&match=get_weather&count=1")
+    fv, mv = fastmcp_version()
+    env = {**os.environ, "FASTMCP_LOG_LEVEL": "DEBUG", "COLUMNS": "250", "NO_COLOR": "1"}
+    rec.gateway_proc = rec.spawn([FASTMCP_PY, "gateway/fastmcp_proxy.py", "--host", "127.0.0.2", "--port", str(P),
+                                  "--upstream", f"http://127.0.0.3:{PA}/mcp", "--lifetime", "120"], "fastmcp.log", env)
+    wait_port("127.0.0.2", P, 30)
+    rec.gw_log = rec.dir / "fastmcp.log"
+    rec.made_by.insert(0, f"FastMCP {fv} (PyPI, mcp {mv}) create_proxy(URL) run(transport='http'), gateway/fastmcp_proxy.py")
+    rec.capture_start([P, PA])
+    clog = rec.client("py-client", f"http://127.0.0.2:{P}/mcp", "list,echo:one,retry:weather:Paris,echo:two,fail")
+    rec.stop()
+    crecs = client_records(clog, f"127.0.0.2:{P}")
+    closed = [l["t"] for l in read_jsonl(clog) if l["step"] == "closed"][0]
+    for c in crecs:
+        if c["method"] == "GET" and c["t_resp_end"] is None:
+            # the client's GET stream ends at the latest when the client process closes its connections
+            c["t_resp_end"] = closed
+            c["source"] += "; its end: the client's `closed` log line (the process exits after it)"
+    urecs = proxy_records(plog, f"127.0.0.3:{PA}")
+    gwl = rec.save_log(rec.gw_log, "fastmcp.log")
+    rec.save_log(plog, "proxy.json")
+    log_lines = rec.gw_log.read_text().splitlines()
+    handled = [(i, l) for i, l in enumerate(log_lines, 1) if "Handler called:" in l]
+    # links: FastMCP has no request id; the client makes one call at a time, so every upstream request started
+    # while a client POST was open belongs to it; the copy is the one with the same method and params
+    links, inside = {}, {}
+    posts = [c for c in crecs if c["method"] == "POST"]
+    for u in sorted(urecs, key=lambda r: r["t_req"]):
+        owner = [c for c in posts if c["t_req"] < u["t_req"] < (c["t_resp_end"] or 1e12)]
+        assert len(owner) <= 1
+        if not owner:
+            continue
+        c = owner[0]
+        if u["method"] == "POST" and equivalent(c, u) and truth.parse_body(c).get("id") is not None:
+            assert id(c) not in links, "two copies of one call"
+            links[id(c)] = ([u], [""])
+        else:
+            inside.setdefault(id(u), c)
+    rpc = [c for c in posts if (truth.parse_body(c) or {}).get("method") in ("tools/list", "tools/call")]
+    assert len(rpc) == len(handled), (len(rpc), len(handled))
+    for c, (i, line) in zip(rpc, handled):
+        c["fm_line"] = (i, line.strip())
+        if id(c) in links:
+            links[id(c)] = (links[id(c)][0], [f"{gwl} line {i}: {line.strip()[:120]!r}; started while the client's "
+                                              "request was open, same method and params (_meta removed)"])
+    legs = [("client", "py-client", crecs), ("a", "fastmcp", urecs)]
+    entries, recs, copies = finish_truth(rec, legs, links, None, gwl, [P, PA], clog)
+    n_of = {id(r): e["n"] for e, r in zip(entries, recs)}
+    for e, r in zip(entries, recs):
+        if id(r) in inside:
+            e["reason"] += f"; sent by FastMCP itself while serving client entry {n_of[id(inside[id(r)])]} (not a copy)"
+        if r.get("fm_line") and e["forwarded_from"] is None and not copies.get(e["n"]):
+            e["reason"] += f"; {gwl} line {r['fm_line'][0]}: handled by FastMCP without an upstream copy"
+        if e["hop"] == 2 and e["rpc_method"] == "tools/call":
+            orig = entries[e["forwarded_from"] - 1]
+            e["reason"] += f"; JSON-RPC id {e['jsonrpc_id']} here, {orig['jsonrpc_id']} on the client's leg (renumbered)"
+    translated = [e for e in entries if e["hop"] == 1 and e["outcome"] == "TOOL_ERROR" and copies.get(e["n"])
+                  and entries[copies[e["n"]][-1] - 1]["outcome"] == "HTTP_ERROR"]
+    for e in translated:
+        c = entries[copies[e["n"]][-1] - 1]
+        e["reason"] += (f"; translated: FastMCP turned the upstream HTTP {c['http_status']} of entry {c['n']} into a "
+                        "tool result with isError true")
+    sessions = sorted({e["session"] for e in entries if e["client"] == "fastmcp"})
+    desc = (f"FastMCP {fv}'s proxy (create_proxy(URL), the documented way; mcp {mv}) on 127.0.0.2 in front of a TS "
+            f"server (--mode json, stateful) behind proxy.py on 127.0.0.3, which answers the first get_weather call "
+            f"with 503. What FastMCP did, from proxy.py's log: a new upstream session for every proxied request "
+            f"({len(sessions)} upstream sessions: initialize, notifications/initialized, a GET stream, the call, "
+            "DELETE), its own JSON-RPC ids (every proxied request is id 2 upstream), params relayed with _meta added; "
+            "the client's tools/list and tools/call are relayed; the client's initialize is answered by FastMCP "
+            "itself. The 503 reached the client as a tools/call result with isError true (TOOL_ERROR at hop 1, "
+            "HTTP_ERROR 503 at hop 2, fault_hop 2 on both: translated); the application called get_weather again "
+            "(application retry, no finding: readOnlyHint) and it succeeded through a new upstream session.")
+    write(rec, entries, copies, desc, gwl, [P, PA], {"proxy_log": "gateway-logs/gw-fastmcp-proxy.proxy.json"})
+    return entries
+
+
 SCENARIOS = {"gw-nginx-timeout": gw_nginx_timeout, "gw-nginx-next-upstream": gw_nginx_next_upstream,
-             "gw-haproxy-retry": gw_haproxy_retry, "gw-nginx-shared": gw_nginx_shared}
+             "gw-haproxy-retry": gw_haproxy_retry, "gw-fastmcp-proxy": gw_fastmcp_proxy,
+             "gw-nginx-shared": gw_nginx_shared}
 
 
 def main():
