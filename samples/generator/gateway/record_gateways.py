@@ -519,8 +519,9 @@ def gw_nginx_timeout():
         if r.get("h2_stream") is not None:
             e.update(http_version=r["http_version"], h2_stream=r["h2_stream"])
         if r.get("closed_by_client"):
-            e["reason"] += ("; the server's log: the connection was closed by its client (nginx, at its 1 s "
-                            "proxy_read_timeout) before any response byte")
+            e["reason"] += (f"; the server's log: the connection was closed by its client (nginx, at its 1 s "
+                            f"proxy_read_timeout) {(r['t_resp_end'] - r['t_req']) * 1000:.0f} ms after the request, "
+                            "before any response byte (the server had been silent that long)")
     tls = {r["tls"]["version"] + " " + r["tls"]["cipher_openssl"] + " ALPN " + r["tls"]["alpn"]
            for r in crecs if r.get("tls")}
     desc = ("nginx on 127.0.0.2 terminating TLS 1.3 (test CA, certificate for IP 127.0.0.2; the client connects by "
