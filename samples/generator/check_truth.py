@@ -26,7 +26,8 @@ Gateway captures (a truth with `server_ports`: several legs in one capture, each
 dissector restricted to that port (or the TCP payloads, as above); a port in the truth's
 `http2_ports` is read per stream with tshark's HTTP/2 dissector (h2_wire.py), decrypted with the
 truth's `keylog` when it has one. The links (`forwarded_from`, `retry_of`) must point backwards, and
-a copy must be sent to another port than its original.
+a copy must be sent to another port than its original. The entries' order across legs must be the order of the
+requests' first frames (the request line's segment; for HTTP/2 the stream's first frame).
 
 usage: python check_truth.py [samples dir]     exit 1 on any mismatch
 """
@@ -187,6 +188,24 @@ def check_legs(doc, cap):
         how.append(f"port {port}: {len(want)} by {what}")
         got_all += got
         want_all += want
+    # across legs: the entries' order is the order of the requests' first frames (plaintext ports: the frame
+    # whose TCP payload starts with the request line; HTTP/2 ports: the stream's first frame, h2_wire.py)
+    firsts = []
+    for port in doc["server_ports"]:
+        if port in doc.get("http2_ports", []):
+            firsts += [(w["first_frame"], port) for w in h2_wire.exchanges(cap, port, keys)]
+            continue
+        for frame, sport, payload in tshark(cap, port, ["frame.number", "tcp.srcport", "tcp.payload"],
+                                            "tcp.len > 0", only_port=True):
+            text = bytes.fromhex(payload.replace(":", ""))[:12].decode("latin-1")
+            if int(sport) != port and re.match(r"(GET|POST|DELETE|PUT|OPTIONS) ", text):
+                firsts.append((int(frame), port))
+    order = [p for _, p in sorted(firsts)]
+    if order != [int(e["server_addr"].rsplit(":", 1)[1]) for e in doc["entries"]]:
+        ok = False
+        how.append("order across legs differs from the truth")
+    else:
+        how.append("order across legs as in the truth")
     by_n = {e["n"]: e for e in doc["entries"]}
     for e in doc["entries"]:
         f = e.get("forwarded_from")
