@@ -682,9 +682,14 @@ def gw_fastmcp_proxy():
     assert len(rpc) == len(handled), (len(rpc), len(handled))
     for c, (i, line) in zip(rpc, handled):
         c["fm_line"] = (i, line.strip())
+        nxt = log_lines[i].strip() if i < len(log_lines) else ""
+        client_of_call = re.search(r"\[(ProxyClient-[0-9a-f:]+)\]", nxt)
         if id(c) in links:
-            links[id(c)] = (links[id(c)][0], [f"{gwl} line {i}: {line.strip()[:120]!r}; started while the client's "
-                                              "request was open, same method and params (_meta removed)"])
+            links[id(c)] = (links[id(c)][0], [f"{gwl} line {i}: {' '.join(line.split())[:110]!r}"
+                                              + (f", line {i + 1}: called by {client_of_call.group(1)}" if client_of_call else "")
+                                              + "; started while the client's request was open, same method and "
+                                              "params (_meta removed)"])
+    errors = [(i, l) for i, l in enumerate(log_lines, 1) if "Error calling tool" in l]
     legs = [("client", "py-client", crecs), ("a", "fastmcp", urecs)]
     entries, recs, copies = finish_truth(rec, legs, links, None, gwl, [P, PA], clog)
     n_of = {id(r): e["n"] for e, r in zip(entries, recs)}
@@ -700,14 +705,18 @@ def gw_fastmcp_proxy():
                   and entries[copies[e["n"]][-1] - 1]["outcome"] == "HTTP_ERROR"]
     for e in translated:
         c = entries[copies[e["n"]][-1] - 1]
+        fm = [f"{gwl} line {i}: {' '.join(l.split())!r}" for i, l in errors
+              if f"'{e['tool_name']}'" in l]
+        mcperr = [i for i, l in enumerate(log_lines, 1) if "MCPError:" in l]
         e["reason"] += (f"; translated: FastMCP turned the upstream HTTP {c['http_status']} of entry {c['n']} into a "
-                        "tool result with isError true")
+                        "tool result with isError true (" + "; ".join(fm[:1])
+                        + (f", line {mcperr[0]}: {' '.join(log_lines[mcperr[0] - 1].split())!r}" if mcperr else "") + ")")
     sessions = sorted({e["session"] for e in entries if e["client"] == "fastmcp"})
     desc = (f"FastMCP {fv}'s proxy (create_proxy(URL), the documented way; mcp {mv}) on 127.0.0.2 in front of a TS "
             f"server (--mode json, stateful) behind proxy.py on 127.0.0.3, which answers the first get_weather call "
             f"with 503. What FastMCP did, from proxy.py's log: a new upstream session for every proxied request "
             f"({len(sessions)} upstream sessions: initialize, notifications/initialized, a GET stream, the call, "
-            "DELETE), its own JSON-RPC ids (every proxied request is id 2 upstream), params relayed with _meta added; "
+            "DELETE; its DEBUG log names a new ProxyClient instance for each call), its own JSON-RPC ids (every proxied request is id 2 upstream), params relayed with _meta {progressToken} added; "
             "the client's tools/list and tools/call are relayed; the client's initialize is answered by FastMCP "
             "itself. The 503 reached the client as a tools/call result with isError true (TOOL_ERROR at hop 1, "
             "HTTP_ERROR 503 at hop 2, fault_hop 2 on both: translated); the application called get_weather again "
