@@ -21,6 +21,14 @@ decrypted bytes at all, and must carry TLS application data (it is not just empt
 `secrets_embedded` (a pcapng with a Decryption Secrets Block) is checked the same way with no key
 log file: tshark uses the embedded secrets.
 
+Gateway captures (a truth with `server_ports`: several legs in one capture, each entry with its
+`server_addr`) are checked per port: the entries sent to that port, in order, against tshark's HTTP
+dissector restricted to that port (or the TCP payloads, as above); a port in the truth's
+`http2_ports` is read per stream with tshark's HTTP/2 dissector (h2_wire.py), decrypted with the
+truth's `keylog` when it has one. The links (`forwarded_from`, `retry_of`) must point backwards, and
+a copy must be sent to another port than its original. The entries' order across legs must be the order of the
+requests' first frames (the request line's segment; for HTTP/2 the stream's first frame).
+
 usage: python check_truth.py [samples dir]     exit 1 on any mismatch
 """
 
@@ -37,23 +45,25 @@ import h2_wire
 SAMPLES = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent
 
 
-def tshark(capture, port, fields, display):
+def tshark(capture, port, fields, display, only_port=False):
+    if only_port:  # a capture with several legs: this port's packets only
+        display = f"({display}) && tcp.port=={port}"
     cmd = ["tshark", "-r", str(capture), "-d", f"tcp.port=={port},http", 
            "-Y", display, "-T", "fields", "-E", "separator=\t", *sum((["-e", f] for f in fields), [])]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout
     return [line.split("\t") for line in out.splitlines() if line.strip()]
 
 
-def wire_http(capture, port):
-    reqs = tshark(capture, port, ["frame.number", "http.request.method", "http.request.uri"], "http.request")
-    resps = tshark(capture, port, ["http.request_in", "http.response.code"], "http.response")
+def wire_http(capture, port, only_port=False):
+    reqs = tshark(capture, port, ["frame.number", "http.request.method", "http.request.uri"], "http.request", only_port)
+    resps = tshark(capture, port, ["http.request_in", "http.response.code"], "http.response", only_port)
     status = {int(r[0]): int(r[1]) for r in resps if r[0]}
     return [(m, u, status.get(int(f))) for f, m, u in reqs]
 
 
-def wire_raw(capture, port):
+def wire_raw(capture, port, only_port=False):
     """Snap-length-cut captures: parse request/status lines from TCP payload starts, per stream."""
-    rows = tshark(capture, port, ["tcp.stream", "tcp.srcport", "tcp.payload"], "tcp.len > 0")
+    rows = tshark(capture, port, ["tcp.stream", "tcp.srcport", "tcp.payload"], "tcp.len > 0", only_port)
     out, pending = [], {}
     for stream, sport, payload in rows:
         text = bytes.fromhex(payload.replace(":", "")).decode("latin-1")
@@ -158,6 +168,52 @@ def check_har(truth_doc, har_path):
     return wire
 
 
+def check_legs(doc, cap):
+    """(ok, how, got, want) for a capture of several legs (gateway recordings): per server port."""
+    keys = cap.parent / doc["keylog"] if doc.get("keylog") else None
+    ok, how, got_all, want_all = True, [], [], []
+    for port in doc["server_ports"]:
+        want = [(port, e["http_method"], e["path"], e["http_status"]) for e in doc["entries"]
+                if int(e["server_addr"].rsplit(":", 1)[1]) == port]
+        if port in doc.get("http2_ports", []):
+            got = [(port, w["method"], w["path"], w["status"]) for w in h2_wire.exchanges(cap, port, keys)]
+            what = "tshark http2 streams" + (", decrypted with the keylog" if keys else "")
+        else:
+            got = [(port, *x) for x in wire_http(cap, port, only_port=True)]
+            what = "tshark http"
+            if got != want:
+                got = [(port, *x) for x in wire_raw(cap, port, only_port=True)]
+                what = "tshark tcp.payload"
+        ok &= got == want
+        how.append(f"port {port}: {len(want)} by {what}")
+        got_all += got
+        want_all += want
+    # across legs: the entries' order is the order of the requests' first frames (plaintext ports: the frame
+    # whose TCP payload starts with the request line; HTTP/2 ports: the stream's first frame, h2_wire.py)
+    firsts = []
+    for port in doc["server_ports"]:
+        if port in doc.get("http2_ports", []):
+            firsts += [(w["first_frame"], port) for w in h2_wire.exchanges(cap, port, keys)]
+            continue
+        for frame, sport, payload in tshark(cap, port, ["frame.number", "tcp.srcport", "tcp.payload"],
+                                            "tcp.len > 0", only_port=True):
+            text = bytes.fromhex(payload.replace(":", ""))[:12].decode("latin-1")
+            if int(sport) != port and re.match(r"(GET|POST|DELETE|PUT|OPTIONS) ", text):
+                firsts.append((int(frame), port))
+    order = [p for _, p in sorted(firsts)]
+    if order != [int(e["server_addr"].rsplit(":", 1)[1]) for e in doc["entries"]]:
+        ok = False
+        how.append("order across legs differs from the truth")
+    else:
+        how.append("order across legs as in the truth")
+    by_n = {e["n"]: e for e in doc["entries"]}
+    for e in doc["entries"]:
+        f = e.get("forwarded_from")
+        if f is not None and (not 1 <= f < e["n"] or by_n[f]["server_addr"] == e["server_addr"]):
+            ok = False
+    return ok, "; ".join(how), got_all, want_all
+
+
 def main():
     bad = 0
     for tf in sorted(SAMPLES.glob("*.truth.json")):
@@ -167,7 +223,12 @@ def main():
         keys = cap.with_suffix(".keys")
         tls = keys.exists() or doc.get("secrets_embedded")
         h2 = doc.get("requires") == "http2"
-        if h2:  # per stream from tshark's HTTP/2 dissector (h2_wire.py), decrypted with the key log if any
+        legs = "server_ports" in doc
+        if legs:
+            ok, how, got, want = check_legs(doc, cap)
+            tls = True  # (already judged: skip the single-port comparisons below)
+            h2 = False
+        elif h2:  # per stream from tshark's HTTP/2 dissector (h2_wire.py), decrypted with the key log if any
             got = [(w["method"], w["path"], w["status"])
                    for w in h2_wire.exchanges(cap, doc["server_port"], keys if keys.exists() else None)]
             tls = False

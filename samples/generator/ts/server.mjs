@@ -13,6 +13,13 @@
 //   idempotent by the protocol's defaults), get_weather (annotations { readOnlyHint: true }) and set_status
 //   (annotations { idempotentHint: true }), for the retry-hygiene recordings. Without it the tool list is the one the older recordings were made with.
 // --tls-cert FILE --tls-key FILE: serve /mcp over node:https instead of node:http (tls-* recordings).
+// --mode stateless: Streamable HTTP without session ids (sessionIdGenerator undefined), JSON responses, a new
+//   server + transport for every POST (the SDK's stateless example); GET and DELETE get 405. For the gateway
+//   recordings, where a load balancer sends the calls of one client to several server processes.
+// --gateway-tools: also registers sleepy (sleeps `seconds`, default 2, then answers), for the gateway recordings.
+// --request-log FILE: appends one JSON line per HTTP exchange as this server saw it, in proxy.py's record
+//   format (request line, headers, body; status, headers, body; times; resp_complete false when the client
+//   closed the connection first), plus client_addr and server_addr. The gateway recordings' upstream truth.
 import http from 'node:http';
 import https from 'node:https';
 import fs from 'node:fs';
@@ -34,6 +41,8 @@ const AUTH_PORT = opt('--auth-port') ? Number(opt('--auth-port')) : undefined;
 const RESOURCE = opt('--resource');
 const TOKEN_TTL_MS = Number(opt('--token-ttl', '1500'));
 const HYGIENE_TOOLS = argv.includes('--hygiene-tools');
+const GATEWAY_TOOLS = argv.includes('--gateway-tools');
+const REQUEST_LOG = opt('--request-log');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function buildServer() {
@@ -75,6 +84,12 @@ function buildServer() {
       annotations: { idempotentHint: true },
     }, async (args) => { status = args.status; return { content: [{ type: 'text', text: `status is ${status}` }] }; });
   }
+  if (GATEWAY_TOOLS) {
+    server.registerTool('sleepy', {
+      description: 'Sleeps, then answers (slower than a gateway timeout)',
+      inputSchema: { seconds: z.number().min(0).max(10).optional() },
+    }, async ({ seconds }) => { await sleep((seconds ?? 2) * 1000); return { content: [{ type: 'text', text: `slept ${seconds ?? 2} s` }] }; });
+  }
   server.registerPrompt('greet', { description: 'A greeting prompt', argsSchema: { name: z.string() } },
     ({ name }) => ({ messages: [{ role: 'user', content: { type: 'text', text: `Hello ${name}` } }] }));
   return server;
@@ -92,7 +107,50 @@ async function readJson(req) {
   const chunks = [];
   for await (const c of req) chunks.push(c);
   const text = Buffer.concat(chunks).toString('utf8');
+  req.loggedBody = text; // for --request-log
   try { return JSON.parse(text); } catch { return undefined; }
+}
+
+// --request-log: one record per exchange, written when the response finished or the connection closed
+let reqSeq = 0;
+function logExchange(req, res) {
+  if (!REQUEST_LOG) return;
+  const rec = {
+    seq: ++reqSeq, t_req: (performance.timeOrigin + performance.now()) / 1000, method: req.method, path: req.url,
+    req_headers: [], req_body: '', status: null, resp_headers: null, resp_body: '', t_resp_end: null,
+    injected: null, cut: false, resp_complete: false,
+    client_addr: `${req.socket.remoteAddress}:${req.socket.remotePort}`,
+    server_addr: `${req.socket.localAddress}:${req.socket.localPort}`,
+  };
+  for (let i = 0; i < req.rawHeaders.length; i += 2) rec.req_headers.push([req.rawHeaders[i], req.rawHeaders[i + 1]]);
+  const chunks = [];
+  const keep = (c, enc) => { if (c) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c, typeof enc === 'string' ? enc : 'utf8')); };
+  const inlineHeaders = [];
+  const writeHead = res.writeHead.bind(res);
+  res.writeHead = (status, ...rest) => {
+    const h = rest.find((x) => x && typeof x === 'object');
+    if (h) for (const [k, v] of Object.entries(h)) inlineHeaders.push([k, String(v)]);
+    return writeHead(status, ...rest);
+  };
+  const write = res.write.bind(res);
+  const end = res.end.bind(res);
+  res.write = (c, ...rest) => { keep(c, rest[0]); return write(c, ...rest); };
+  res.end = (c, ...rest) => { if (typeof c !== 'function') keep(c, rest[0]); return end(c, ...rest); };
+  let done = false;
+  const finish = (complete) => {
+    if (done) return;
+    done = true;
+    rec.req_body = req.loggedBody ?? '';
+    rec.status = res.headersSent ? res.statusCode : null;
+    if (res.headersSent) rec.resp_headers = [...Object.entries(res.getHeaders()).map(([k, v]) => [k, String(v)]), ...inlineHeaders];
+    rec.resp_body = Buffer.concat(chunks).toString('utf8');
+    rec.resp_complete = complete;
+    rec.t_resp_end = (performance.timeOrigin + performance.now()) / 1000;
+    if (!complete) rec.closed_by_client = true;
+    fs.appendFileSync(REQUEST_LOG, JSON.stringify(rec) + '\n');
+  };
+  res.on('finish', () => finish(true));
+  res.on('close', () => finish(res.writableFinished));
 }
 
 // --- OAuth (only with --auth-port) ------------------------------------------------------------
@@ -163,6 +221,14 @@ async function handleStreamable(req, res) {
   const sid = req.headers['mcp-session-id'];
   if (req.method === 'POST') {
     const body = await readJson(req);
+    if (MODE === 'stateless') {
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      const server = buildServer();
+      res.on('close', () => { transport.close(); server.close(); });
+      await server.connect(transport);
+      await transport.handleRequest(req, res, body);
+      return;
+    }
     let transport = sid ? transports.get(sid) : undefined;
     if (!transport && !sid && body && body.method === 'initialize') {
       transport = new StreamableHTTPServerTransport({
@@ -184,6 +250,7 @@ async function handleStreamable(req, res) {
     await transport.handleRequest(req, res, body);
     return;
   }
+  if (MODE === 'stateless') { res.writeHead(405, { allow: 'POST' }).end(); return; }
   const transport = sid ? transports.get(sid) : undefined;
   if (!transport) { res.writeHead(sid ? 404 : 400).end(); return; }
   await transport.handleRequest(req, res);
@@ -210,6 +277,7 @@ async function handleLegacy(req, res) {
 
 const TLS = opt('--tls-cert') ? { cert: fs.readFileSync(opt('--tls-cert')), key: fs.readFileSync(opt('--tls-key')) } : undefined;
 const handler = async (req, res) => {
+  logExchange(req, res);
   cors(res);
   if (req.method === 'OPTIONS') { res.writeHead(204).end(); return; }
   try {
