@@ -99,10 +99,16 @@ fn compare(truth_path: &Path) -> (usize, Vec<String>) {
     for entry in entries {
         let n = entry["n"].as_u64().unwrap();
         // Greedy: the first unused row with the same identity, in request order.
+        // Gateway recordings (section 4c) say which leg each entry travelled on.
+        let same_leg = |row: &Value| {
+            entry
+                .get("server_addr")
+                .is_none_or(|a| text(a) == text(&row["server_addr"]))
+        };
         let found = rows
             .iter()
             .enumerate()
-            .find(|(i, row)| !used[*i] && identity(row) == identity(entry));
+            .find(|(i, row)| !used[*i] && identity(row) == identity(entry) && same_leg(row));
         let Some((i, row)) = found else {
             problems.push(format!(
                 "#{n} {:?}: no row found ({})",
@@ -164,6 +170,20 @@ fn compare(truth_path: &Path) -> (usize, Vec<String>) {
             map_link(&entry["continuation_of"]),
             text(&row["continuation_of"]),
         );
+        // Hops (section 4c), where the truth names them.
+        if entry.get("hop").is_some() {
+            check("hop", text(&entry["hop"]), text(&row["hop"]));
+            check(
+                "forwarded_from",
+                map_link(&entry["forwarded_from"]),
+                text(&row["forwarded_from"]),
+            );
+            check(
+                "fault_hop",
+                text(&entry["fault_hop"]),
+                text(&row["fault_hop"]),
+            );
+        }
         let label = entry["session"].as_str().unwrap_or("").to_string();
         let key = row["session_key"].as_str().unwrap_or("").to_string();
         checked += 1;

@@ -129,7 +129,14 @@ impl Linker {
             return;
         }
         path.push(row.inference.endpoint.clone());
-        let deadline = match (key, row.inference.ts_response_start) {
+        // An SSE response's head comes before the gateway asks upstream: the response that
+        // counts is its final message.
+        let answered = if row.content_type.as_deref() == Some("text/event-stream") {
+            row.ts_response.or(row.inference.ts_response_start)
+        } else {
+            row.inference.ts_response_start
+        };
+        let deadline = match (key, answered) {
             (None, _) => i64::MIN,
             (Some(_), Some(start)) => start,
             (Some(_), None) => {
