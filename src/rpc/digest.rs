@@ -11,7 +11,8 @@
 use super::envelope::{Envelope, EnvelopeBody, EnvelopeElement};
 use super::fingerprint::{
     JsonFingerprint, T_ARRAY, T_FALSE, T_NULL, T_STRING, T_TRUE, integer_leaf, leaf,
-    members_fingerprint, sort_members, sorted_members_fingerprint, split, value_fingerprint,
+    members_fingerprint, sort_members, sorted_members_fingerprint, sorted_members_fingerprints,
+    split, value_fingerprint,
 };
 use super::seed::{Key, array_of_values, plain_values, run_seed, scalar_values, seed_via_visitor};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -163,10 +164,8 @@ impl<'de> Visitor<'de> for ParamsSeed<'_> {
         }
         sort_members(&mut members);
         let all = sorted_members_fingerprint(&members, |_| true);
-        let without = sorted_members_fingerprint(&members, |k| !self.keys.ignored.contains(&k));
-        let unnamed = members.iter().any(|(k, _)| k == "name").then(|| {
-            sorted_members_fingerprint(&members, |k| k != "name" && !self.keys.ignored.contains(&k))
-        });
+        let (without, unnamed) =
+            sorted_members_fingerprints(&members, |k| !self.keys.ignored.contains(&k), "name");
         Ok((Value::Object(cut), all, without, unnamed))
     }
 }

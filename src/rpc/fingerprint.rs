@@ -97,6 +97,34 @@ pub(super) fn sorted_members_fingerprint(
     leaf(T_OBJECT, &buf)
 }
 
+/// [`sorted_members_fingerprint`] of the members `keep` accepts, and of those without `also`
+/// when it is one of them: one buffer for both.
+pub(super) fn sorted_members_fingerprints(
+    members: &[(Cow<'_, str>, u128)],
+    keep: impl Fn(&str) -> bool,
+    also: &str,
+) -> (u128, Option<u128>) {
+    let mut buf = Vec::with_capacity(members.len().saturating_mul(32));
+    let mut also_at = None;
+    let mut iter = members.iter().filter(|(k, _)| keep(k)).peekable();
+    while let Some((k, fp)) = iter.next() {
+        if iter.peek().is_some_and(|(next, _)| next == k) {
+            continue;
+        }
+        if k == also {
+            also_at = Some(buf.len());
+        }
+        buf.extend_from_slice(&leaf(T_KEY, k.as_bytes()).to_le_bytes());
+        buf.extend_from_slice(&fp.to_le_bytes());
+    }
+    let all = leaf(T_OBJECT, &buf);
+    let without = also_at.map(|at| {
+        buf.drain(at..at.saturating_add(32).min(buf.len()));
+        leaf(T_OBJECT, &buf)
+    });
+    (all, without)
+}
+
 /// 128-bit fingerprint of a JSON value up to [`canonical_json`] equality (see
 /// [`value_fingerprint`]). Equal canonical texts give equal fingerprints;
 /// different ones collide with odds far below anything a capture can reach.

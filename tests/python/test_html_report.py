@@ -267,3 +267,29 @@ def test_empty_capture(browser, tmp_path):
     assert b.errors() == []
     assert count(b, "[data-exchange-id]") == 0 and count(b, "[data-session-key]") == 0
     assert b.evaluate("document.getElementById('row-count').textContent") == "0 of 0 exchanges"
+
+
+def test_gateway_copies_draw_one_lifeline_per_hop(browser, tmp_path):
+    """A gateway recording (report-schema.md 4c): the client's session diagram draws client,
+    gateway and server lifelines, each call's copies between gateway and server."""
+    rows, keys, html = analyze("gw-nginx-next-upstream.pcap", tmp_path)
+    b = browser
+    b.open(html.as_uri())
+    assert b.evaluate("document.body.dataset.ready") == "1"
+    calls = [r for r in rows if r["hop"] == 1]
+    copies = [r for r in rows if r["hop"] == 2]
+    assert len(calls) == 12 and len(copies) == 15, (len(calls), len(copies))
+    key = calls[0]["session_key"]
+    assert all(r["session_key"] == key for r in calls)
+    b.evaluate(f"""document.querySelector('details[data-session-key="{key}"]').open = true""")
+    settle(b)
+    names = b.evaluate(f"""[...document.querySelectorAll('details[data-session-key="{key}"] svg .lifeline-name')].map(e => e.textContent)""")
+    assert names == ["client", "gateway", "server"], names
+    arrows = count(b, f'details[data-session-key="{key}"] svg g.arrow')
+    assert arrows == len(calls) + len(copies)
+    labels = b.evaluate(f"""[...document.querySelectorAll('details[data-session-key="{key}"] svg g.arrow text')].map(e => e.textContent)""")
+    copy = copies[0]
+    assert any(f"#{copy['exchange_id']} " in t and f"(copy of #{copy['forwarded_from']})" in t for t in labels), labels
+    assert b.errors() == [], b.errors()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    b.screenshot(str(SHOTS / "gw-nginx-next-upstream.png"))

@@ -25,7 +25,7 @@ fn row_at(held: &VecDeque<Held>, i: usize) -> Option<&Exchange> {
 
 fn last_copy(held: &VecDeque<Held>, i: usize) -> Option<usize> {
     let id = *held.get(i)?.copies.last()?;
-    held.binary_search_by_key(&id, |h| h.row.exchange_id).ok()
+    held.binary_search_by_key(&id, |h| h.id).ok()
 }
 
 /// The row (index) the failure of row `i` arose at, and why the walk stopped there.
@@ -61,7 +61,7 @@ pub(super) fn settle_chain(held: &mut VecDeque<Held>) {
         let copies: Vec<usize> = held.get(i).map_or_else(Vec::new, |h| {
             h.copies
                 .iter()
-                .filter_map(|id| held.binary_search_by_key(id, |x| x.row.exchange_id).ok())
+                .filter_map(|id| held.binary_search_by_key(id, |x| x.id).ok())
                 .collect()
         });
         members.extend(copies);
@@ -102,7 +102,7 @@ fn assign(held: &mut VecDeque<Held>, i: usize, depth: usize) {
             h.copies
                 .iter()
                 .take(n)
-                .filter_map(|id| held.binary_search_by_key(id, |r| r.row.exchange_id).ok())
+                .filter_map(|id| held.binary_search_by_key(id, |r| r.id).ok())
                 .collect()
         });
         for e in earlier {

@@ -19,7 +19,7 @@ mod key;
 
 use crate::anomaly::Anomaly;
 use crate::hashing::HashMap;
-use crate::mcp::{Exchange, Hop, McpCounters};
+use crate::mcp::{Exchange, Hop, Kind, McpCounters};
 use arcstr::ArcStr;
 use std::collections::VecDeque;
 
@@ -58,6 +58,8 @@ impl Default for HopConfig {
 /// One row while it may still get copies.
 #[derive(Debug)]
 struct Held {
+    /// `row.exchange_id`, kept beside the row: lookups by id touch only the queue.
+    id: u64,
     row: Box<Exchange>,
     /// Copy key ([`key::copy_key`]); `None`: never linked.
     key: Option<u64>,
@@ -67,8 +69,19 @@ struct Held {
     prev_same_key: Option<u64>,
     /// Copies in the order they started (ids).
     copies: Vec<u64>,
-    /// Server endpoints of this row and of the rows it is a copy of: a copy moves away.
-    path: Vec<ArcStr>,
+    /// Server endpoints of the rows it is a copy of (its own is the row's): a copy moves
+    /// away from all of them.
+    ancestors: Vec<ArcStr>,
+}
+
+/// The held rows of one copy key.
+#[derive(Debug)]
+struct KeyRows {
+    /// The newest of them.
+    newest: u64,
+    /// Their one server endpoint, until rows of another join (`None` then): a row cannot be
+    /// a copy of rows sent to its own endpoint, so single-leg traffic never walks the list.
+    endpoint: Option<ArcStr>,
 }
 
 /// Links copies across hops, one row at a time (see the module notes).
@@ -76,8 +89,12 @@ struct Held {
 pub struct Linker {
     cfg: HopConfig,
     held: VecDeque<Held>,
-    /// Copy key -> newest held row with it.
-    newest: HashMap<u64, u64>,
+    /// Copy key -> its held rows; built only while the held rows go to more than one
+    /// server endpoint (before, no row can be a copy of another).
+    newest: HashMap<u64, KeyRows>,
+    indexed: bool,
+    /// The one server endpoint of the held rows while `newest` is not built.
+    only_endpoint: Option<ArcStr>,
     /// Latest request start pushed (µs).
     now: i64,
     ready: VecDeque<Box<Exchange>>,
@@ -94,6 +111,8 @@ impl Linker {
             cfg,
             held: VecDeque::new(),
             newest: HashMap::default(),
+            indexed: false,
+            only_endpoint: None,
             now: i64::MIN,
             ready: VecDeque::new(),
             waiting_full: 0,
@@ -106,17 +125,22 @@ impl Linker {
     pub fn push(&mut self, mut row: Box<Exchange>) {
         // A row that comes out of order (set aside while open, or a hand-made slice) cannot
         // be placed among the held rows' copies: it passes unlinked.
-        let in_order = self
-            .held
-            .back()
-            .is_none_or(|h| h.row.exchange_id < row.exchange_id);
+        let in_order = self.held.back().is_none_or(|h| h.id < row.exchange_id);
         let key = if in_order { key::copy_key(&row) } else { None };
         self.now = self.now.max(row.ts_request);
-        let mut path = Vec::new();
-        if let Some(k) = key
+        if key.is_some() && !self.indexed {
+            match &self.only_endpoint {
+                None => self.only_endpoint = Some(row.inference.endpoint.clone()),
+                Some(e) if *e == row.inference.endpoint => {}
+                Some(_) => self.build_index(),
+            }
+        }
+        let mut ancestors = Vec::new();
+        if self.indexed
+            && let Some(k) = key
             && let Some((original, retry_of)) = self.find_original(k, &row)
         {
-            path = self.link(original, retry_of, &mut row);
+            ancestors = self.link(original, retry_of, &mut row);
         }
         if !self.leg_sessions.is_empty() {
             let leg = (row.session_key.clone(), row.inference.endpoint.clone());
@@ -128,10 +152,11 @@ impl Linker {
             self.ready.push_back(row);
             return;
         }
-        path.push(row.inference.endpoint.clone());
         // An SSE response's head comes before the gateway asks upstream: the response that
         // counts is its final message.
-        let answered = if row.content_type.as_deref() == Some("text/event-stream") {
+        let answered = if row.kind == Kind::Request
+            && row.content_type.as_deref() == Some("text/event-stream")
+        {
             row.ts_response.or(row.inference.ts_response_start)
         } else {
             row.inference.ts_response_start
@@ -146,14 +171,18 @@ impl Linker {
                     .map_or(window_end, |end| end.min(window_end))
             }
         };
-        let prev_same_key = key.and_then(|k| self.newest.insert(k, row.exchange_id));
+        let prev_same_key = match key {
+            Some(k) if self.indexed => self.note_key(k, &row),
+            _ => None,
+        };
         self.held.push_back(Held {
+            id: row.exchange_id,
             row,
             key,
             deadline,
             prev_same_key,
             copies: Vec::new(),
-            path,
+            ancestors,
         });
         self.settle(false);
     }
@@ -178,10 +207,12 @@ impl Linker {
 
     /// Counts `mcp.hop_waiting_full` once per row that left early.
     pub fn record(&mut self, stats: &mut McpCounters) {
-        stats.anomalies.add_many(
-            Anomaly::McpHopWaitingFull,
-            std::mem::take(&mut self.waiting_full),
-        );
+        if self.waiting_full > 0 {
+            stats.anomalies.add_many(
+                Anomaly::McpHopWaitingFull,
+                std::mem::take(&mut self.waiting_full),
+            );
+        }
     }
 
     /// Rows held now.
@@ -190,9 +221,48 @@ impl Linker {
     }
 
     fn index_of(&self, id: u64) -> Option<usize> {
-        self.held
-            .binary_search_by_key(&id, |h| h.row.exchange_id)
-            .ok()
+        self.held.binary_search_by_key(&id, |h| h.id).ok()
+    }
+
+    /// Indexes the held rows by key: a row to another endpoint came.
+    fn build_index(&mut self) {
+        self.indexed = true;
+        for i in 0..self.held.len() {
+            let Some(h) = self.held.get(i) else { break };
+            let (Some(k), id, endpoint) = (h.key, h.id, h.row.inference.endpoint.clone()) else {
+                continue;
+            };
+            let prev = self.note_key_of(k, id, &endpoint);
+            if let Some(h) = self.held.get_mut(i) {
+                h.prev_same_key = prev;
+            }
+        }
+    }
+
+    /// Makes `row` the newest held row of key `k`; returns the one before.
+    fn note_key(&mut self, k: u64, row: &Exchange) -> Option<u64> {
+        self.note_key_of(k, row.exchange_id, &row.inference.endpoint)
+    }
+
+    fn note_key_of(&mut self, k: u64, id: u64, endpoint: &ArcStr) -> Option<u64> {
+        match self.newest.get_mut(&k) {
+            Some(rows) => {
+                if rows.endpoint.as_ref().is_some_and(|e| e != endpoint) {
+                    rows.endpoint = None;
+                }
+                Some(std::mem::replace(&mut rows.newest, id))
+            }
+            None => {
+                self.newest.insert(
+                    k,
+                    KeyRows {
+                        newest: id,
+                        endpoint: Some(endpoint.clone()),
+                    },
+                );
+                None
+            }
+        }
     }
 
     /// The held row `row` is a copy of, and the earlier copy it resends (a gateway retry):
@@ -200,7 +270,15 @@ impl Linker {
     fn find_original(&self, key: u64, row: &Exchange) -> Option<(usize, Option<u64>)> {
         let mut best_free: Option<(Hop, usize)> = None;
         let mut best_retry: Option<(Hop, usize, u64)> = None;
-        let mut next = self.newest.get(&key).copied();
+        let rows = self.newest.get(&key)?;
+        if rows
+            .endpoint
+            .as_ref()
+            .is_some_and(|e| *e == row.inference.endpoint)
+        {
+            return None;
+        }
+        let mut next = Some(rows.newest);
         while let Some(id) = next {
             let Some(i) = self.index_of(id) else { break };
             let Some(h) = self.held.get(i) else { break };
@@ -209,7 +287,8 @@ impl Linker {
             let qualifies = h.key == Some(key)
                 && row.ts_request > a.ts_request
                 && row.ts_request < h.deadline
-                && !h.path.contains(&row.inference.endpoint);
+                && a.inference.endpoint != row.inference.endpoint
+                && !h.ancestors.contains(&row.inference.endpoint);
             if !qualifies {
                 continue;
             }
@@ -239,7 +318,7 @@ impl Linker {
         }
     }
 
-    /// Makes `row` a copy of held row `i`; returns the path of endpoints up to it.
+    /// Makes `row` a copy of held row `i`; returns the endpoints of the rows it copies.
     fn link(&mut self, i: usize, retry_of: Option<u64>, row: &mut Exchange) -> Vec<ArcStr> {
         let Some(original) = self.held.get_mut(i) else {
             return Vec::new();
@@ -252,7 +331,8 @@ impl Linker {
         row.inference.gateway_retry_of = retry_of;
         row.hop_evidence = Some(evidence::copy_of(a, row));
         let same_session = row.session_key == a.session_key;
-        let path = original.path.clone();
+        let mut path = original.ancestors.clone();
+        path.push(a.inference.endpoint.clone());
         if same_session {
             // Sessions are per leg: the gateway's upstream session is one of its own.
             let leg = (row.session_key.clone(), row.inference.endpoint.clone());
@@ -296,12 +376,18 @@ impl Linker {
             let Some(h) = self.held.pop_front() else {
                 return;
             };
-            if let Some(k) = h.key
-                && self.newest.get(&k) == Some(&h.row.exchange_id)
+            if self.indexed
+                && let Some(k) = h.key
+                && self.newest.get(&k).is_some_and(|r| r.newest == h.id)
             {
                 self.newest.remove(&k);
             }
             self.ready.push_back(h.row);
+            if self.held.is_empty() {
+                self.indexed = false;
+                self.newest.clear();
+                self.only_endpoint = None;
+            }
         }
     }
 

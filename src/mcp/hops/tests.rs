@@ -568,3 +568,163 @@ fn held_rows_are_bounded() {
     l.record(&mut stats);
     assert_eq!(stats.anomalies.get("mcp.hop_waiting_full"), Some(&9_900));
 }
+
+#[test]
+fn a_million_equivalent_calls_without_copies_stay_within_the_limit() {
+    let mut l = Linker::new(HopConfig::default());
+    let mut out = 0u64;
+    let mut most = 0;
+    for i in 1..=1_000_000u64 {
+        // One µs apart, all open for the whole window: every one may still get a copy.
+        let mut r = call(
+            i,
+            0,
+            CLIENT,
+            GW,
+            "echo",
+            1,
+            None,
+            1_000_000,
+            Outcome::NoResponse,
+        );
+        r.ts_request = i as i64;
+        l.push(r);
+        while l.pop().is_some() {
+            out += 1;
+        }
+        most = most.max(l.held());
+    }
+    assert_eq!(most, MAX_HOP_WAITING);
+    l.flush();
+    while l.pop().is_some() {
+        out += 1;
+    }
+    assert_eq!(out, 1_000_000);
+    let mut stats = McpCounters::default();
+    l.record(&mut stats);
+    assert_eq!(
+        stats.anomalies.get("mcp.hop_waiting_full"),
+        Some(&(1_000_000 - MAX_HOP_WAITING as u64))
+    );
+}
+
+/// A gateway's traffic: calls through GW, each copied to SERVER (some answered 503 and
+/// resent), as (original, copy) rows with times in ms.
+fn gateway_calls(n: u64) -> Vec<Box<Exchange>> {
+    let mut rows = Vec::new();
+    for k in 0..n {
+        let t = (k as i64) * 100;
+        let failed = k % 3 == 0;
+        let (outcome, copy_outcome) = if failed {
+            (Outcome::HttpError, Outcome::HttpError)
+        } else {
+            (Outcome::ToolSuccess, Outcome::ToolSuccess)
+        };
+        rows.push(call(
+            0,
+            t,
+            CLIENT,
+            GW,
+            "echo",
+            k,
+            Some(t + 50),
+            t + 51,
+            outcome,
+        ));
+        rows.push(call(
+            0,
+            t + 5,
+            GW_OUT,
+            SERVER,
+            "echo",
+            k,
+            Some(t + 40),
+            t + 41,
+            copy_outcome,
+        ));
+    }
+    rows
+}
+
+/// Plain single-leg traffic between other hosts, answered at once.
+fn other_calls(times: &[i64]) -> Vec<Box<Exchange>> {
+    times
+        .iter()
+        .enumerate()
+        .map(|(k, &t)| {
+            let outcome = if k % 2 == 0 {
+                Outcome::ToolSuccess
+            } else {
+                Outcome::HttpError
+            };
+            call(
+                0,
+                t,
+                "10.9.0.1:4000",
+                "10.9.0.2:80",
+                "other",
+                k as u64,
+                Some(t + 3),
+                t + 4,
+                outcome,
+            )
+        })
+        .collect()
+}
+
+/// Merges rows in request order (ties: the first list first), numbers them, links them,
+/// and returns each gateway row's (hop, forwarded_from, fault_hop) by its position in
+/// `gateway`, with `forwarded_from` as a position too.
+fn gateway_links(
+    gateway: Vec<Box<Exchange>>,
+    other: Vec<Box<Exchange>>,
+) -> Vec<(u8, Option<usize>, Option<u8>)> {
+    let mut all: Vec<(bool, usize, Box<Exchange>)> = gateway
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| (true, i, r))
+        .chain(other.into_iter().enumerate().map(|(i, r)| (false, i, r)))
+        .collect();
+    all.sort_by_key(|(gw, i, r)| (r.ts_request, !*gw, *i));
+    let mut position = HashMap::default();
+    let rows: Vec<Box<Exchange>> = all
+        .into_iter()
+        .enumerate()
+        .map(|(n, (gw, i, mut r))| {
+            r.exchange_id = n as u64 + 1;
+            if gw {
+                position.insert(r.exchange_id, i);
+            }
+            r
+        })
+        .collect();
+    let mut links: Vec<(usize, (u8, Option<usize>, Option<u8>))> = run(rows)
+        .into_iter()
+        .filter_map(|r| {
+            let at = *position.get(&r.exchange_id)?;
+            let from = r.forwarded_from.and_then(|f| position.get(&f).copied());
+            Some((at, (r.hop.0, from, r.fault_hop)))
+        })
+        .collect();
+    links.sort_by_key(|(at, _)| *at);
+    links.into_iter().map(|(_, l)| l).collect()
+}
+
+proptest::proptest! {
+    /// Adding single-leg traffic, at any times, never changes a gateway's links.
+    #[test]
+    fn single_leg_traffic_never_changes_a_link(
+        n in 1u64..12,
+        times in proptest::collection::vec(0i64..1500, 0..40),
+    ) {
+        let alone = gateway_links(gateway_calls(n), Vec::new());
+        let mixed = gateway_links(gateway_calls(n), other_calls(&times));
+        proptest::prop_assert_eq!(&alone, &mixed);
+        for (k, link) in alone.iter().enumerate() {
+            let call = k / 2;
+            let fault = (call % 3 == 0).then_some(2);
+            let expected = if k % 2 == 0 { (1, None, fault) } else { (2, Some(k - 1), fault) };
+            proptest::prop_assert_eq!(*link, expected);
+        }
+    }
+}

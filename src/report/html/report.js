@@ -70,8 +70,12 @@
 
   const BY_ID = new Map();
   const BY_SESSION = new Map();
+  // A gateway's copies by the row they copy (report-schema.md section 4c).
+  const COPIES = new Map();
   for (const r of ROWS) {
     BY_ID.set(String(v(r, "exchange_id")), r);
+    const from = v(r, "forwarded_from");
+    if (from !== null) { if (!COPIES.has(from)) COPIES.set(from, []); COPIES.get(from).push(r); }
     const k = v(r, "session_key");
     if (!BY_SESSION.has(k)) BY_SESSION.set(k, []);
     BY_SESSION.get(k).push(r);
@@ -326,8 +330,26 @@
     const key = det.dataset.sessionKey;
     const srow = D.sessions.find((s) => sv(s, "session_key") === key);
     const all = (BY_SESSION.get(key) || []).filter(inTime);
-    const rows = all.slice(0, DIAGRAM_MAX);
+    let rows = all.slice(0, DIAGRAM_MAX);
+    // The copies a gateway made of these calls, on their own lifelines (one per hop).
+    const seen = new Set(rows.map((r) => v(r, "exchange_id")));
+    const queue = rows.slice();
+    while (queue.length) {
+      for (const c of COPIES.get(v(queue.shift(), "exchange_id")) || []) {
+        if (!seen.has(v(c, "exchange_id"))) { seen.add(v(c, "exchange_id")); rows.push(c); queue.push(c); }
+      }
+    }
+    rows.sort((a, b) => v(a, "exchange_id") - v(b, "exchange_id"));
+    const hopOf = (r) => v(r, "hop") || 1;
+    const lowHop = rows.reduce((m, r) => Math.min(m, hopOf(r)), 99);
+    const topHop = rows.reduce((m, r) => Math.max(m, hopOf(r)), 1);
     const W = 1000, xc = 190, xs = 720, head = 40, step = 38;
+    const lines = Math.max(1, topHop - Math.min(lowHop, topHop) + 1);
+    const xAt = (k) => xc + (k * (xs - xc)) / lines;
+    const names = [];
+    for (let k = 0; k <= lines; k++) {
+      names.push(k === 0 ? (lowHop > 1 ? "gateway" : "client") : k === lines ? "server" : "gateway" + (lines > 2 ? " " + k : ""));
+    }
     const ypos = new Map();
     rows.forEach((r, i) => ypos.set(v(r, "exchange_id"), head + 16 + i * step));
     const H = head + 30 + rows.length * step + 30;
@@ -335,17 +357,22 @@
     let s = '<svg width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + " " + H + '" role="img" aria-label="Sequence diagram of session ' + esc(key) + '">' +
       '<defs><marker id="ah" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">' +
       '<path d="M0,0 L10,5 L0,10 z" fill="context-stroke"/></marker></defs>' +
-      '<rect class="actor" x="' + (xc - 60) + '" y="4" width="120" height="24" rx="4"/><text x="' + xc + '" y="20" text-anchor="middle">client</text>' +
-      '<rect class="actor" x="' + (xs - 60) + '" y="4" width="120" height="24" rx="4"/><text x="' + xs + '" y="20" text-anchor="middle">server</text>' +
-      '<line class="lifeline" x1="' + xc + '" x2="' + xc + '" y1="28" y2="' + (H - 24) + '"/>' +
-      '<line class="lifeline" x1="' + xs + '" x2="' + xs + '" y1="28" y2="' + (H - 24) + '"/>';
+      names.map((n, k) => '<rect class="actor" x="' + (xAt(k) - 60) + '" y="4" width="120" height="24" rx="4"/><text x="' + xAt(k) +
+        '" y="20" text-anchor="middle" class="lifeline-name">' + esc(n) + "</text>" +
+        '<line class="lifeline" x1="' + xAt(k) + '" x2="' + xAt(k) + '" y1="28" y2="' + (H - 24) + '"/>').join("");
     rows.forEach((r) => {
       const id = v(r, "exchange_id"); const y = ypos.get(id); const o = v(r, "outcome"); const c = color(o);
+      const k = hopOf(r) - Math.min(lowHop, topHop);
+      const xc = xAt(k), xs = xAt(k + 1);
+      const copyOf = v(r, "forwarded_from");
+      const fault = v(r, "fault_hop");
       s += '<g class="arrow" data-open="' + esc(id) + '" tabindex="0" role="button" aria-label="exchange ' + esc(id) + " " + esc(o) + '">' +
         '<text x="8" y="' + (y + 4) + '" fill="#5b6470">+' + esc(fmtDur(v(r, "ts_request") - t0)) + "</text>" +
         '<line x1="' + xc + '" x2="' + (xs - 2) + '" y1="' + y + '" y2="' + y + '" stroke="#4a5360" stroke-width="1.5" marker-end="url(#ah)"/>' +
         '<text x="' + (xc + 8) + '" y="' + (y - 4) + '">#' + esc(id) + " " + esc(v(r, "http_method")) + " " + esc(label(r)) +
-        (v(r, "attempt") > 1 ? " (attempt " + esc(v(r, "attempt")) + ")" : "") + "</text>";
+        (v(r, "attempt") > 1 ? " (attempt " + esc(v(r, "attempt")) + ")" : "") +
+        (copyOf !== null ? " (copy of #" + esc(copyOf) + ")" : "") +
+        (fault !== null ? " [failure at hop " + esc(fault) + "]" : "") + "</text>";
       const ry = y + 16;
       if (v(r, "http_status") !== null || v(r, "final_response")) {
         const sse = v(r, "sse_events") ? ", " + v(r, "sse_events") + " SSE events" : "";
