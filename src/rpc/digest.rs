@@ -311,6 +311,18 @@ mod tests {
                 .and_then(|o| o.get("params"))
                 .map(|p| canonical_fingerprint_without(p, &IGNORED));
             assert_eq!(d.params, want, "params of element {i} of {text}");
+            // Without `name` too, when the params have one (a gateway's prefixed tool names).
+            let unnamed = e
+                .as_object()
+                .and_then(|o| o.get("params"))
+                .and_then(Value::as_object)
+                .filter(|p| p.contains_key("name"))
+                .map(|p| {
+                    let mut skip = IGNORED.to_vec();
+                    skip.push("name");
+                    canonical_fingerprint_without(&Value::Object(p.clone()), &skip)
+                });
+            assert_eq!(d.params_unnamed, unnamed, "unnamed params of element {i} of {text}");
         }
         // Everything but object params is kept as parsed; params keep only `read`/`present`.
         let cut_elements: Vec<&Value> = match &cut {

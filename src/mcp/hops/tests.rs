@@ -672,13 +672,16 @@ fn other_calls(times: &[i64]) -> Vec<Box<Exchange>> {
         .collect()
 }
 
+/// A row's (hop, forwarded_from as a position, fault_hop).
+type HopLink = (u8, Option<usize>, Option<u8>);
+
 /// Merges rows in request order (ties: the first list first), numbers them, links them,
 /// and returns each gateway row's (hop, forwarded_from, fault_hop) by its position in
 /// `gateway`, with `forwarded_from` as a position too.
 fn gateway_links(
     gateway: Vec<Box<Exchange>>,
     other: Vec<Box<Exchange>>,
-) -> Vec<(u8, Option<usize>, Option<u8>)> {
+) -> Vec<HopLink> {
     let mut all: Vec<(bool, usize, Box<Exchange>)> = gateway
         .into_iter()
         .enumerate()
@@ -698,7 +701,7 @@ fn gateway_links(
             r
         })
         .collect();
-    let mut links: Vec<(usize, (u8, Option<usize>, Option<u8>))> = run(rows)
+    let mut links: Vec<(usize, HopLink)> = run(rows)
         .into_iter()
         .filter_map(|r| {
             let at = *position.get(&r.exchange_id)?;
