@@ -322,7 +322,10 @@ mod tests {
                     skip.push("name");
                     canonical_fingerprint_without(&Value::Object(p.clone()), &skip)
                 });
-            assert_eq!(d.params_unnamed, unnamed, "unnamed params of element {i} of {text}");
+            assert_eq!(
+                d.params_unnamed, unnamed,
+                "unnamed params of element {i} of {text}"
+            );
         }
         // Everything but object params is kept as parsed; params keep only `read`/`present`.
         let cut_elements: Vec<&Value> = match &cut {

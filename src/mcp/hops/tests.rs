@@ -678,10 +678,7 @@ type HopLink = (u8, Option<usize>, Option<u8>);
 /// Merges rows in request order (ties: the first list first), numbers them, links them,
 /// and returns each gateway row's (hop, forwarded_from, fault_hop) by its position in
 /// `gateway`, with `forwarded_from` as a position too.
-fn gateway_links(
-    gateway: Vec<Box<Exchange>>,
-    other: Vec<Box<Exchange>>,
-) -> Vec<HopLink> {
+fn gateway_links(gateway: Vec<Box<Exchange>>, other: Vec<Box<Exchange>>) -> Vec<HopLink> {
     let mut all: Vec<(bool, usize, Box<Exchange>)> = gateway
         .into_iter()
         .enumerate()

@@ -65,9 +65,37 @@ pub fn session_timeline(rows: &[Exchange], session_key: &str, color: bool) -> Op
     if info.is_empty() {
         return None;
     }
+    // A gateway's copies of the session's calls (section 4c), each on its own leg.
+    let mut copies: Vec<&Exchange> = Vec::new();
+    let mut linked: std::collections::HashSet<u64> = mine.iter().map(|r| r.exchange_id).collect();
+    loop {
+        let more: Vec<&Exchange> = rows
+            .iter()
+            .filter(|r| {
+                r.forwarded_from.is_some_and(|f| linked.contains(&f))
+                    && !linked.contains(&r.exchange_id)
+            })
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        linked.extend(more.iter().map(|r| r.exchange_id));
+        copies.extend(more);
+    }
+    let low_hop = mine.iter().map(|r| r.hop.0).min().unwrap_or(1);
+    let top_hop = copies.iter().map(|r| r.hop.0).max().unwrap_or(low_hop);
+    let leg = |r: &Exchange| {
+        let at = |k: u8| match k {
+            _ if k == top_hop.saturating_add(1) => "server".to_string(),
+            1 => "client".to_string(),
+            k if top_hop > 2 => format!("gateway {}", k.saturating_sub(1)),
+            _ => "gateway".to_string(),
+        };
+        format!("{} -> {}", at(r.hop.0), at(r.hop.0.saturating_add(1)))
+    };
     // Events: (time, exchange id, 0 = request / 1 = response, row).
     let mut events: Vec<(i64, u64, u8, &Exchange)> = Vec::new();
-    for r in &mine {
+    for r in mine.iter().chain(copies.iter().copied()) {
         events.push((r.ts_request, r.exchange_id, 0, r));
         if let Some(t) = r.ts_response {
             events.push((t, r.exchange_id, 1, r));
@@ -78,6 +106,14 @@ pub fn session_timeline(rows: &[Exchange], session_key: &str, color: bool) -> Op
         .iter()
         .map(|&(t, id, dir, r)| {
             let mut links = Vec::new();
+            if dir == 0
+                && let Some(from) = r.forwarded_from
+            {
+                links.push(format!("copy of #{from}"));
+            }
+            if let Some(f) = r.fault_hop.filter(|_| dir == 1 || r.ts_response.is_none()) {
+                links.push(format!("failure arose at hop {f}"));
+            }
             if dir == 0 {
                 if !r.retry_findings.is_empty() {
                     let names: Vec<&str> = r.retry_findings.iter().map(Finding::name).collect();
@@ -110,7 +146,7 @@ pub fn session_timeline(rows: &[Exchange], session_key: &str, color: bool) -> Op
             }
             // The outcome goes on the response line, or on the request when nothing came back.
             let show_outcome = dir == 1 || r.ts_response.is_none();
-            vec![
+            let mut cells = vec![
                 plain(format_rfc3339_us(t)),
                 plain(if dir == 0 { "->" } else { "<-" }),
                 plain(format!("#{id}")),
@@ -131,24 +167,29 @@ pub fn session_timeline(rows: &[Exchange], session_key: &str, color: bool) -> Op
                     String::new()
                 }),
                 plain(links.join("; ")),
-            ]
+            ];
+            if !copies.is_empty() {
+                cells.insert(1, plain(leg(r)));
+            }
+            cells
         })
         .collect();
     out.push('\n');
-    p.table(
-        &mut out,
-        &[
-            "time (UTC)",
-            "dir",
-            "exchange",
-            "message",
-            "status",
-            "outcome",
-            "latency",
-            "notes",
-        ],
-        &[false, false, false, false, true, false, true, false],
-        &table,
-    );
+    let mut heads = vec![
+        "time (UTC)",
+        "dir",
+        "exchange",
+        "message",
+        "status",
+        "outcome",
+        "latency",
+        "notes",
+    ];
+    let mut right = vec![false, false, false, false, true, false, true, false];
+    if !copies.is_empty() {
+        heads.insert(1, "leg");
+        right.insert(1, false);
+    }
+    p.table(&mut out, &heads, &right, &table);
     Some(out)
 }
