@@ -8,6 +8,7 @@ mod cli;
 mod golden;
 mod har_corpus;
 mod har_vs_pcap;
+mod hops;
 mod html_report;
 mod http2_corpus;
 mod http2_mcp;
