@@ -118,3 +118,54 @@ fn a_translated_failure_is_the_servers() {
     assert_eq!(g["faults_upstream"], 2, "{run}");
     assert_eq!(g["calls"], 6);
 }
+
+#[test]
+fn a_copys_span_is_a_child_of_its_originals() {
+    let dir = tempfile::tempdir().unwrap();
+    let otlp = dir.path().join("spans.jsonl");
+    let o = Command::new(env!("CARGO_BIN_EXE_mcp-trace"))
+        .arg("analyze")
+        .arg(sample("gw-nginx-shared.pcap"))
+        .arg("--otlp")
+        .arg(&otlp)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let spans: Vec<Value> = std::fs::read_to_string(&otlp)
+        .unwrap()
+        .lines()
+        .flat_map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let mut out = Vec::new();
+            for rs in v["resourceSpans"].as_array().unwrap() {
+                for ss in rs["scopeSpans"].as_array().unwrap() {
+                    out.extend(ss["spans"].as_array().unwrap().iter().cloned());
+                }
+            }
+            out
+        })
+        .collect();
+    let attr = |s: &Value, key: &str| -> Option<String> {
+        s["attributes"]
+            .as_array()?
+            .iter()
+            .find(|a| a["key"] == key)
+            .and_then(|a| a["value"].as_object()?.values().next().cloned())
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+    };
+    // nginx's access log: six requests, each proxied once.
+    let copies: Vec<&Value> = spans
+        .iter()
+        .filter(|s| attr(s, "mcp_trace.hop").as_deref() == Some("2"))
+        .collect();
+    assert_eq!(copies.len(), 6);
+    for c in copies {
+        let from = attr(c, "mcp_trace.forwarded_from").unwrap();
+        let original = spans
+            .iter()
+            .find(|s| attr(s, "mcp_trace.exchange_id").as_deref() == Some(from.as_str()))
+            .unwrap();
+        assert_eq!(c["parentSpanId"], original["spanId"]);
+        assert_eq!(c["traceId"], original["traceId"]);
+    }
+}
