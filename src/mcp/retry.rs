@@ -279,12 +279,7 @@ impl RetryInference {
             Link::None
         };
         apply(row, link);
-        let gap_us = earlier.as_ref().map(|e| {
-            let gap = hygiene::gap_after(row.ts_request, e);
-            let findings = hygiene::judge(row, e, gap, &self.catalog, &self.cfg);
-            hygiene::apply(row, findings);
-            gap
-        });
+        let gap_us = earlier.as_ref().map(|e| self.judge(row, e));
         self.remember_id(row.exchange_id, row.attempt);
         if row.inference.has_copies {
             self.copies.note_original(row, self.now_us, self.window_us);
@@ -327,18 +322,22 @@ impl RetryInference {
             _ => None,
         };
         apply(row, link);
-        let gap_us = earlier.as_ref().map(|e| {
-            let gap = hygiene::gap_after(row.ts_request, e);
-            let findings = hygiene::judge(row, e, gap, &self.catalog, &self.cfg);
-            hygiene::apply(row, findings);
-            gap
-        });
+        let gap_us = earlier.as_ref().map(|e| self.judge(row, e));
         self.remember_id(row.exchange_id, row.attempt);
         let mut prior = Prior::of(row);
         prior.attempt = row.attempt;
         prior.gap_us = gap_us.unwrap_or(index::NO_GAP);
         self.copies
             .note_copy(row, prior, self.now_us, self.window_us);
+    }
+
+    /// Retry hygiene (section 4b) of `row` against the attempt `e` it repeats; returns the gap
+    /// between them.
+    fn judge(&self, row: &mut Exchange, e: &Prior) -> i64 {
+        let gap = hygiene::gap_after(row.ts_request, e);
+        let findings = hygiene::judge(row, e, gap, &self.catalog, &self.cfg);
+        hygiene::apply(row, findings);
+        gap
     }
 
     /// Takes a `tools/list` row's result into the tool catalog (rows set aside while open
