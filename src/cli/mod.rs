@@ -243,8 +243,10 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         None => None,
     };
     let mut tally = Tally::new(args.sessions.is_some());
-    // Without -o the terminal summary needs the selected rows themselves.
-    let mut selected: Vec<Exchange> = Vec::new();
+    // Without -o the terminal summary needs the selected rows themselves, kept as they come
+    // (boxed: no row is moved again, and a growing list copies pointers only).
+    #[allow(clippy::vec_box)]
+    let mut selected: Vec<Box<Exchange>> = Vec::new();
     let mut failed = false;
     let on_connection = |record: ConnectionRecord| connections.push(&record);
     let on_row = |row: Box<Exchange>| {
@@ -263,7 +265,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         match writer.as_mut() {
             Some(w) => w.push(row),
             None => {
-                selected.push(*row);
+                selected.push(row);
                 Ok(())
             }
         }
@@ -290,8 +292,9 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         None => {
             // Rows set aside while open arrive when they end: put them back in id order.
             selected.sort_by_key(|r| r.exchange_id);
+            let rows: Vec<&Exchange> = selected.iter().map(|r| &**r).collect();
             let filtered_info = RunInfo {
-                rows: &selected,
+                rows: &rows,
                 ..info
             };
             let mut text = report::terminal_summary(&filtered_info, color);

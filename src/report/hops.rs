@@ -42,7 +42,7 @@ fn add(n: &mut u64) {
 }
 
 impl HopTally {
-    pub fn of(rows: &[Exchange]) -> HopTally {
+    pub fn of<'r>(rows: impl IntoIterator<Item = &'r Exchange>) -> HopTally {
         let mut t = HopTally::default();
         for r in rows {
             t.push(r);

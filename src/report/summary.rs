@@ -19,7 +19,7 @@ pub struct RunInfo<'a> {
     pub inputs: &'a [InputInfo],
     pub stats: &'a RunStats,
     /// Every exchange of the run (not the filtered rows).
-    pub rows: &'a [Exchange],
+    pub rows: &'a [&'a Exchange],
     /// Wall-clock seconds the run took.
     pub elapsed_s: f64,
     /// Bytes read from all inputs.
@@ -59,7 +59,7 @@ impl RunInfo<'_> {
 }
 
 /// Rows per outcome: every section 3 outcome (zero included, so the keys are stable).
-pub(crate) fn outcome_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
+pub(crate) fn outcome_counts(rows: &[&Exchange]) -> BTreeMap<String, u64> {
     let mut counts: BTreeMap<String, u64> = Outcome::ALL
         .iter()
         .map(|o| (o.name().to_string(), 0))
@@ -72,7 +72,7 @@ pub(crate) fn outcome_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
 }
 
 /// Rows per layer (the four layers always present).
-pub(crate) fn layer_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
+pub(crate) fn layer_counts(rows: &[&Exchange]) -> BTreeMap<String, u64> {
     let mut counts: BTreeMap<String, u64> = Layer::ALL
         .iter()
         .map(|l| (l.name().to_string(), 0))
@@ -85,7 +85,7 @@ pub(crate) fn layer_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
 }
 
 /// Rows per retry-hygiene finding (all six names present).
-pub(crate) fn finding_counts(rows: &[Exchange]) -> BTreeMap<String, u64> {
+pub(crate) fn finding_counts(rows: &[&Exchange]) -> BTreeMap<String, u64> {
     let mut counts: BTreeMap<String, u64> = Finding::ALL
         .iter()
         .map(|f| (f.name().to_string(), 0))
@@ -195,7 +195,7 @@ pub fn run_summary(info: &RunInfo) -> Value {
         "retry_findings".into(),
         count_map(&finding_counts(info.rows)),
     );
-    HopTally::of(info.rows).fill(&mut m);
+    HopTally::of(info.rows.iter().copied()).fill(&mut m);
     m.insert("anomalies".into(), count_map(&s.anomalies()));
     let mut tls: BTreeMap<String, u64> = Decryption::ALL
         .iter()
@@ -292,7 +292,7 @@ pub(crate) mod tests {
     fn section_5_keys_and_counts() {
         let stats = stats();
         let inputs = inputs();
-        let mut rows = vec![ex(1, 0), ex(2, 1), ex(3, 2)];
+        let mut rows = [ex(1, 0), ex(2, 1), ex(3, 2)];
         rows[1].outcome = Outcome::HttpError;
         rows[1].layer = Layer::Transport;
         rows[2].retry_origin = RetryOrigin::Sdk;
@@ -303,7 +303,7 @@ pub(crate) mod tests {
             undecrypted: &crate::report::NO_UNDECRYPTED,
             inputs: &inputs,
             stats: &stats,
-            rows: &rows,
+            rows: &rows.iter().collect::<Vec<_>>(),
             elapsed_s: 0.5,
             bytes_read: 2_000_000,
         };

@@ -28,6 +28,11 @@ pub struct RetryChain {
 
 /// The retry chains of `rows`, ordered by their first attempt.
 pub fn retry_chains(rows: &[Exchange]) -> Vec<RetryChain> {
+    retry_chains_of(&rows.iter().collect::<Vec<_>>())
+}
+
+/// [`retry_chains`] of rows held by reference.
+pub fn retry_chains_of(rows: &[&Exchange]) -> Vec<RetryChain> {
     let pos_of: HashMap<u64, usize> = rows
         .iter()
         .enumerate()
@@ -56,13 +61,13 @@ pub fn retry_chains(rows: &[Exchange]) -> Vec<RetryChain> {
     let mut chains: Vec<RetryChain> = members
         .into_iter()
         .filter_map(|(r, repeats)| {
-            let first = rows.get(r)?;
-            let first_repeat = repeats.first().and_then(|&p| Some((p, rows.get(p)?)))?;
+            let first = *rows.get(r)?;
+            let first_repeat = repeats.first().and_then(|&p| Some((p, *rows.get(p)?)))?;
             let previous = parent_of(first_repeat.0).and_then(|q| rows.get(q))?;
             let after_failure =
                 first_repeat.1.kind == Kind::Stream || !is_success_outcome(previous.outcome);
             let all: Vec<&Exchange> = std::iter::once(first)
-                .chain(repeats.iter().filter_map(|&p| rows.get(p)))
+                .chain(repeats.iter().filter_map(|&p| rows.get(p).copied()))
                 .collect();
             let final_outcome = all
                 .iter()

@@ -6,7 +6,7 @@ use crate::mcp::Exchange;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-pub(super) fn write_failing_tools(p: Painter, out: &mut String, rows: &[Exchange]) {
+pub(super) fn write_failing_tools(p: Painter, out: &mut String, rows: &[&Exchange]) {
     p.heading(out, "Failing tools");
     #[derive(Default)]
     struct Tool {

@@ -68,15 +68,16 @@ fn chain_path(row: &Exchange, by_id: &HashMap<u64, &Exchange>) -> String {
 }
 
 /// "Retry hygiene": counts per finding, then one line per finding on an attempt.
-pub(super) fn write_hygiene(p: Painter, out: &mut String, rows: &[Exchange]) {
+pub(super) fn write_hygiene(p: Painter, out: &mut String, rows: &[&Exchange]) {
     p.heading(out, "Retry hygiene");
     let judged: Vec<&Exchange> = rows
         .iter()
+        .copied()
         .filter(|r| !r.retry_findings.is_empty())
         .collect();
     let mut counts = [0u64; Finding::ALL.len()];
     let mut lines = Vec::new();
-    let by_id: HashMap<u64, &Exchange> = rows.iter().map(|r| (r.exchange_id, r)).collect();
+    let by_id: HashMap<u64, &Exchange> = rows.iter().map(|r| (r.exchange_id, *r)).collect();
     for r in &judged {
         let evidence = r.retry_evidence.as_deref().unwrap_or_default();
         for f in r.retry_findings.iter() {
@@ -191,7 +192,9 @@ mod tests {
     #[test]
     fn each_finding_gets_a_line_with_its_chain_tool_and_evidence() {
         let mut out = String::new();
-        write_hygiene(Painter { color: false }, &mut out, &judged_rows());
+        let rows = judged_rows();
+        let refs: Vec<&Exchange> = rows.iter().collect();
+        write_hygiene(Painter { color: false }, &mut out, &refs);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "Retry hygiene");
         assert_eq!(
@@ -213,7 +216,9 @@ mod tests {
         );
         assert_eq!(lines.len(), 5);
         let mut none = String::new();
-        write_hygiene(Painter { color: false }, &mut none, &judged_rows()[..1]);
+        let rows = judged_rows();
+        let first: Vec<&Exchange> = rows.iter().take(1).collect();
+        write_hygiene(Painter { color: false }, &mut none, &first);
         assert_eq!(none, "Retry hygiene\n  none\n");
     }
 

@@ -6,7 +6,7 @@ use crate::mcp::Exchange;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-pub(super) fn write_latency(p: Painter, out: &mut String, rows: &[Exchange]) {
+pub(super) fn write_latency(p: Painter, out: &mut String, rows: &[&Exchange]) {
     p.heading(out, "Latency by method");
     let mut by_method: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for r in rows {

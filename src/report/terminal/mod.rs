@@ -41,11 +41,11 @@ pub(super) const MAX_CELL_CHARS: usize = 120;
 pub fn terminal_summary(info: &RunInfo, color: bool) -> String {
     let p = Painter { color };
     let mut out = String::new();
-    let tally = HopTally::of(info.rows);
+    let tally = HopTally::of(info.rows.iter().copied());
     // Calls are the hop-1 rows (section 4c): a gateway's copies are not counted again.
-    let hop_one: Vec<Exchange>;
+    let hop_one: Vec<&Exchange>;
     let calls = if tally.has_hops() {
-        hop_one = info.rows.iter().filter(|r| r.hop.0 <= 1).cloned().collect();
+        hop_one = info.rows.iter().copied().filter(|r| r.hop.0 <= 1).collect();
         hop_one.as_slice()
     } else {
         info.rows

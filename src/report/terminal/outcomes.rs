@@ -6,7 +6,7 @@ use crate::mcp::{Layer, Outcome};
 use crate::report::summary::{layer_counts, outcome_counts};
 use std::collections::HashMap;
 
-pub(super) fn write_outcomes(p: Painter, out: &mut String, rows: &[Exchange]) {
+pub(super) fn write_outcomes(p: Painter, out: &mut String, rows: &[&Exchange]) {
     p.heading(out, "Outcomes");
     if rows.is_empty() {
         out.push_str("  no MCP exchanges found\n");

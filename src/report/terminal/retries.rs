@@ -2,7 +2,7 @@
 
 use super::paint::*;
 use crate::mcp::Exchange;
-use crate::mcp::retry::{RetryChain, retry_chains};
+use crate::mcp::retry::{RetryChain, retry_chains_of};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
@@ -62,14 +62,14 @@ pub(super) fn chain_table(
     }
 }
 
-pub(super) fn write_retries(p: Painter, out: &mut String, rows: &[Exchange]) {
+pub(super) fn write_retries(p: Painter, out: &mut String, rows: &[&Exchange]) {
     p.heading(out, "Retry chains");
-    let chains = retry_chains(rows);
+    let chains = retry_chains_of(rows);
     if chains.is_empty() {
         out.push_str("  none\n");
         return;
     }
-    let by_id: HashMap<u64, &Exchange> = rows.iter().map(|r| (r.exchange_id, r)).collect();
+    let by_id: HashMap<u64, &Exchange> = rows.iter().map(|r| (r.exchange_id, *r)).collect();
     let mut by_origin: BTreeMap<&str, u64> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.retry_of.is_some()) {
         let n = by_origin.entry(r.retry_origin.name()).or_default();

@@ -51,7 +51,7 @@ fuzz_target!(|data: &[u8]| {
         undecrypted: &mcp_trace::report::NO_UNDECRYPTED,
         inputs: &a.inputs,
         stats: s,
-        rows: &a.rows,
+        rows: &a.rows.iter().collect::<Vec<_>>(),
         elapsed_s: a.elapsed_s,
         bytes_read: a.bytes_read,
     });
