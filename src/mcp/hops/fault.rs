@@ -23,9 +23,13 @@ fn row_at(held: &VecDeque<Held>, i: usize) -> Option<&Exchange> {
     held.get(i).map(|h| &*h.row)
 }
 
-fn last_copy(held: &VecDeque<Held>, i: usize) -> Option<usize> {
-    let id = *held.get(i)?.copies.last()?;
+/// Where the held row with `exchange_id` `id` is.
+pub(super) fn position(held: &VecDeque<Held>, id: u64) -> Option<usize> {
     held.binary_search_by_key(&id, |h| h.id).ok()
+}
+
+fn last_copy(held: &VecDeque<Held>, i: usize) -> Option<usize> {
+    position(held, *held.get(i)?.copies.last()?)
 }
 
 /// The row (index) the failure of row `i` arose at, and why the walk stopped there.
@@ -61,7 +65,7 @@ pub(super) fn settle_chain(held: &mut VecDeque<Held>) {
         let copies: Vec<usize> = held.get(i).map_or_else(Vec::new, |h| {
             h.copies
                 .iter()
-                .filter_map(|id| held.binary_search_by_key(id, |x| x.id).ok())
+                .filter_map(|&id| position(held, id))
                 .collect()
         });
         members.extend(copies);
@@ -102,7 +106,7 @@ fn assign(held: &mut VecDeque<Held>, i: usize, depth: usize) {
             h.copies
                 .iter()
                 .take(n)
-                .filter_map(|id| held.binary_search_by_key(id, |r| r.id).ok())
+                .filter_map(|&id| position(held, id))
                 .collect()
         });
         for e in earlier {

@@ -221,7 +221,7 @@ impl Linker {
     }
 
     fn index_of(&self, id: u64) -> Option<usize> {
-        self.held.binary_search_by_key(&id, |h| h.id).ok()
+        fault::position(&self.held, id)
     }
 
     /// Indexes the held rows by key: a row to another endpoint came.
