@@ -35,6 +35,9 @@ pub struct HopTally {
     pub gateways: BTreeMap<String, GatewayCounts>,
     /// Rows of hop 2 and above.
     pub copies: u64,
+    /// Keep each call's added latency (`added_ms`, for the terminal summary); the run
+    /// summary's streamed counts do not, so they stay the size of the gateways list.
+    keep_latency: bool,
 }
 
 fn add(n: &mut u64) {
@@ -43,7 +46,10 @@ fn add(n: &mut u64) {
 
 impl HopTally {
     pub fn of<'r>(rows: impl IntoIterator<Item = &'r Exchange>) -> HopTally {
-        let mut t = HopTally::default();
+        let mut t = HopTally {
+            keep_latency: true,
+            ..HopTally::default()
+        };
         for r in rows {
             t.push(r);
         }
@@ -79,7 +85,7 @@ impl HopTally {
         if row.inference.translated {
             add(&mut g.translated);
         }
-        if let Some(us) = row.inference.gateway_added_us {
+        if let Some(us) = row.inference.gateway_added_us.filter(|_| self.keep_latency) {
             g.added_ms.push(us as f64 / 1000.0);
         }
     }

@@ -728,3 +728,33 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn per_leg_session_keys_are_bounded() {
+    use Outcome::ToolSuccess as Ok;
+    let mut l = Linker::new(HopConfig::default());
+    let n = MAX_LEG_SESSIONS as u64 + 1000;
+    for k in 0..n {
+        let t = k as i64 * 10;
+        let mut a = call(2 * k + 1, t, CLIENT, GW, "echo", k, Some(t + 8), t + 9, Ok);
+        let mut b = call(
+            2 * k + 2,
+            t + 1,
+            GW_OUT,
+            SERVER,
+            "echo",
+            k,
+            Some(t + 5),
+            t + 6,
+            Ok,
+        );
+        let sid: ArcStr = format!("sid:{k}").into();
+        a.session_key = sid.clone();
+        b.session_key = sid;
+        l.push(a);
+        l.push(b);
+        while l.pop().is_some() {}
+        assert!(l.leg_sessions.len() <= MAX_LEG_SESSIONS);
+    }
+    assert_eq!(l.leg_sessions.len(), MAX_LEG_SESSIONS);
+}
