@@ -220,10 +220,48 @@ pub fn analyze_into<S: Sink<Box<Exchange>>>(
     cfg: &Config,
     sink: &mut S,
 ) -> Result<RunTotals, RunError<S::Error>> {
+    analyze_with(cfg, sink, |cfg, prepare, http_sink| {
+        run_http(paths, cfg, prepare, http_sink)
+    })
+}
+
+/// [`analyze_into`] over any [`FrameSource`] (a live interface), named `name` in the
+/// `capture` column. The stages run on the caller's thread whatever `cfg.threads` says: a
+/// live source hands frames as they arrive, and its quiet moments move the clock of that
+/// one chain.
+pub fn analyze_source_into<F: FrameSource + Send, S: Sink<Box<Exchange>>>(
+    source: F,
+    name: &str,
+    cfg: &Config,
+    sink: &mut S,
+) -> Result<RunTotals, RunError<S::Error>> {
+    let names = [ArcStr::from(name)];
+    let cfg = Config {
+        threads: 1,
+        progress: false,
+        ..cfg.clone()
+    };
+    analyze_with(&cfg, sink, |cfg, prepare, http_sink| {
+        run_source(source, Vec::new(), &names, 0, cfg, prepare, http_sink)
+    })
+}
+
+/// The MCP stage over the HTTP events of `run`, the rows released to `sink` as they are final.
+fn analyze_with<S: Sink<Box<Exchange>>>(
+    cfg: &Config,
+    sink: &mut S,
+    run: impl FnOnce(
+        &Config,
+        Option<(McpLimits, PreparedEvents)>,
+        &mut HttpSink<'_, S::Error>,
+    ) -> Result<Totals, RunError<S::Error>>,
+) -> Result<RunTotals, RunError<S::Error>> {
     let started = Instant::now();
     let mut analyzer = Analyzer::with_limits(cfg.inference, cfg.mcp);
     let mut ready: Vec<Box<Exchange>> = Vec::new();
     let mut events = 0u32;
+    // A live capture's clock while it is quiet (capture time, µs); never moves for files.
+    let mut clock_us = i64::MIN;
     // Two threads: the reader also runs the HTTP stage, so the analyzer's thread takes the
     // response bodies, and the POST bodies whenever it keeps up with the reader.
     let reader_prepares = if cfg.threads == 2 {
@@ -232,8 +270,7 @@ pub fn analyze_into<S: Sink<Box<Exchange>>>(
     } else {
         PreparedEvents::All
     };
-    let mut totals = run_http(
-        paths,
+    let mut totals = run(
         cfg,
         Some((cfg.mcp, reader_prepares)),
         &mut |item, stats, streaming| {
@@ -247,9 +284,14 @@ pub fn analyze_into<S: Sink<Box<Exchange>>>(
                     analyzer.set_release_mark(unfinished_from_us);
                     true
                 }
+                Item::Clock { now_us } => {
+                    clock_us = clock_us.max(now_us);
+                    true
+                }
             };
             if streaming && drain {
-                analyzer.drain_ready(analyzer.last_event_us(), &mut stats.mcp, &mut ready);
+                let now_us = analyzer.last_event_us().max(clock_us);
+                analyzer.drain_ready(now_us, &mut stats.mcp, &mut ready);
                 for ex in ready.drain(..) {
                     sink.row(ex).map_err(RunError::Sink)?;
                 }
@@ -409,7 +451,7 @@ fn run_source<E: std::error::Error + 'static, F: FrameSource + Send>(
             cfg.flow,
             progress.as_ref(),
             &mut stats,
-            &mut |events, stats| {
+            &mut |events, stats, quiet_now_ns| {
                 for ev in events.drain(..) {
                     chain.push(ev, &mut counters, &mut http_events);
                 }
@@ -420,12 +462,16 @@ fn run_source<E: std::error::Error + 'static, F: FrameSource + Send>(
                         in_order,
                     )?;
                 }
-                // As often as a `--threads` run's rounds.
+                // As often as a `--threads` run's rounds, and whenever a live capture is quiet.
                 frames += 1;
-                if frames >= parallel::ROUND_FRAMES {
+                if frames >= parallel::ROUND_FRAMES || quiet_now_ns.is_some() {
                     frames = 0;
                     let unfinished_from_us = chain.held_since_us();
                     sink(Item::Mark { unfinished_from_us }, stats, in_order)?;
+                }
+                if let Some(now_ns) = quiet_now_ns {
+                    let now_us = now_ns.div_euclid(1000);
+                    sink(Item::Clock { now_us }, stats, in_order)?;
                 }
                 Ok(())
             },

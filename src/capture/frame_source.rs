@@ -3,18 +3,30 @@
 //! The pipeline reads every capture through [`FrameSource`] and never learns what is behind
 //! it. Today one implementation, [`Merger`], reads the files and standard input named on the
 //! command line (each a [`super::PacketReader`] over any `Read`: a file, gzip, a pipe),
-//! merged in time order; a live interface (libpcap, issue 33) is meant to be another,
-//! numbering the packets as they arrive and reporting `pcap_stats` drops in its
-//! [`InputInfo::drops`].
+//! merged in time order; a live interface (`live` feature, `super::live`) is another,
+//! numbering the packets as they arrive, telling the time while the interface is quiet
+//! ([`Next::Quiet`]) and reporting `pcap_stats` drops in its [`InputInfo::drops`].
 
 use super::{CaptureCounters, CaptureSecrets, FrameRef, InputInfo, Merger};
 
+/// What a source hands the packet loop next.
+#[derive(Debug)]
+pub enum Next<'a> {
+    /// A frame, numbered from 1 across the whole capture, its bytes borrowed until the next
+    /// call.
+    Frame(FrameRef<'a>),
+    /// No frame yet, and capture time is now `now_ns` (a live interface that is quiet): the
+    /// stages may time out what waited for packets that did not come.
+    Quiet { now_ns: i64 },
+    /// The end of the capture.
+    End,
+}
+
 /// A source of numbered frames.
 pub trait FrameSource {
-    /// The next frame, numbered from 1 across the whole capture, its bytes borrowed until the
-    /// next call; `None` at the end. Counts `stats.packets_total` (and the capture's
-    /// anomalies: damaged inputs, unknown interfaces).
-    fn next_frame(&mut self, stats: &mut CaptureCounters) -> Option<FrameRef<'_>>;
+    /// The next frame, a quiet moment, or the end. Counts `stats.packets_total` (and the
+    /// capture's anomalies: damaged inputs, unknown interfaces).
+    fn next(&mut self, stats: &mut CaptureCounters) -> Next<'_>;
 
     /// The capture's own TLS secrets (pcapng Decryption Secrets Blocks), filled as they are
     /// read: the handle is taken before the first frame and shared with the TLS stages.
@@ -30,8 +42,11 @@ pub trait FrameSource {
 /// The files and standard input of the command line, merged in time order.
 impl FrameSource for Merger {
     #[inline]
-    fn next_frame(&mut self, stats: &mut CaptureCounters) -> Option<FrameRef<'_>> {
-        self.next_frame_ref(stats)
+    fn next(&mut self, stats: &mut CaptureCounters) -> Next<'_> {
+        match self.next_frame_ref(stats) {
+            Some(frame) => Next::Frame(frame),
+            None => Next::End,
+        }
     }
 
     fn secrets(&self) -> CaptureSecrets {

@@ -11,16 +11,26 @@ mod counters;
 mod drops;
 mod frame_source;
 mod har_sniff;
+#[cfg(feature = "live")]
+mod keylog_follow;
+#[cfg(feature = "live")]
+mod live;
 mod merge;
+mod pcapng_writer;
 mod reader;
 mod secrets;
 mod source;
 
 pub use counters::CaptureCounters;
 pub use drops::{CaptureDrops, DUMPCAP_ISB_COMMENT};
-pub use frame_source::FrameSource;
+pub use frame_source::{FrameSource, Next};
 pub use har_sniff::{UTF8_BOM, has_zlib_header, is_compressed_har};
+#[cfg(feature = "live")]
+pub use keylog_follow::{KeylogFollower, MAX_KEYLOG_LINE_BYTES};
+#[cfg(feature = "live")]
+pub use live::{LIVE_TICK, LiveControl, LiveError, LiveOptions, LiveSource};
 pub use merge::Merger;
+pub use pcapng_writer::{InterfaceStats, PcapngWriter, SECRETS_TLS_KEY_LOG};
 pub use reader::{MAX_RECORD_BYTES, PacketReader, READ_CHUNK_BYTES, UNKNOWN_INTERFACE_LINK_TYPE};
 pub use secrets::{CaptureSecrets, SecretsBlock};
 pub use source::{MAX_HAR_LEADING_WHITESPACE, Source, open, open_reader};
@@ -100,6 +110,8 @@ contract_names! {
     pub enum InputFormat {
         Pcap => "pcap",
         PcapNg => "pcapng",
+        /// A network interface captured live (`mcp-trace live`).
+        Live => "live",
         Har => "har",
     }
 }
@@ -138,6 +150,13 @@ pub enum CaptureError {
     #[error("{path}: read error: {error}")]
     Io { path: String, error: std::io::Error },
 }
+
+/// Bytes kept of each packet of a live capture (`live --snaplen`): every TCP segment whole,
+/// also with offloads that hand the capture 64 KiB segments.
+pub const LIVE_SNAPLEN: u32 = 262_144;
+
+/// The kernel's capture buffer of a live capture (`live --buffer-size`).
+pub const LIVE_BUFFER_BYTES: usize = 32 << 20;
 
 /// Shared name of an input, cheap to clone into every record.
 pub type InputName = Arc<str>;

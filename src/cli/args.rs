@@ -24,6 +24,8 @@ pub enum Command {
     Sessions(InputArgs),
     /// Print one session as a timeline.
     Show(ShowArgs),
+    /// Capture on a network interface and analyze as calls complete (feature `live`).
+    Live(LiveArgs),
 }
 
 #[derive(Debug, Args)]
@@ -31,9 +33,6 @@ pub struct InputArgs {
     /// Capture files (pcap, pcapng, HAR; .gz decompressed; `-` for stdin), merged in time order.
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<String>,
-    /// Color: auto (only on a terminal), always, never.
-    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
-    pub color: ColorChoice,
     /// Never show the progress bar.
     #[arg(long)]
     pub no_progress: bool,
@@ -41,6 +40,16 @@ pub struct InputArgs {
     /// others (streams sharded by id) and analyze MCP on the main one; 1 = one thread; 0 = every core.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub threads: usize,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// What every analyzing command takes, whatever it reads.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// Color: auto (only on a terminal), always, never.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
     /// TLS key log (NSS format, as `SSLKEYLOGFILE` writes it); repeatable.
     #[arg(long, value_name = "FILE")]
     pub keylog: Vec<std::path::PathBuf>,
@@ -138,6 +147,56 @@ pub struct InferenceArgs {
 pub struct AnalyzeArgs {
     #[command(flatten)]
     pub input: InputArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// `mcp-trace live`: the same analysis on a live interface (feature `live`).
+#[derive(Debug, Args)]
+pub struct LiveArgs {
+    /// Interface to capture on (`lo`, `eth0`, `any`).
+    #[arg(short, long, value_name = "IFACE")]
+    pub interface: String,
+    /// Capture filter (BPF, tcpdump's syntax).
+    #[arg(
+        short = 'f',
+        long = "filter",
+        value_name = "BPF",
+        default_value = "tcp"
+    )]
+    pub bpf: String,
+    /// Stop after this long (`10m`, `30s`); otherwise at Ctrl-C or `q`.
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Stop after this many packets.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Keep the raw capture here (pcapng: the interface's statistics and, with --keylog, the
+    /// key log lines seen as Decryption Secrets Blocks), to analyze it again offline.
+    #[arg(short = 'w', long = "write", value_name = "PATH")]
+    pub write: Option<std::path::PathBuf>,
+    /// Kernel capture buffer; packets that do not fit are dropped (and counted).
+    #[arg(long, value_name = "SIZE", default_value = LIVE_BUFFER.as_str(), value_parser = super::values::positive_size)]
+    pub buffer_size: usize,
+    /// Bytes kept of each packet.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::capture::LIVE_SNAPLEN)]
+    pub snaplen: u32,
+    /// Write each exchange as a JSON line as it completes (`-`: stdout, the default when
+    /// stdout is not a terminal; otherwise the screen shows them).
+    #[arg(long, value_name = "PATH")]
+    pub jsonl: Option<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+static LIVE_BUFFER: LazyLock<String> =
+    LazyLock::new(|| size_text(crate::capture::LIVE_BUFFER_BYTES));
+
+/// The outputs and row filters of `analyze` and `live`.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
     /// Write the exchanges table here (format from --format or the extension).
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<std::path::PathBuf>,

@@ -4,6 +4,7 @@
 //! once with one clear line and exit status 2.
 
 mod args;
+mod live;
 mod otlp;
 #[cfg(test)]
 mod tests;
@@ -21,7 +22,9 @@ use crate::rpc::RpcLimits;
 use crate::stream::ConnectionRecord;
 use crate::tls::KeyLog;
 use anyhow::{Result, bail};
-use args::{AnalyzeArgs, ColorChoice, Command, HttpArgs, InputArgs, ShowArgs};
+use args::{
+    AnalyzeArgs, ColorChoice, Command, CommonArgs, HttpArgs, InputArgs, OutputArgs, ShowArgs,
+};
 use clap::Parser;
 use std::collections::{BTreeMap, HashSet};
 use std::io::{IsTerminal, Write};
@@ -48,58 +51,73 @@ pub fn run() -> Result<ExitCode> {
         Command::Http(args) => http(args),
         Command::Sessions(args) => sessions(args),
         Command::Show(args) => show(args),
+        Command::Live(args) => live::live(args),
     }
 }
 
-fn inference_config(input: &InputArgs) -> Result<InferenceConfig> {
+fn inference_config(common: &CommonArgs) -> Result<InferenceConfig> {
     let ms = |flag: &str, text: &str| {
         values::parse_duration_ms(text).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
     };
     Ok(InferenceConfig {
-        repeat_window_ms: ms("repeat-window", &input.inference.repeat_window)?,
-        sdk_max_gap_ms: ms("sdk-max-gap", &input.inference.sdk_max_gap)?,
-        manual_min_gap_ms: ms("manual-min-gap", &input.inference.manual_min_gap)?,
-        session_gap_ms: ms("session-gap", &input.inference.session_gap)?,
-        max_attempts: input.inference.max_attempts,
-        backoff_factor: input.inference.backoff_factor,
-        backoff_floor_ms: ms("backoff-floor", &input.inference.backoff_floor)?,
-        hop_window_ms: ms("hop-window", &input.inference.hop_window)?,
+        repeat_window_ms: ms("repeat-window", &common.inference.repeat_window)?,
+        sdk_max_gap_ms: ms("sdk-max-gap", &common.inference.sdk_max_gap)?,
+        manual_min_gap_ms: ms("manual-min-gap", &common.inference.manual_min_gap)?,
+        session_gap_ms: ms("session-gap", &common.inference.session_gap)?,
+        max_attempts: common.inference.max_attempts,
+        backoff_factor: common.inference.backoff_factor,
+        backoff_floor_ms: ms("backoff-floor", &common.inference.backoff_floor)?,
+        hop_window_ms: ms("hop-window", &common.inference.hop_window)?,
     })
 }
 
 fn pipeline_config(input: &InputArgs) -> Result<Config> {
+    let threads = match input.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let progress = !input.no_progress && std::io::stderr().is_terminal();
+    let keylog = read_keylogs(&input.common.keylog)?;
+    stage_config(&input.common, threads, progress, keylog)
+}
+
+/// The stages' settings from the options every analyzing command takes.
+fn stage_config(
+    common: &CommonArgs,
+    threads: usize,
+    progress: bool,
+    keylog: KeyLog,
+) -> Result<Config> {
+    let limits = &common.limits;
     Ok(Config {
-        inference: inference_config(input)?,
+        inference: inference_config(common)?,
         flow: FlowLimits {
-            max_open_flows: input.limits.max_open_flows.max(1),
-            max_buffered_bytes_per_direction: input.limits.max_flow_buffer,
-            idle_timeout_ns: values::parse_duration_ms(&input.limits.flow_idle_timeout)
+            max_open_flows: limits.max_open_flows.max(1),
+            max_buffered_bytes_per_direction: limits.max_flow_buffer,
+            idle_timeout_ns: values::parse_duration_ms(&limits.flow_idle_timeout)
                 .map_err(|e| anyhow::anyhow!("--flow-idle-timeout: {e}"))?
                 .saturating_mul(1_000_000),
         },
         http: HttpLimits {
-            head_bytes: input.limits.max_header,
-            body_bytes: input.limits.max_body,
-            decoded_bytes: input.limits.max_decoded as u64,
-            h2_streams: input.limits.max_h2_streams.max(1),
+            head_bytes: limits.max_header,
+            body_bytes: limits.max_body,
+            decoded_bytes: limits.max_decoded as u64,
+            h2_streams: limits.max_h2_streams.max(1),
         },
         mcp: McpLimits {
-            body_bytes: input.limits.max_body,
-            pending_per_session: input.limits.max_pending.max(1),
-            retry_rows: input.limits.max_retry_rows,
-            catalog_tools: input.limits.max_catalog_tools,
-            hop_waiting: input.limits.max_hop_waiting,
+            body_bytes: limits.max_body,
+            pending_per_session: limits.max_pending.max(1),
+            retry_rows: limits.max_retry_rows,
+            catalog_tools: limits.max_catalog_tools,
+            hop_waiting: limits.max_hop_waiting,
             rpc: RpcLimits {
-                sse_event_bytes: input.limits.max_sse_event,
+                sse_event_bytes: limits.max_sse_event,
             },
             sse_marks_per_row: 0,
         },
-        progress: !input.no_progress && std::io::stderr().is_terminal(),
-        threads: match input.threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
-        },
-        keylog: std::sync::Arc::new(read_keylogs(&input.keylog)?),
+        progress,
+        threads,
+        keylog: std::sync::Arc::new(keylog),
     })
 }
 
@@ -188,13 +206,54 @@ fn run_analysis(input: &InputArgs, cfg: &Config) -> Result<Analysis> {
 
 fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     // Validate everything before touching input.
-    let mut cfg = pipeline_config(&args.input)?;
-    let otlp_options = otlp::otlp_options(&args.otlp, &args.input.inputs)?;
+    let cfg = pipeline_config(&args.input)?;
+    let color = use_color(args.input.common.color);
+    let source = RowSource::Files(&args.input.inputs);
+    analyze_rows(
+        &args.out,
+        &args.input.inputs,
+        cfg,
+        color,
+        source,
+        SummaryTo::Stdout,
+        &mut |_| Ok(()),
+    )
+}
+
+/// Where the rows of [`analyze_rows`] come from.
+enum RowSource<'a> {
+    /// Capture files and standard input.
+    Files(&'a [String]),
+    /// A live interface, named in the `capture` column.
+    #[cfg(feature = "live")]
+    Live(crate::capture::LiveSource, String),
+}
+
+/// Where the terminal summary goes when no `-o` file takes the rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SummaryTo {
+    Stdout,
+    /// Standard output carries the rows themselves (`live`'s JSON lines).
+    Stderr,
+}
+
+/// The analysis of `source` with the outputs of `out`; `on_kept` also sees every row the
+/// filters keep, as it is released. `input_names` name the inputs in the OTLP resource.
+fn analyze_rows(
+    out: &OutputArgs,
+    input_names: &[String],
+    mut cfg: Config,
+    color: bool,
+    source: RowSource<'_>,
+    summary_to: SummaryTo,
+    on_kept: &mut dyn FnMut(&Exchange) -> Result<(), report::ReportError>,
+) -> Result<ExitCode> {
+    let args = out;
+    let otlp_options = otlp::otlp_options(&args.otlp, input_names)?;
     if otlp_options.is_some() {
         // Each span carries the SSE events of its exchange.
         cfg.mcp.sse_marks_per_row = args.otlp.otlp_max_events;
     }
-    let color = use_color(args.input.color);
     let filter = RowFilter {
         outcomes: check_outcomes("outcome", &args.outcome)?,
         tools: args.tool.clone(),
@@ -262,6 +321,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         if let Some(h) = html.as_mut() {
             h.push(&row);
         }
+        on_kept(&row)?;
         match writer.as_mut() {
             Some(w) => w.push(row),
             None => {
@@ -270,11 +330,12 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
             }
         }
     };
-    let totals = pipeline::analyze_into(
-        &args.input.inputs,
-        &cfg,
-        &mut pipeline::FnSink(on_row, on_connection),
-    )?;
+    let mut sink = pipeline::FnSink(on_row, on_connection);
+    let totals = match source {
+        RowSource::Files(paths) => pipeline::analyze_into(paths, &cfg, &mut sink)?,
+        #[cfg(feature = "live")]
+        RowSource::Live(live, name) => pipeline::analyze_source_into(live, &name, &cfg, &mut sink)?,
+    };
     let undecrypted = connections.finish()?;
     let otlp_report = spans.map(report::otlp::OtlpSink::finish).transpose()?;
     let info = RunInfo {
@@ -301,7 +362,10 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
             if let Some(r) = &otlp_report {
                 text.push_str(&r.text());
             }
-            print_stdout(&text)?;
+            match summary_to {
+                SummaryTo::Stdout => print_stdout(&text)?,
+                SummaryTo::Stderr => eprint!("{text}"),
+            }
         }
     }
     if let Some((url, stats)) = otlp_report.as_ref().and_then(|r| r.endpoint.as_ref()) {
@@ -524,7 +588,7 @@ fn http(args: HttpArgs) -> Result<ExitCode> {
 
 fn sessions(args: InputArgs) -> Result<ExitCode> {
     let cfg = pipeline_config(&args)?;
-    let color = use_color(args.color);
+    let color = use_color(args.common.color);
     let analysis = run_analysis(&args, &cfg)?;
     print_stdout(&report::sessions_table_text(&analysis.rows, color))?;
     Ok(ExitCode::SUCCESS)
@@ -532,7 +596,7 @@ fn sessions(args: InputArgs) -> Result<ExitCode> {
 
 fn show(args: ShowArgs) -> Result<ExitCode> {
     let cfg = pipeline_config(&args.input)?;
-    let color = use_color(args.input.color);
+    let color = use_color(args.input.common.color);
     let analysis = run_analysis(&args.input, &cfg)?;
     match report::session_timeline(&analysis.rows, &args.session, color) {
         Some(text) => print_stdout(&text)?,

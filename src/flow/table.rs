@@ -271,14 +271,7 @@ impl FlowTable {
         stats.tcp_payload_bytes_seen = stats
             .tcp_payload_bytes_seen
             .saturating_add(seg.payload.len() as u64);
-        self.now_ns = self.now_ns.max(seg.ts_ns);
-        let due = self
-            .last_sweep_ns
-            .is_none_or(|t| self.now_ns.saturating_sub(t) >= SWEEP_INTERVAL_NS);
-        if due {
-            self.sweep(stats, out);
-            self.last_sweep_ns = Some(self.now_ns);
-        }
+        self.advance_clock(seg.ts_ns, stats, out);
         let key = FlowKey::new(seg.src, seg.dst);
         let found = self
             .index
@@ -308,6 +301,25 @@ impl FlowTable {
                 self.create(key, seg, stats, out);
             }
             Action::Process(id) => self.process(id, seg, stats, out),
+        }
+    }
+
+    /// Capture time has reached `now_ns` (a packet's time, or the clock of a live capture
+    /// while the interface is quiet): flows idle past the timeout close, at most once per
+    /// [`SWEEP_INTERVAL_NS`].
+    pub fn advance_clock(
+        &mut self,
+        now_ns: i64,
+        stats: &mut FlowCounters,
+        out: &mut Vec<StreamEvent>,
+    ) {
+        self.now_ns = self.now_ns.max(now_ns);
+        let due = self
+            .last_sweep_ns
+            .is_none_or(|t| self.now_ns.saturating_sub(t) >= SWEEP_INTERVAL_NS);
+        if due {
+            self.sweep(stats, out);
+            self.last_sweep_ns = Some(self.now_ns);
         }
     }
 

@@ -4,7 +4,7 @@
 //! caller's thread, `parallel/` on its reader thread.
 
 use crate::anomaly::Anomaly;
-use crate::capture::{FrameSource, InputInfo};
+use crate::capture::{FrameSource, InputInfo, Next};
 use crate::counters::Merge;
 use crate::decode::{Decoded, Decoder};
 use crate::flow::{FlowLimits, FlowTable};
@@ -44,6 +44,11 @@ pub enum Item {
     Mark {
         unfinished_from_us: Option<i64>,
     },
+    /// A live capture is quiet and capture time is now `now_us`: rows waiting only for time
+    /// to pass (the reorder slack, a resumed stream's hold) may go.
+    Clock {
+        now_us: i64,
+    },
 }
 
 /// The counters of a chain of stream stages, added into the run's totals at its end.
@@ -65,9 +70,10 @@ impl ChainCounters for HttpCounters {
     }
 }
 
-/// Takes (drains) the stream events of one frame.
+/// Takes (drains) the stream events of one frame, or of a quiet moment of a live capture
+/// (`Some(now_ns)`: the flow table's clock moved to it).
 pub(super) type StreamSink<'a, X> =
-    dyn FnMut(&mut Vec<StreamEvent>, &mut RunStats) -> Result<(), X> + 'a;
+    dyn FnMut(&mut Vec<StreamEvent>, &mut RunStats, Option<i64>) -> Result<(), X> + 'a;
 
 /// Where the packet stages ended.
 pub(super) struct ReadTotals {
@@ -90,7 +96,16 @@ pub(super) fn read_streams<X, F: FrameSource>(
     let mut frames_since_tick = 0u32;
     let mut latest_ts_ns = i64::MIN;
 
-    while let Some(frame) = source.next_frame(&mut stats.capture) {
+    loop {
+        let frame = match source.next(&mut stats.capture) {
+            Next::Frame(frame) => frame,
+            Next::Quiet { now_ns } => {
+                flows.advance_clock(now_ns, &mut stats.flow, &mut stream_events);
+                emit(&mut stream_events, stats, Some(now_ns))?;
+                continue;
+            }
+            Next::End => break,
+        };
         // Inputs are merged by time, so a step back comes from within one file
         // (clock changes, reordered writes): latencies across it are unreliable.
         if frame.ts_ns < latest_ts_ns {
@@ -108,7 +123,7 @@ pub(super) fn read_streams<X, F: FrameSource>(
             Decoded::Held => stats.capture.packets_decoded += 1,
             Decoded::Skipped(reason) => stats.capture.skip(reason),
         }
-        emit(&mut stream_events, stats)?;
+        emit(&mut stream_events, stats, None)?;
         frames_since_tick += 1;
         if frames_since_tick >= 4096 {
             frames_since_tick = 0;
@@ -121,7 +136,7 @@ pub(super) fn read_streams<X, F: FrameSource>(
         stats.capture.anomaly(Anomaly::DecodeIpFragmentIncomplete);
     }
     flows.finish(&mut stats.flow, &mut stream_events);
-    emit(&mut stream_events, stats)?;
+    emit(&mut stream_events, stats, None)?;
     Ok(ReadTotals {
         inputs: source.infos(),
         bytes_read: source.bytes_read(),

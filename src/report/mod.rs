@@ -36,6 +36,7 @@ pub use filter::{RowFilter, filter_rows};
 pub use hops::{GatewayCounts, HopTally};
 pub use html::{DEFAULT_HTML_MAX_ROWS, HtmlReport};
 pub use http_log::{HttpFormat, write_http_rows};
+pub use jsonl::write_cells as write_jsonl_row;
 pub use row::{Cell, ColType, ColumnSpec, Table};
 pub use sessions::{SessionAggregator, SessionRow, sessions, sessions_with_idle_gap};
 pub use stats::RunStats;

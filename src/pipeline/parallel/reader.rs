@@ -27,7 +27,7 @@ pub(super) fn read_and_shard<F: FrameSource>(
     let mut stats = RunStats::default();
     let mut seq = 0u64;
     let mut round = Round::new(to_workers.len());
-    let totals = read_streams(source, flow, progress, &mut stats, &mut |events, _| {
+    let totals = read_streams(source, flow, progress, &mut stats, &mut |events, _, _| {
         for ev in events.drain(..) {
             round.add(seq, ev);
             seq = seq.wrapping_add(1);
@@ -69,7 +69,7 @@ where
     let mut bytes = 0usize;
     // Body bytes of the events in `batch`.
     let mut held = 0usize;
-    let totals = read_streams(source, flow, progress, &mut stats, &mut |events, _| {
+    let totals = read_streams(source, flow, progress, &mut stats, &mut |events, _, _| {
         for ev in events.drain(..) {
             if let StreamEventKind::Data { bytes: b, .. } = &ev.kind {
                 bytes = bytes.saturating_add(b.len());
