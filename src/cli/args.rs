@@ -108,6 +108,10 @@ pub struct LimitArgs {
     /// Most tool catalog entries (tools/list listings plus their tools; `mcp.tool_catalog_full` past it).
     #[arg(long, value_name = "N", default_value_t = crate::mcp::retry::MAX_CATALOG_TOOLS)]
     pub max_catalog_tools: usize,
+    /// An open row (a GET stream, an unanswered call) holds back the rows behind it at most
+    /// this long, then is written when it ends [default: 60s; live: 1s].
+    #[arg(long, value_name = "DURATION")]
+    pub max_row_hold: Option<String>,
     /// Most rows held while a gateway's copy of them may still come (`mcp.hop_waiting_full` past it).
     #[arg(long, value_name = "N", default_value_t = crate::mcp::hops::MAX_HOP_WAITING)]
     pub max_hop_waiting: usize,

@@ -29,6 +29,11 @@ mod with_pcap {
     use std::sync::atomic::Ordering;
     use std::time::Duration;
 
+    /// An open row (a session's GET stream, often open for the whole session) holds back the
+    /// rows behind it at most this long in live mode (`--max-row-hold`), so a call's row comes
+    /// within about a second of its response.
+    pub const LIVE_HOLD_LIMIT_US: i64 = 1_000_000;
+
     /// Where each row goes as it completes.
     enum Stream {
         Stdout(std::io::Stdout),
@@ -69,7 +74,7 @@ mod with_pcap {
     pub fn live(args: LiveArgs) -> Result<ExitCode> {
         // The key log files are followed as they grow, not read once: the stages start
         // without secrets and the source hands them over.
-        let cfg = stage_config(&args.common, 1, false, KeyLog::new())?;
+        let cfg = stage_config(&args.common, 1, false, KeyLog::new(), LIVE_HOLD_LIMIT_US)?;
         let duration = args
             .duration
             .as_deref()

@@ -78,7 +78,13 @@ fn pipeline_config(input: &InputArgs) -> Result<Config> {
     };
     let progress = !input.no_progress && std::io::stderr().is_terminal();
     let keylog = read_keylogs(&input.common.keylog)?;
-    stage_config(&input.common, threads, progress, keylog)
+    stage_config(
+        &input.common,
+        threads,
+        progress,
+        keylog,
+        crate::mcp::HOLD_LIMIT_US,
+    )
 }
 
 /// The stages' settings from the options every analyzing command takes.
@@ -87,8 +93,15 @@ fn stage_config(
     threads: usize,
     progress: bool,
     keylog: KeyLog,
+    default_hold_us: i64,
 ) -> Result<Config> {
     let limits = &common.limits;
+    let hold_limit_us = match &limits.max_row_hold {
+        Some(text) => values::parse_duration_ms(text)
+            .map_err(|e| anyhow::anyhow!("--max-row-hold: {e}"))?
+            .saturating_mul(1000),
+        None => default_hold_us,
+    };
     Ok(Config {
         inference: inference_config(common)?,
         flow: FlowLimits {
@@ -114,6 +127,7 @@ fn stage_config(
                 sse_event_bytes: limits.max_sse_event,
             },
             sse_marks_per_row: 0,
+            hold_limit_us,
         },
         progress,
         threads,

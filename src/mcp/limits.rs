@@ -30,6 +30,10 @@ pub struct McpLimits {
     /// Most SSE events kept per row ([`crate::mcp::InferenceInputs::sse_marks`], for the
     /// OTLP span events; `--otlp-max-events`); 0 keeps none.
     pub sse_marks_per_row: usize,
+    /// An open row (a GET stream, a call not answered yet) holds back the rows behind it at
+    /// most this long (µs), then is set aside with its `exchange_id` and written when it ends
+    /// (`--max-row-hold`; [`crate::mcp::HOLD_LIMIT_US`] by default, 1 s for `live`).
+    pub hold_limit_us: i64,
 }
 
 impl Default for McpLimits {
@@ -42,6 +46,7 @@ impl Default for McpLimits {
             hop_waiting: MAX_HOP_WAITING,
             rpc: RpcLimits::default(),
             sse_marks_per_row: 0,
+            hold_limit_us: crate::mcp::HOLD_LIMIT_US,
         }
     }
 }

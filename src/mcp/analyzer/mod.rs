@@ -139,7 +139,7 @@ impl Analyzer {
             preparer: Preparer::new(limits, PreparedEvents::All),
             prepares_responses: false,
             rows: RowStore::default(),
-            queue: ReleaseQueue::default(),
+            queue: ReleaseQueue::with_hold_limit(limits.hold_limit_us),
             retry: RetryInference::with_limits(&cfg, limits.retry_rows, limits.catalog_tools),
             linker: Linker::new(HopConfig {
                 window_us: cfg.hop_window_ms.saturating_mul(1000),

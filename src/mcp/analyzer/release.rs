@@ -75,10 +75,19 @@ pub(super) struct ReleaseQueue {
     /// `exchange_id` of released rows a resumed GET may name, oldest first.
     released_ids: HashMap<usize, u64>,
     released_order: VecDeque<usize>,
+    /// An open head older than this (µs) is set aside ([`HOLD_LIMIT_US`] by default).
+    hold_limit_us: i64,
 }
 
 impl Default for ReleaseQueue {
     fn default() -> Self {
+        ReleaseQueue::with_hold_limit(HOLD_LIMIT_US)
+    }
+}
+
+impl ReleaseQueue {
+    /// A queue whose open head holds the rows behind it at most `hold_limit_us`.
+    pub(super) fn with_hold_limit(hold_limit_us: i64) -> Self {
         ReleaseQueue {
             pending: BinaryHeap::new(),
             aside: BTreeSet::new(),
@@ -87,11 +96,10 @@ impl Default for ReleaseQueue {
             last_aside_scan: i64::MIN,
             released_ids: HashMap::default(),
             released_order: VecDeque::new(),
+            hold_limit_us,
         }
     }
-}
 
-impl ReleaseQueue {
     /// Row `row`, whose request's first byte came at `ts_request`, waits for its id.
     pub(super) fn enqueue(&mut self, ts_request: i64, row: usize) {
         self.pending.push(Reverse((ts_request, row)));
@@ -114,9 +122,10 @@ impl ReleaseQueue {
     }
 
     /// Whether an open head that started at `ts` has held the rows behind it too long: past
-    /// [`HOLD_LIMIT_US`], or with more than [`MAX_BUFFERED_ROWS`] waiting.
+    /// its hold limit ([`HOLD_LIMIT_US`] by default), or with more than [`MAX_BUFFERED_ROWS`]
+    /// waiting.
     pub(super) fn holds_too_long(&self, ts: i64, now: i64) -> bool {
-        now.saturating_sub(ts) > HOLD_LIMIT_US || self.pending.len() > MAX_BUFFERED_ROWS
+        now.saturating_sub(ts) > self.hold_limit_us || self.pending.len() > MAX_BUFFERED_ROWS
     }
 
     /// The next `exchange_id` (1, 2, ...).
