@@ -13,6 +13,7 @@ mod html_report;
 mod http2_corpus;
 mod http2_mcp;
 mod layers;
+mod live_cli;
 mod otlp;
 mod retry_hygiene;
 mod robustness;
