@@ -19,7 +19,7 @@ use crate::report::{self, Format, RowFilter, RunInfo, SessionAggregator, Session
 use crate::report::{ConnectionRow, HttpFormat, Undecrypted, write_http_rows};
 use crate::rpc::RpcLimits;
 use crate::stream::ConnectionRecord;
-use crate::tls::KeyLog;
+use crate::tls::{KeyLog, TlsLimits};
 use anyhow::{Result, bail};
 use args::{AnalyzeArgs, ColorChoice, Command, HttpArgs, InputArgs, ShowArgs};
 use clap::Parser;
@@ -76,6 +76,10 @@ fn pipeline_config(input: &InputArgs) -> Result<Config> {
             idle_timeout_ns: values::parse_duration_ms(&input.limits.flow_idle_timeout)
                 .map_err(|e| anyhow::anyhow!("--flow-idle-timeout: {e}"))?
                 .saturating_mul(1_000_000),
+        },
+        tls: TlsLimits {
+            wait_bytes_per_connection: input.limits.max_tls_wait,
+            wait_bytes_total: input.limits.max_tls_wait_total,
         },
         http: HttpLimits {
             head_bytes: input.limits.max_header,
