@@ -168,3 +168,28 @@ fn tls13_secrets_after_the_handshake_decrypt_the_same() {
 fn tls12_secrets_after_the_handshake_decrypt_the_same() {
     late_secrets_decrypt_the_same(&[&rustls::version::TLS12]);
 }
+
+#[test]
+fn only_a_pcapng_input_may_bring_secrets() {
+    let s = setup(&[&rustls::version::TLS13], None, Server::Stateful);
+    let (cap, _, _) = two_connections(&s);
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = cap.write(dir.path(), "capture.pcap");
+    let ng = pcapng(&cap, dir.path(), &[]);
+    let secrets = |paths: &[&Path]| {
+        let readers = paths
+            .iter()
+            .enumerate()
+            .map(
+                |(i, p)| match mcp_trace::capture::open(p.to_str().unwrap(), i) {
+                    Ok(mcp_trace::capture::Source::Packets(r)) => r,
+                    _ => panic!("{p:?} is not a packet capture"),
+                },
+            )
+            .collect();
+        mcp_trace::capture::Merger::new(readers).secrets()
+    };
+    assert!(!secrets(&[&pcap]).may_grow(), "no connection waits");
+    assert!(secrets(&[&ng]).may_grow());
+    assert!(secrets(&[&pcap, &ng]).may_grow());
+}

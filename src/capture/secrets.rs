@@ -128,4 +128,13 @@ mod tests {
         let taken = reader.take_from(taken, u64::MAX, |b| seen.push(b.data[0]));
         assert_eq!((taken, seen.as_slice()), (3, [0, 1, 2].as_slice()));
     }
+
+    #[test]
+    fn every_handle_knows_when_no_block_can_come() {
+        let secrets = CaptureSecrets::default();
+        let reader = secrets.clone();
+        assert!(reader.may_grow(), "unknown: blocks may come");
+        secrets.none_to_come();
+        assert!(!reader.may_grow());
+    }
 }

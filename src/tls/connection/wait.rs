@@ -140,6 +140,10 @@ impl TlsConnection {
             // What the delivery that began the wait still had: the records the reader
             // holds whole, then the bytes after them.
             self.read_held(side, ctx, stats);
+            let dir = self.dir(side);
+            if dir.records.held() == 0 {
+                dir.held_since = None;
+            }
             if !rest.is_empty() {
                 self.read_delivery(side, rest, (ts, frame), ctx, stats);
             }
