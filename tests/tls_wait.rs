@@ -152,6 +152,16 @@ fn late_secrets_decrypt_the_same(versions: &[&'static rustls::SupportedProtocolV
     let (pcap_rows, pcap) = analyze(&cap.write(dir.path(), "none.pcap"), 1);
     assert!(pcap_rows.is_empty());
     assert_eq!(tls_counts(&none), tls_counts(&pcap));
+    // Past the bound: read without secrets at once, the same, and counted.
+    let (rows, small) = analyze_with(
+        &pcapng(&cap, sub.path(), &[]),
+        1,
+        &["--max-tls-wait", "1KiB"],
+    );
+    assert!(rows.is_empty());
+    assert_eq!(small["anomalies"]["tls.key_wait_limit"], 2, "{small}");
+    assert_eq!(small["tls_bytes"], pcap["tls_bytes"]);
+    assert_eq!(small["tls_connections"], pcap["tls_connections"]);
     let sub = tempfile::tempdir().unwrap();
     let after = pcapng(&cap, sub.path(), &[(cap.frames(), &all)]);
     let (after_rows, after) = analyze(&after, 1);

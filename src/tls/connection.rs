@@ -425,7 +425,7 @@ impl TlsConnection {
         }
     }
 
-    /// The plaintext of the delivery at `at` (time, frame) read last: one `Data` event, the
+    /// The plaintext of the delivery read last (its time and frame): one `Data` event, the
     /// first time after `Decrypted` and the chosen ALPN.
     fn hand_on_plaintext(
         &mut self,
