@@ -142,6 +142,8 @@ registry! {
         "a direction given up after records failed authentication",
     TlsHandshakeTooLong => "tls.handshake_too_long": "a handshake message longer than the limit",
     TlsKeyUpdateFailed => "tls.key_update_failed": "a KeyUpdate without application keys to update",
+    TlsKeyWaitLimit => "tls.key_wait_limit":
+        "a connection waiting for its secrets past the bytes it may hold (read without them)",
     TlsRecordTooLong => "tls.record_too_long": "a record longer than TLS allows",
     HttpBadChunked => "http.bad_chunked":
         "chunked framing that does not parse; the body ends there",

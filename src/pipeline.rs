@@ -36,7 +36,7 @@ use crate::http::{HttpEvent, HttpLog, HttpRow, HttpStage};
 use crate::mcp::{Analyzer, Exchange, InferenceConfig, McpLimits, PreparedEvents, Preparer};
 use crate::report::RunStats;
 use crate::stream::{Chain, ConnectionRecord, StreamStage};
-use crate::tls::{KeyLog, TlsStage};
+use crate::tls::{KeyLog, TlsLimits, TlsStage};
 use arcstr::ArcStr;
 use packets::{ChainCounters, Event, Item, read_streams};
 use std::convert::Infallible;
@@ -56,16 +56,19 @@ type StreamChain = Chain<TlsStage, HttpStage>;
 /// thread; the key log is shared read-only. The TLS 1.2 sessions a resumed handshake takes
 /// its master secret from are each thread's own: a resumption dealt to another thread than
 /// its full handshake finds no key unless its own random is logged. The capture's own
-/// secrets come to every TLS stage through the handle the capture reader fills.
+/// secrets come to every TLS stage through the handle the capture reader fills; the `chains`
+/// TLS stages share the run's bound on bytes held for secrets that may still come.
 fn stream_chain(
     names: &[ArcStr],
-    limits: HttpLimits,
-    keylog: &Arc<KeyLog>,
+    cfg: &Config,
+    chains: usize,
     secrets: &CaptureSecrets,
 ) -> StreamChain {
     Chain::new(
-        TlsStage::shared(Arc::clone(keylog)).with_capture_secrets(secrets.clone()),
-        HttpStage::with_limits(names.to_vec(), limits),
+        TlsStage::shared(Arc::clone(&cfg.keylog))
+            .with_capture_secrets(secrets.clone())
+            .with_limits(cfg.tls.shared_by(chains)),
+        HttpStage::with_limits(names.to_vec(), cfg.http),
     )
 }
 
@@ -107,6 +110,8 @@ pub struct RunTotals {
 pub struct Config {
     pub inference: InferenceConfig,
     pub flow: FlowLimits,
+    /// Bounds of the TLS stage (bytes held while secrets may still come).
+    pub tls: TlsLimits,
     pub http: HttpLimits,
     /// Bounds of the MCP stage and of the JSON-RPC parsing it does.
     pub mcp: McpLimits,
@@ -428,8 +433,9 @@ fn run_source<E: std::error::Error + 'static, F: FrameSource + Send>(
     let in_order = hars.is_empty();
     let secrets = source.secrets();
     let read = if cfg.threads >= 2 {
-        let chains: Vec<StreamChain> = (1..cfg.threads.min(MAX_HTTP_WORKERS + 1))
-            .map(|_| stream_chain(names, cfg.http, &cfg.keylog, &secrets))
+        let n = cfg.threads.min(MAX_HTTP_WORKERS + 1) - 1;
+        let chains: Vec<StreamChain> = (0..n)
+            .map(|_| stream_chain(names, cfg, n, &secrets))
             .collect();
         parallel::run(
             source,
@@ -441,7 +447,7 @@ fn run_source<E: std::error::Error + 'static, F: FrameSource + Send>(
             &mut |item, stats| sink(item, stats, in_order),
         )?
     } else {
-        let mut chain = stream_chain(names, cfg.http, &cfg.keylog, &secrets);
+        let mut chain = stream_chain(names, cfg, 1, &secrets);
         let mut counters = <StreamChain as StreamStage>::Counters::default();
         let mut http_events: Vec<HttpEvent> = Vec::new();
         let mut preparer = prepare.map(Preparer::from);

@@ -22,4 +22,5 @@ mod secrets;
 mod seed_cases;
 mod tls_corpus;
 mod tls_rustls;
+mod tls_wait;
 mod zeek_http;

@@ -34,7 +34,7 @@ type Logged = (String, Vec<u8>, Vec<u8>);
 
 /// The secrets rustls logged, in order.
 #[derive(Debug, Default)]
-struct Secrets(Mutex<Vec<Logged>>);
+pub(crate) struct Secrets(Mutex<Vec<Logged>>);
 
 impl rustls::KeyLog for Secrets {
     fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
@@ -46,12 +46,12 @@ impl rustls::KeyLog for Secrets {
 }
 
 impl Secrets {
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.lock().unwrap().len()
     }
 
     /// NSS key log text of the secrets logged, but those for which `drop` says true.
-    fn nss(&self, drop: impl Fn(usize, &str) -> bool) -> String {
+    pub(crate) fn nss(&self, drop: impl Fn(usize, &str) -> bool) -> String {
         let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
         let mut text = String::from("# rustls, in memory\n");
         for (i, (label, random, secret)) in self.0.lock().unwrap().iter().enumerate() {
@@ -82,14 +82,14 @@ fn provider_with(suites: Option<Vec<rustls::SupportedCipherSuite>>) -> Arc<Crypt
 }
 
 /// Client and server configurations sharing one key log (the client's).
-struct Setup {
+pub(crate) struct Setup {
     client: Arc<ClientConfig>,
     server: Arc<ServerConfig>,
-    secrets: Arc<Secrets>,
+    pub(crate) secrets: Arc<Secrets>,
 }
 
 #[derive(Clone, Copy)]
-enum Server {
+pub(crate) enum Server {
     /// Session ids / TLS 1.3 tickets from the server's session cache (rustls' default).
     Stateful,
     /// Stateless tickets (RFC 5077 in TLS 1.2, self-contained TLS 1.3 tickets).
@@ -98,7 +98,7 @@ enum Server {
     EarlyData,
 }
 
-fn setup(
+pub(crate) fn setup(
     versions: &[&'static rustls::SupportedProtocolVersion],
     suites: Option<Vec<rustls::SupportedCipherSuite>>,
     server: Server,
@@ -145,7 +145,7 @@ fn setup(
 }
 
 /// One TLS connection: the two rustls ends and the TCP connection carrying their bytes.
-struct Tls {
+pub(crate) struct Tls {
     client: ClientConnection,
     server: ServerConnection,
     tcp: Conn,
@@ -155,7 +155,7 @@ struct Tls {
 }
 
 impl Tls {
-    fn connect(cap: &mut Capture, s: &Setup) -> Tls {
+    pub(crate) fn connect(cap: &mut Capture, s: &Setup) -> Tls {
         let name = ServerName::try_from(SNI).unwrap();
         Tls {
             client: ClientConnection::new(s.client.clone(), name).unwrap(),
@@ -168,7 +168,7 @@ impl Tls {
 
     /// Moves TLS bytes both ways until neither end has more to send; each write of an
     /// end is one TCP send (segmented at the MSS).
-    fn pump(&mut self, cap: &mut Capture) {
+    pub(crate) fn pump(&mut self, cap: &mut Capture) {
         loop {
             let mut moved = false;
             while self.client.wants_write() {
@@ -197,7 +197,7 @@ impl Tls {
     }
 
     /// The client sends `data` as application data, then the server answers `answer`.
-    fn exchange(&mut self, cap: &mut Capture, request: &[u8], response: &[u8]) {
+    pub(crate) fn exchange(&mut self, cap: &mut Capture, request: &[u8], response: &[u8]) {
         self.client.writer().write_all(request).unwrap();
         self.pump(cap);
         self.server.writer().write_all(response).unwrap();
@@ -205,7 +205,7 @@ impl Tls {
     }
 
     /// close_notify both ways, then FIN both ways.
-    fn close(mut self, cap: &mut Capture) -> (Vec<u8>, Vec<u8>) {
+    pub(crate) fn close(mut self, cap: &mut Capture) -> (Vec<u8>, Vec<u8>) {
         self.client.send_close_notify();
         self.pump(cap);
         self.server.send_close_notify();
@@ -251,7 +251,7 @@ fn read_available(mut reader: rustls::Reader<'_>, out: &mut Vec<u8>) {
     }
 }
 
-fn post(id: u64, method: &str, params: &str) -> Vec<u8> {
+pub(crate) fn post(id: u64, method: &str, params: &str) -> Vec<u8> {
     let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
     format!(
         "POST /mcp HTTP/1.1\r\nHost: {SNI}:8443\r\nContent-Type: application/json\r\n\
@@ -262,7 +262,7 @@ fn post(id: u64, method: &str, params: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-fn reply(id: u64, result: &str) -> Vec<u8> {
+pub(crate) fn reply(id: u64, result: &str) -> Vec<u8> {
     let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
     format!(
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s-1\r\n\
@@ -272,10 +272,10 @@ fn reply(id: u64, result: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-const INIT: &str = r#"{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"rustls-test","version":"1"}}"#;
-const INIT_RESULT: &str = r#"{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}"#;
+pub(crate) const INIT: &str = r#"{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"rustls-test","version":"1"}}"#;
+pub(crate) const INIT_RESULT: &str = r#"{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}"#;
 
-fn tool_call(id: u64) -> (Vec<u8>, Vec<u8>) {
+pub(crate) fn tool_call(id: u64) -> (Vec<u8>, Vec<u8>) {
     (
         post(
             id,

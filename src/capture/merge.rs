@@ -45,6 +45,9 @@ impl Merger {
     pub fn new(mut readers: Vec<PacketReader>) -> Merger {
         let heads = readers.iter().map(|_| None).collect();
         let secrets = CaptureSecrets::default();
+        if !readers.iter().any(PacketReader::may_carry_secrets) {
+            secrets.none_to_come();
+        }
         for reader in &mut readers {
             reader.share_secrets(secrets.clone());
         }

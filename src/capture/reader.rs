@@ -193,6 +193,11 @@ impl PacketReader {
         self.secrets = secrets;
     }
 
+    /// Whether the input can carry Decryption Secrets Blocks (pcapng can, classic pcap not).
+    pub fn may_carry_secrets(&self) -> bool {
+        matches!(self.layout, Layout::PcapNg { .. })
+    }
+
     /// The number the next frame read will get: the stamp of the blocks read before it.
     pub fn set_next_frame(&mut self, index: u64) {
         self.secrets_from_frame = index;

@@ -5,9 +5,10 @@
 //! A block applies to the packets after it: it is stamped with the number of the first
 //! frame read after it ([`SecretsBlock::from_frame`]), and a reader takes it for the stream
 //! events of that frame and later ones. Blocks are never removed or changed, so a reader
-//! only keeps how many it has taken.
+//! only keeps how many it has taken. A handle whose inputs cannot carry blocks (classic pcap
+//! only) says so ([`CaptureSecrets::may_grow`]): a TLS connection then waits for none.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// One Decryption Secrets Block.
@@ -33,6 +34,8 @@ struct Shared {
     /// take costs one atomic load per event.
     len: AtomicUsize,
     blocks: Mutex<Vec<SecretsBlock>>,
+    /// No block can come: no input can carry one.
+    none_to_come: AtomicBool,
 }
 
 impl CaptureSecrets {
@@ -50,6 +53,16 @@ impl CaptureSecrets {
     /// How many blocks were appended so far.
     pub fn len(&self) -> usize {
         self.shared.len.load(Ordering::Acquire)
+    }
+
+    /// Says that no block will be appended (the inputs cannot carry any).
+    pub fn none_to_come(&self) {
+        self.shared.none_to_come.store(true, Ordering::Release);
+    }
+
+    /// Whether blocks may still be appended (a pcapng input, a live capture; unknown: yes).
+    pub fn may_grow(&self) -> bool {
+        !self.shared.none_to_come.load(Ordering::Acquire)
     }
 
     /// Whether no block was appended yet.
@@ -114,5 +127,14 @@ mod tests {
         secrets.append(block(9, 2));
         let taken = reader.take_from(taken, u64::MAX, |b| seen.push(b.data[0]));
         assert_eq!((taken, seen.as_slice()), (3, [0, 1, 2].as_slice()));
+    }
+
+    #[test]
+    fn every_handle_knows_when_no_block_can_come() {
+        let secrets = CaptureSecrets::default();
+        let reader = secrets.clone();
+        assert!(reader.may_grow(), "unknown: blocks may come");
+        secrets.none_to_come();
+        assert!(!reader.may_grow());
     }
 }

@@ -69,6 +69,10 @@ static MAX_HEADER: LazyLock<String> = LazyLock::new(|| size_text(crate::http::HE
 static MAX_BODY: LazyLock<String> = LazyLock::new(|| size_text(crate::http::REQUEST_BODY_LIMIT));
 static MAX_DECODED: LazyLock<String> =
     LazyLock::new(|| size_text(crate::http::DECODED_BODY_LIMIT as usize));
+static MAX_TLS_WAIT: LazyLock<String> =
+    LazyLock::new(|| size_text(crate::tls::waiting::MAX_WAITING_BYTES_PER_CONNECTION));
+static MAX_TLS_WAIT_TOTAL: LazyLock<String> =
+    LazyLock::new(|| size_text(crate::tls::waiting::MAX_WAITING_BYTES));
 static MAX_SSE_EVENT: LazyLock<String> =
     LazyLock::new(|| size_text(crate::rpc::MAX_SSE_EVENT_BYTES));
 
@@ -84,6 +88,13 @@ pub struct LimitArgs {
     /// A flow with no packet for this long (capture time) is closed.
     #[arg(long, value_name = "DURATION", default_value = FLOW_IDLE_TIMEOUT.as_str())]
     pub flow_idle_timeout: String,
+    /// Most bytes a TLS connection holds while its secrets may still come (a pcapng's later
+    /// Decryption Secrets Block); past it, read without them (`tls.key_wait_limit`). 0: none waits.
+    #[arg(long, value_name = "SIZE", default_value = MAX_TLS_WAIT.as_str(), value_parser = super::values::parse_size)]
+    pub max_tls_wait: usize,
+    /// Most bytes all TLS connections hold while their secrets may still come (`tls.key_wait_limit`).
+    #[arg(long, value_name = "SIZE", default_value = MAX_TLS_WAIT_TOTAL.as_str(), value_parser = super::values::parse_size)]
+    pub max_tls_wait_total: usize,
     /// Largest HTTP head (start line and headers); a larger one is skipped (`http.head_too_large`).
     #[arg(long, value_name = "SIZE", default_value = MAX_HEADER.as_str(), value_parser = super::values::positive_size)]
     pub max_header: usize,

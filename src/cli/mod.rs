@@ -20,7 +20,7 @@ use crate::report::{self, Format, RowFilter, RunInfo, SessionAggregator, Session
 use crate::report::{ConnectionRow, HttpFormat, Undecrypted, write_http_rows};
 use crate::rpc::RpcLimits;
 use crate::stream::ConnectionRecord;
-use crate::tls::KeyLog;
+use crate::tls::{KeyLog, TlsLimits};
 use anyhow::{Result, bail};
 use args::{
     AnalyzeArgs, ColorChoice, Command, CommonArgs, HttpArgs, InputArgs, OutputArgs, ShowArgs,
@@ -110,6 +110,10 @@ fn stage_config(
             idle_timeout_ns: values::parse_duration_ms(&limits.flow_idle_timeout)
                 .map_err(|e| anyhow::anyhow!("--flow-idle-timeout: {e}"))?
                 .saturating_mul(1_000_000),
+        },
+        tls: TlsLimits {
+            wait_bytes_per_connection: input.limits.max_tls_wait,
+            wait_bytes_total: input.limits.max_tls_wait_total,
         },
         http: HttpLimits {
             head_bytes: limits.max_header,

@@ -1,7 +1,8 @@
 //! One connection through the TLS stage: detection, the handshake state of
 //! both directions, key selection and decryption, and the byte accounting.
 //! See the stage documentation in `mod.rs` for the rules; key derivation is in
-//! `connection/keys.rs`.
+//! `connection/keys.rs`, reading a delivery's records in `connection/records.rs`, waiting
+//! for secrets that come late in `connection/wait.rs`.
 
 use super::cipher::{Protection, suite};
 use super::decrypt::{Decryptor, InPlace};
@@ -11,19 +12,21 @@ use super::handshake::{
     HS_FINISHED, HS_KEY_UPDATE, HS_NEW_SESSION_TICKET, HS_SERVER_HELLO, HS_SERVER_HELLO_DONE,
     HandshakeReader, Message, ServerHello, is_tls13, parse_client_hello,
     parse_encrypted_extensions, parse_new_session_ticket, parse_server_hello,
-    parse_sslv2_client_hello,
 };
 use super::keylog::{KeyLog, Label, Secret};
 use super::record::{
     CONTENT_ALERT, CONTENT_APPLICATION_DATA, CONTENT_CHANGE_CIPHER_SPEC, CONTENT_HANDSHAKE,
-    HEADER_LEN, Step, split_record,
+    HEADER_LEN,
 };
 use super::session::SessionCache;
+use super::waiting::{Held, WaitRoom};
 use super::{MAX_FAILURES_IN_ROW, anomaly};
 use crate::stream::Decryption;
 use std::ops::Range;
 
 mod keys;
+mod records;
+mod wait;
 use crate::stream::{GapLen, Side, StreamEvent, StreamEventKind};
 use crate::timestamp::CaptureTime;
 use crate::tls::TlsCounters;
@@ -36,6 +39,8 @@ pub struct TlsContext {
     pub keylog: std::sync::Arc<KeyLog>,
     /// Master secrets of earlier full handshakes, for resumption.
     pub sessions: SessionCache,
+    /// What the connections waiting for their secrets hold.
+    pub wait: WaitRoom,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +150,10 @@ pub struct TlsConnection {
     /// `Decrypted` and the chosen ALPN as `Negotiated` went on (once, before the first
     /// decrypted `Data`).
     negotiated_sent: bool,
+    /// What the connection holds while it waits for its secrets.
+    wait: Option<Box<Held>>,
+    /// The connection waited already (it waits once).
+    waited: bool,
 }
 
 impl TlsConnection {
@@ -171,6 +180,8 @@ impl TlsConnection {
             decrypted_records: 0,
             failed_records: 0,
             negotiated_sent: false,
+            wait: None,
+            waited: false,
         }
     }
 
@@ -227,10 +238,14 @@ impl TlsConnection {
         match self.mode {
             Mode::Detecting => self.held.first().map(|e| e.ts),
             Mode::Plaintext => None,
-            Mode::Tls => match (self.client.held_since, self.server.held_since) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            },
+            Mode::Tls => [
+                self.client.held_since,
+                self.server.held_since,
+                self.wait.as_ref().and_then(|w| w.since),
+            ]
+            .into_iter()
+            .flatten()
+            .min(),
         }
     }
 
@@ -270,6 +285,9 @@ impl TlsConnection {
     ) {
         if self.mode == Mode::Detecting {
             self.decide(Mode::Plaintext, ctx, stats, out);
+        }
+        if self.wait.is_some() {
+            self.end_wait(ctx, stats, out);
         }
         if self.mode == Mode::Tls {
             for side in [Side::Client, Side::Server] {
@@ -345,6 +363,14 @@ impl TlsConnection {
             out.push(event);
             return;
         }
+        let event = if self.wait.is_some() {
+            match self.hold(event, ctx, stats, out) {
+                Some(event) => event,
+                None => return,
+            }
+        } else {
+            event
+        };
         let StreamEvent {
             stream,
             ts,
@@ -353,39 +379,11 @@ impl TlsConnection {
         } = event;
         match kind {
             StreamEventKind::Data { side, bytes } => {
-                self.on_data(side, bytes, ts, ctx, stats);
-                let dir = self.dir(side);
-                if !dir.out.is_empty() {
-                    let bytes = std::mem::take(&mut dir.out);
-                    self.bytes.plaintext_out += bytes.len() as u64;
-                    if !self.negotiated_sent {
-                        self.negotiated_sent = true;
-                        out.push(StreamEvent {
-                            stream,
-                            ts,
-                            frame,
-                            kind: StreamEventKind::Decrypted {
-                                version: self.facts.version_name().map(Into::into),
-                                sni: self.facts.sni.as_deref().map(Into::into),
-                            },
-                        });
-                        if let Some(alpn) = &self.facts.alpn {
-                            out.push(StreamEvent {
-                                stream,
-                                ts,
-                                frame,
-                                kind: StreamEventKind::Negotiated {
-                                    protocol: alpn.as_bytes().into(),
-                                },
-                            });
-                        }
-                    }
-                    out.push(StreamEvent {
-                        stream,
-                        ts,
-                        frame,
-                        kind: StreamEventKind::Data { side, bytes },
-                    });
+                self.on_data(side, bytes, (ts, frame), ctx, stats);
+                self.hand_on_plaintext(side, (ts, frame), out);
+                if self.wait.as_ref().is_some_and(|w| w.over) {
+                    stats.anomaly(anomaly::KEY_WAIT_LIMIT);
+                    self.end_wait(ctx, stats, out);
                 }
             }
             StreamEventKind::Gap { side, .. } => {
@@ -427,145 +425,56 @@ impl TlsConnection {
         }
     }
 
+    /// The plaintext of the delivery read last (its time and frame): one `Data` event, the
+    /// first time after `Decrypted` and the chosen ALPN.
+    fn hand_on_plaintext(
+        &mut self,
+        side: Side,
+        (ts, frame): (CaptureTime, u64),
+        out: &mut Vec<StreamEvent>,
+    ) {
+        let stream = self.stream;
+        let dir = self.dir(side);
+        if dir.out.is_empty() {
+            return;
+        }
+        let bytes = std::mem::take(&mut dir.out);
+        self.bytes.plaintext_out += bytes.len() as u64;
+        if !self.negotiated_sent {
+            self.negotiated_sent = true;
+            out.push(StreamEvent {
+                stream,
+                ts,
+                frame,
+                kind: StreamEventKind::Decrypted {
+                    version: self.facts.version_name().map(Into::into),
+                    sni: self.facts.sni.as_deref().map(Into::into),
+                },
+            });
+            if let Some(alpn) = &self.facts.alpn {
+                out.push(StreamEvent {
+                    stream,
+                    ts,
+                    frame,
+                    kind: StreamEventKind::Negotiated {
+                        protocol: alpn.as_bytes().into(),
+                    },
+                });
+            }
+        }
+        out.push(StreamEvent {
+            stream,
+            ts,
+            frame,
+            kind: StreamEventKind::Data { side, bytes },
+        });
+    }
+
     fn dir(&mut self, side: Side) -> &mut Direction {
         match side {
             Side::Client => &mut self.client,
             Side::Server => &mut self.server,
         }
-    }
-
-    /// Reads a delivery's records; the application data decrypted goes to the direction's
-    /// `out`. Records that lie whole in the delivery are decrypted where they lie and
-    /// their plaintext moved to its front, so that the delivery's buffer carries it on;
-    /// only a record cut between deliveries is copied into the record reader.
-    fn on_data(
-        &mut self,
-        side: Side,
-        mut bytes: Vec<u8>,
-        ts: CaptureTime,
-        ctx: &mut TlsContext,
-        stats: &mut TlsCounters,
-    ) {
-        let delivered = bytes.len();
-        self.bytes.received += delivered as u64;
-        let dir = self.dir(side);
-        if dir.records.is_dead() {
-            self.bytes.lose(reason::NOT_RECORDS, delivered);
-            crate::buffers::recycle(bytes);
-            return;
-        }
-        let mut at = 0;
-        if !dir.records.at_boundary() {
-            at = dir.records.wanted(&bytes);
-            dir.records.push(bytes.get(..at).unwrap_or_default());
-            self.read_held(side, ctx, stats);
-        }
-        if at < delivered && self.dir(side).records.at_boundary() {
-            self.read_in_place(side, &mut bytes, at, ctx, stats);
-        } else {
-            let rest = bytes.get(at..).unwrap_or_default();
-            if !rest.is_empty() {
-                if self.dir(side).records.push(rest) {
-                    self.read_held(side, ctx, stats);
-                } else {
-                    self.bytes.lose(reason::NOT_RECORDS, rest.len());
-                }
-            }
-            // Every byte went to the record reader: none is plaintext.
-            bytes.clear();
-        }
-        let dir = self.dir(side);
-        if dir.out.is_empty() && !bytes.is_empty() {
-            dir.out = bytes;
-        } else {
-            dir.out.extend_from_slice(&bytes);
-            crate::buffers::recycle(bytes);
-        }
-        let held = dir.records.held();
-        if held == 0 {
-            dir.held_since = None;
-        } else if held <= delivered || dir.held_since.is_none() {
-            dir.held_since = Some(ts);
-        }
-    }
-
-    /// The records the record reader holds whole.
-    fn read_held(&mut self, side: Side, ctx: &mut TlsContext, stats: &mut TlsCounters) {
-        while let Some(step) = self.dir(side).records.next_step() {
-            match step {
-                Step::Record(mut record) => {
-                    let header = record.header;
-                    let Some(plain) =
-                        self.on_record(side, &header, &mut record.fragment, ctx, stats)
-                    else {
-                        continue;
-                    };
-                    let dir = self.dir(side);
-                    if dir.out.is_empty() && plain.start == 0 {
-                        record.fragment.truncate(plain.end);
-                        dir.out = record.fragment;
-                    } else {
-                        dir.out
-                            .extend_from_slice(record.fragment.get(plain).unwrap_or_default());
-                    }
-                }
-                Step::Sslv2Hello(body) => {
-                    self.bytes.handshake += body.len() as u64 + 2;
-                    match parse_sslv2_client_hello(&body) {
-                        Ok(hello) => self.on_client_hello(hello, ctx),
-                        Err(e) => stats.anomaly(e.anomaly()),
-                    }
-                }
-                Step::Skipped(n) => self.bytes.lose(reason::CUT_BY_GAP, n),
-                Step::Failed(e, n) => {
-                    stats.anomaly(e.anomaly());
-                    self.bytes.lose(reason::NOT_RECORDS, n);
-                }
-            }
-        }
-    }
-
-    /// The records of `bytes[from..]`, read where they lie: each one's application data
-    /// is moved to the front of `bytes`, which keeps only that; a record cut at the end
-    /// goes to the record reader.
-    fn read_in_place(
-        &mut self,
-        side: Side,
-        bytes: &mut Vec<u8>,
-        from: usize,
-        ctx: &mut TlsContext,
-        stats: &mut TlsCounters,
-    ) {
-        let mut at = from;
-        let mut kept = 0;
-        while let Some(rest) = bytes.get_mut(at..) {
-            match split_record(rest) {
-                Ok(Some(len)) => {
-                    let (head, body) = rest.split_at_mut(HEADER_LEN);
-                    let mut header = [0u8; HEADER_LEN];
-                    header.copy_from_slice(head);
-                    let fragment = body.get_mut(..len).unwrap_or_default();
-                    if let Some(plain) = self.on_record(side, &header, fragment, ctx, stats) {
-                        let plain = at + HEADER_LEN + plain.start..at + HEADER_LEN + plain.end;
-                        let n = plain.len();
-                        bytes.copy_within(plain, kept);
-                        kept += n;
-                    }
-                    at += HEADER_LEN + len;
-                }
-                Ok(None) => {
-                    self.dir(side).records.push(rest);
-                    break;
-                }
-                Err(e) => {
-                    self.dir(side).records.fail();
-                    stats.anomaly(e.anomaly());
-                    self.bytes.lose(reason::NOT_RECORDS, rest.len());
-                    break;
-                }
-            }
-        }
-        bytes.truncate(kept);
     }
 
     /// One whole record; for application data, where its plaintext is in `fragment`.
@@ -844,18 +753,29 @@ impl TlsConnection {
                 !hello.session_id.is_empty() && hello.session_id == client_hello.session_id;
             self.facts.resumed = Some(echoed);
         }
-        self.key_state = match suite(hello.cipher_suite).map(|s| s.protection) {
+        self.key_state = self.derive_keys(&client_hello, &hello, ctx);
+        self.server_hello = Some(hello);
+        self.wait_if_secrets_may_come(ctx);
+    }
+
+    /// The keys of the suite `server_hello` chose, from the secrets known now.
+    fn derive_keys(
+        &mut self,
+        client_hello: &ClientHello,
+        server_hello: &ServerHello,
+        ctx: &mut TlsContext,
+    ) -> KeyState {
+        match suite(server_hello.cipher_suite).map(|s| s.protection) {
             Some(Protection::Tls13(aead, hash)) if self.tls13 => {
-                self.tls13_keys(aead, hash, &client_hello, ctx)
+                self.tls13_keys(aead, hash, client_hello, ctx)
             }
             Some(p @ (Protection::Tls12Aead(..) | Protection::Tls12Cbc(..)))
-                if version == 0x0303 =>
+                if server_hello.version() == 0x0303 =>
             {
-                self.tls12_keys(p, &client_hello, &hello, ctx)
+                self.tls12_keys(p, client_hello, server_hello, ctx)
             }
             _ => KeyState::Unsupported,
-        };
-        self.server_hello = Some(hello);
+        }
     }
 
     fn on_change_cipher_spec(&mut self, side: Side) {

@@ -17,7 +17,9 @@
 //! ([`TlsBytes`]: handshake, decrypted application data, or undecrypted with a reason; they
 //! add up to the bytes received). Memory is bounded by the named limits of
 //! each part: [`record::MAX_RECORD_FRAGMENT`], [`handshake::MAX_HANDSHAKE_MESSAGE`],
-//! [`keylog::MAX_KEYLOG_ENTRIES`], [`session::MAX_CACHED_SESSIONS`]. Never panics.
+//! [`keylog::MAX_KEYLOG_ENTRIES`], [`session::MAX_CACHED_SESSIONS`], and for connections
+//! waiting for secrets that come late, [`TlsLimits`] (by default
+//! [`waiting::MAX_WAITING_BYTES_PER_CONNECTION`], [`waiting::MAX_WAITING_BYTES`]). Never panics.
 //!
 //! Rules where decisions are made:
 //! 1. A stream is TLS when the first three bytes of the first side that sends
@@ -28,6 +30,8 @@
 //!    secrets, TLS 1.2 `CLIENT_RANDOM` master secrets. A resumed TLS 1.2
 //!    session whose random is not logged takes the master secret of the
 //!    earlier full handshake with the same session id or ticket in the capture.
+//!    Secrets missing at the ServerHello may still come from the capture: the
+//!    connection then waits for them, within a bound ([`waiting`]).
 //! 3. TLS 1.3 keys of a direction go early -> handshake -> application, moved
 //!    on by EndOfEarlyData and Finished; a record that fails under the current
 //!    keys is tried under the later ones (a rejected 0-RTT, a handshake whose
@@ -63,11 +67,13 @@ pub mod schedule;
 pub mod session;
 #[cfg(test)]
 mod tests;
+pub mod waiting;
 
 pub use connection::{TlsConnection, TlsContext};
 pub use counters::TlsCounters;
 pub use facts::{TlsBytes, TlsFacts};
 pub use keylog::{KeyLog, KeyLogStats};
+pub use waiting::TlsLimits;
 
 use crate::capture::CaptureSecrets;
 use crate::counters::Merge;
@@ -98,6 +104,8 @@ pub mod anomaly {
     pub const BAD_INNER_CONTENT_TYPE: Anomaly = Anomaly::TlsBadInnerContentType;
     /// A KeyUpdate without application keys to update.
     pub const KEY_UPDATE_FAILED: Anomaly = Anomaly::TlsKeyUpdateFailed;
+    /// A connection waiting for its secrets past the bytes it may hold: read without them.
+    pub const KEY_WAIT_LIMIT: Anomaly = Anomaly::TlsKeyWaitLimit;
 }
 
 /// The TLS stage for any number of connections: one [`TlsConnection`] per stream that
@@ -125,38 +133,68 @@ impl TlsStage {
         TlsStage {
             ctx: TlsContext {
                 keylog,
-                sessions: Default::default(),
+                ..TlsContext::default()
             },
             ..TlsStage::default()
         }
     }
 
     /// The stage also reads the capture's Decryption Secrets Blocks from `secrets`, each for
-    /// the events of the frames after it.
+    /// the events of the frames after it; while more may come, a connection whose secrets
+    /// are missing waits for them.
     pub fn with_capture_secrets(mut self, secrets: CaptureSecrets) -> TlsStage {
+        self.ctx.wait.enabled = secrets.may_grow();
         self.capture_secrets = secrets;
         self
     }
 
+    /// The stage with the bounds of `limits`.
+    pub fn with_limits(mut self, limits: TlsLimits) -> TlsStage {
+        self.ctx.wait.limits = limits;
+        self
+    }
+
+    /// Bytes the connections waiting for their secrets hold.
+    pub fn waiting_bytes(&self) -> usize {
+        self.ctx.wait.held()
+    }
+
+    /// Connections waiting for their secrets.
+    pub fn waiting_connections(&self) -> usize {
+        self.ctx.wait.waiting().count()
+    }
+
     /// Adds the capture's blocks that apply to `frame` to the key log (copied first if
-    /// another thread's stage shares it).
-    fn take_capture_secrets(&mut self, frame: u64) {
+    /// another thread's stage shares it); whether one was a TLS key log.
+    fn take_capture_secrets(&mut self, frame: u64) -> bool {
         let TlsStage {
             ctx,
             capture_secrets,
             secrets_taken,
             ..
         } = self;
+        let mut added = false;
         *secrets_taken = capture_secrets.take_from(*secrets_taken, frame, |block| {
             // Other types (WireGuard, ZigBee, ...) are not TLS key logs: nothing to add.
             if block.secrets_type == keylog::DSB_TLS_KEY_LOG {
-                Arc::make_mut(&mut ctx.keylog).add_decryption_secrets(
+                added |= Arc::make_mut(&mut ctx.keylog).add_decryption_secrets(
                     "capture",
                     block.secrets_type,
                     &block.data,
                 );
             }
         });
+        added
+    }
+
+    /// New secrets came: each waiting connection (in stream order) looks for its own.
+    fn retry_waiting(&mut self, stats: &mut TlsCounters, out: &mut Vec<StreamEvent>) {
+        let waiting: Vec<u64> = self.ctx.wait.waiting().collect();
+        for stream in waiting {
+            if let Some(conn) = self.conns.get_mut(&stream) {
+                conn.retry_wait(&mut self.ctx, stats, out);
+            }
+        }
     }
 
     /// Takes one flow event; appends the events for the next stage to `out`.
@@ -166,8 +204,11 @@ impl TlsStage {
         stats: &mut TlsCounters,
         out: &mut Vec<StreamEvent>,
     ) {
-        if self.capture_secrets.len() > self.secrets_taken {
-            self.take_capture_secrets(event.frame);
+        if self.capture_secrets.len() > self.secrets_taken
+            && self.take_capture_secrets(event.frame)
+            && !self.ctx.wait.is_empty()
+        {
+            self.retry_waiting(stats, out);
         }
         let stream = event.stream;
         match event.kind {
@@ -228,7 +269,8 @@ impl TlsStage {
         }
     }
 
-    /// End of input: every connection still open hands on what it can.
+    /// End of input: every connection still open hands on what it can (one still waiting
+    /// for secrets with those of every block, in stream order).
     pub fn finish(&mut self, stats: &mut TlsCounters, out: &mut Vec<StreamEvent>) {
         self.take_capture_secrets(u64::MAX);
         let mut streams: Vec<u64> = self

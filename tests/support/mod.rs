@@ -114,6 +114,55 @@ impl Capture {
         pcap_file::pcap(self.records.iter().map(|(ts, data)| (*ts, data.as_slice())))
     }
 
+    /// Frames written so far.
+    pub fn frames(&self) -> usize {
+        self.records.len()
+    }
+
+    /// pcapng bytes (one Ethernet interface, microsecond timestamps); each `(n, text)` of
+    /// `secrets` is a TLS key log Decryption Secrets Block after the first `n` packets.
+    pub fn to_pcapng(&self, secrets: &[(usize, &str)]) -> Vec<u8> {
+        fn block(kind: u32, body: &[u8]) -> Vec<u8> {
+            let pad = (4 - body.len() % 4) % 4;
+            let len = (12 + body.len() + pad) as u32;
+            let mut b = Vec::new();
+            b.extend(kind.to_le_bytes());
+            b.extend(len.to_le_bytes());
+            b.extend(body);
+            b.extend(std::iter::repeat_n(0u8, pad));
+            b.extend(len.to_le_bytes());
+            b
+        }
+        let dsb = |text: &str| {
+            let mut body = 0x544c_534bu32.to_le_bytes().to_vec();
+            body.extend((text.len() as u32).to_le_bytes());
+            body.extend(text.as_bytes());
+            block(0x0000_000a, &body)
+        };
+        let mut shb = 0x1a2b_3c4du32.to_le_bytes().to_vec();
+        shb.extend([1, 0, 0, 0]);
+        shb.extend((-1i64).to_le_bytes());
+        let mut out = block(0x0a0d_0d0a, &shb);
+        out.extend(block(1, &[1, 0, 0, 0, 0, 0, 0, 0]));
+        for (i, (ts, frame)) in self.records.iter().enumerate() {
+            for (_, text) in secrets.iter().filter(|(n, _)| *n == i) {
+                out.extend(dsb(text));
+            }
+            let mut body = Vec::new();
+            let ts = *ts as u64;
+            let len = frame.len() as u32;
+            for v in [0, (ts >> 32) as u32, ts as u32, len, len] {
+                body.extend(v.to_le_bytes());
+            }
+            body.extend(frame);
+            out.extend(block(6, &body));
+        }
+        for (_, text) in secrets.iter().filter(|(n, _)| *n >= self.records.len()) {
+            out.extend(dsb(text));
+        }
+        out
+    }
+
     /// Write the capture as `name` in `dir`.
     pub fn write(&self, dir: &Path, name: &str) -> PathBuf {
         let path = dir.join(name);

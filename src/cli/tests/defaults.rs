@@ -8,6 +8,7 @@ use crate::cli::pipeline_config;
 use crate::flow::FlowLimits;
 use crate::http::HttpLimits;
 use crate::mcp::McpLimits;
+use crate::tls::TlsLimits;
 use clap::{CommandFactory, Parser};
 
 fn analyze_defaults() -> crate::pipeline::Config {
@@ -23,6 +24,7 @@ fn limits_without_flags_are_the_stages_defaults() {
     let cfg = analyze_defaults();
     assert_eq!(cfg.http, HttpLimits::default());
     assert_eq!(cfg.mcp, McpLimits::default());
+    assert_eq!(cfg.tls, TlsLimits::default());
     let flow = FlowLimits::default();
     assert_eq!(cfg.flow.max_open_flows, flow.max_open_flows);
     assert_eq!(
@@ -63,6 +65,9 @@ fn help_shows_the_stages_defaults() {
             * 1_000_000,
         flow.idle_timeout_ns
     );
+    let tls = TlsLimits::default();
+    assert_eq!(size("max-tls-wait"), tls.wait_bytes_per_connection);
+    assert_eq!(size("max-tls-wait-total"), tls.wait_bytes_total);
     assert_eq!(size("max-header"), http.head_bytes);
     assert_eq!(size("max-body"), http.body_bytes);
     assert_eq!(size("max-body"), mcp.body_bytes);

@@ -54,26 +54,11 @@ impl TlsConnection {
         server_hello: &ServerHello,
         ctx: &mut TlsContext,
     ) -> KeyState {
-        let by_random = ctx
-            .keylog
-            .get(&client_hello.random)
-            .and_then(|s| s.get(Label::ClientRandom));
-        let echoed = !server_hello.session_id.is_empty()
-            && server_hello.session_id == client_hello.session_id;
-        let by_session = || {
-            echoed
-                .then(|| ctx.sessions.by_id(&server_hello.session_id))
-                .flatten()
-                .or_else(|| {
-                    client_hello
-                        .session_ticket
-                        .as_ref()
-                        .and_then(|t| ctx.sessions.by_ticket(t))
-                })
-        };
-        let Some(master) = by_random.or_else(by_session).cloned() else {
+        let Some(master) = self.tls12_master(client_hello, server_hello, ctx) else {
             return KeyState::Missing;
         };
+        let echoed = !server_hello.session_id.is_empty()
+            && server_hello.session_id == client_hello.session_id;
         let (hash, mac_len, key_len, iv_len) = match protection {
             Protection::Tls12Aead(aead, hash) => {
                 (hash, 0, aead.key_len(), Decryptor::tls12_iv_len(aead))
@@ -105,6 +90,35 @@ impl TlsConnection {
         }
         self.master = Some(master);
         KeyState::Ready
+    }
+}
+
+impl TlsConnection {
+    /// The TLS 1.2 master secret: logged for the client random, or the resumed session's.
+    pub(super) fn tls12_master(
+        &self,
+        client_hello: &ClientHello,
+        server_hello: &ServerHello,
+        ctx: &TlsContext,
+    ) -> Option<Secret> {
+        let by_random = ctx
+            .keylog
+            .get(&client_hello.random)
+            .and_then(|s| s.get(Label::ClientRandom));
+        let echoed = !server_hello.session_id.is_empty()
+            && server_hello.session_id == client_hello.session_id;
+        let by_session = || {
+            echoed
+                .then(|| ctx.sessions.by_id(&server_hello.session_id))
+                .flatten()
+                .or_else(|| {
+                    client_hello
+                        .session_ticket
+                        .as_ref()
+                        .and_then(|t| ctx.sessions.by_ticket(t))
+                })
+        };
+        by_random.or_else(by_session).cloned()
     }
 }
 

@@ -3,6 +3,7 @@
 //! derived from a known master secret.
 
 mod corpus;
+mod waiting;
 
 use super::cbc::Mac;
 use super::cbc::tests::seal as cbc_seal;
