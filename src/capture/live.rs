@@ -210,6 +210,10 @@ impl LiveSource {
             ended: false,
             frame: Vec::with_capacity(65536),
         };
+        if source.keylogs.is_empty() {
+            // Nothing can bring secrets: no TLS connection waits for them.
+            source.secrets.none_to_come();
+        }
         // Secrets already logged apply from the first frame.
         source.follow_keylogs();
         Ok(source)

@@ -112,8 +112,8 @@ fn stage_config(
                 .saturating_mul(1_000_000),
         },
         tls: TlsLimits {
-            wait_bytes_per_connection: input.limits.max_tls_wait,
-            wait_bytes_total: input.limits.max_tls_wait_total,
+            wait_bytes_per_connection: limits.max_tls_wait,
+            wait_bytes_total: limits.max_tls_wait_total,
         },
         http: HttpLimits {
             head_bytes: limits.max_header,
