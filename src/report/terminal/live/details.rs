@@ -1,8 +1,8 @@
 //! The details pane: every field of the selected row worth reading, under its column name
 //! (report-schema.md section 2), over the table.
 
-use super::draw::{dim, outcome_tone, safe, tone};
 use super::row::ScreenRow;
+use super::style::{dim, outcome_tone, safe, tone};
 use super::view::LiveView;
 use crate::report::terminal::paint::{self, fmt_ms};
 use crate::timestamp::format_rfc3339_us;

@@ -7,13 +7,12 @@
 
 use super::details::draw_details;
 use super::health::{fmt_elapsed, fmt_known, fmt_rate, fmt_share};
+use super::style::{bad_if, clock, dim, outcome_tone, safe, tone};
 use super::table::draw_table;
 use super::view::{ChainEvent, LiveView, Mode};
-use crate::display::{self, Cut, Escape};
 use crate::mcp::retry::Finding;
 use crate::mcp::{Layer, Outcome, RetryOrigin};
-use crate::report::terminal::paint::{self, fmt_bytes, outcome_style};
-use crate::timestamp::format_rfc3339_us;
+use crate::report::terminal::paint::{self, fmt_bytes};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -57,44 +56,6 @@ pub fn draw(view: &LiveView, frame: &mut Frame) {
     {
         draw_details(view, row, frame, table);
     }
-}
-
-pub(super) fn tone(style: paint::Style) -> Style {
-    match style {
-        paint::Style::Plain => Style::new(),
-        paint::Style::Bold => Style::new().add_modifier(Modifier::BOLD),
-        paint::Style::Dim => Style::new().fg(Color::DarkGray),
-        paint::Style::Good => Style::new().fg(Color::Green),
-        paint::Style::Warn => Style::new().fg(Color::Yellow),
-        paint::Style::Bad => Style::new().fg(Color::Red),
-    }
-}
-
-pub(super) fn outcome_tone(o: Outcome) -> Style {
-    tone(outcome_style(o))
-}
-
-pub(super) fn dim() -> Style {
-    tone(paint::Style::Dim)
-}
-
-fn bad_if(n: u64) -> Style {
-    if n > 0 {
-        tone(paint::Style::Bad).add_modifier(Modifier::BOLD)
-    } else {
-        Style::new()
-    }
-}
-
-/// Capture text safe for one cell, at most `max` characters shown.
-pub(super) fn safe(text: &str, max: usize) -> String {
-    display::clip(text, Escape::Rust, Cut::Shown(max.max(1)))
-}
-
-/// `12:34:56.789` (UTC).
-pub(super) fn clock(ts_us: i64) -> String {
-    let t = format_rfc3339_us(ts_us);
-    t.get(11..23).unwrap_or(&t).to_string()
 }
 
 /// The header: the long form when it fits, else short labels, so that drops and rows not

@@ -1,7 +1,7 @@
 //! Capture health for the screen's header: what the capture says about itself, and the rate
 //! derived from successive reports.
 
-use super::super::paint::fmt_bytes;
+use crate::report::terminal::paint::fmt_bytes;
 
 /// The capture's counters as the live command last read them. Cumulative since the capture
 /// started; `None` where the source does not say (shown as `n/a`, never as 0).

@@ -12,6 +12,7 @@ mod feed;
 mod health;
 mod row;
 mod run;
+mod style;
 mod table;
 mod view;
 

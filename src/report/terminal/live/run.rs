@@ -9,6 +9,7 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 use ratatui::crossterm::{cursor, execute, terminal};
 use std::io::{self, Stdout};
+use std::panic;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
@@ -21,15 +22,26 @@ const KEY_POLL: Duration = Duration::from_millis(50);
 /// Messages taken per turn of the loop, so that a flood of rows does not delay keys.
 const MAX_DRAIN: usize = 20_000;
 
+type PanicHook = Box<dyn Fn(&panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
+
 /// Raw mode and the alternate screen while it lives; restored on drop (a return, an error,
-/// a panic unwinding through the screen thread).
-struct TerminalGuard;
+/// a panic unwinding through the screen thread). A panic on any thread restores the terminal
+/// first, so that its message is printed where it can be read.
+struct TerminalGuard {
+    previous_hook: Arc<PanicHook>,
+}
 
 impl TerminalGuard {
     fn enter() -> io::Result<TerminalGuard> {
-        terminal::enable_raw_mode()?;
+        let previous_hook: Arc<PanicHook> = Arc::new(panic::take_hook());
+        let chained = Arc::clone(&previous_hook);
+        panic::set_hook(Box::new(move |info| {
+            restore_terminal();
+            chained(info);
+        }));
         // From here on, Drop undoes whatever was done.
-        let guard = TerminalGuard;
+        let guard = TerminalGuard { previous_hook };
+        terminal::enable_raw_mode()?;
         execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide)?;
         Ok(guard)
     }
@@ -37,10 +49,20 @@ impl TerminalGuard {
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
-        // Each step is tried even when one fails: the terminal must come back usable.
-        let _ = execute!(io::stdout(), terminal::LeaveAlternateScreen, cursor::Show);
-        let _ = terminal::disable_raw_mode();
+        restore_terminal();
+        // The hook cannot be changed while panicking; the process is ending then anyway.
+        if !std::thread::panicking() {
+            let previous = Arc::clone(&self.previous_hook);
+            drop(panic::take_hook());
+            panic::set_hook(Box::new(move |info| previous(info)));
+        }
     }
+}
+
+/// Leaves the alternate screen and raw mode; each step is tried even when one fails.
+fn restore_terminal() {
+    let _ = execute!(io::stdout(), terminal::LeaveAlternateScreen, cursor::Show);
+    let _ = terminal::disable_raw_mode();
 }
 
 /// Runs the live screen until `stop` is set (by anyone) or [`ScreenMsg::Finished`] comes

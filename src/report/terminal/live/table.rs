@@ -1,8 +1,8 @@
 //! The exchanges table: one line per row in sight, columns dropped from the least needed on
 //! a narrow screen, the selected row reversed.
 
-use super::draw::{clock, dim, outcome_tone, safe, tone};
 use super::row::ScreenRow;
+use super::style::{clock, dim, outcome_tone, safe, tone};
 use super::view::LiveView;
 use crate::report::terminal::paint::{self, fmt_ms};
 use ratatui::Frame;
