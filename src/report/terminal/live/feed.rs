@@ -6,8 +6,8 @@ use super::row::ScreenRow;
 use crate::mcp::Exchange;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 
-/// Messages queued for the screen by default: about a second of a busy capture's rows
-/// (the screen takes them every 50 ms).
+/// Messages queued for the screen by default. The screen empties the queue every 50 ms, so
+/// a full queue means the screen fell behind, and rows are then counted, not waited for.
 pub const DEFAULT_FEED_CAPACITY: usize = 4096;
 
 /// What the capture sends the screen.

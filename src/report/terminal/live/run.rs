@@ -118,14 +118,15 @@ pub fn run_screen(
     }
 }
 
-enum Drained {
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Drained {
     Nothing,
     Some,
     Finished,
 }
 
 /// Takes what the capture sent, without waiting.
-fn drain(rx: &Receiver<ScreenMsg>, view: &mut LiveView) -> Drained {
+pub(super) fn drain(rx: &Receiver<ScreenMsg>, view: &mut LiveView) -> Drained {
     let mut got = Drained::Nothing;
     for _ in 0..MAX_DRAIN {
         match rx.try_recv() {

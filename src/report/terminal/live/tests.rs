@@ -1,6 +1,7 @@
 //! The live screen drawn into ratatui's `TestBackend`: layout and keys, read back as the
 //! text and colours of the cells.
 
+use super::run::{Drained, drain};
 use super::*;
 use crate::mcp::retry::Finding;
 use crate::mcp::{Exchange, Hop, Layer, Outcome, RetryOrigin};
@@ -715,4 +716,30 @@ fn finished_comes_after_the_rows_sent_before_it() {
         msgs.as_slice(),
         [ScreenMsg::Row(_), ScreenMsg::Finished]
     ));
+}
+
+#[test]
+fn the_screen_drains_rows_and_health_without_waiting_and_stops_at_finished() {
+    fn sent_across_threads<T: Send>() {}
+    sent_across_threads::<ScreenMsg>();
+    sent_across_threads::<ScreenFeed>();
+    sent_across_threads::<LiveView>();
+
+    let (mut feed, rx) = ScreenFeed::new(16);
+    let mut view = LiveView::new(10);
+    assert_eq!(drain(&rx, &mut view), Drained::Nothing);
+    feed.row(&call(1, "a", Outcome::ToolSuccess));
+    feed.health(health(Some(2), None, None));
+    assert_eq!(drain(&rx, &mut view), Drained::Some);
+    assert_eq!(view.rows_pushed(), 1);
+    assert!(text(&view, 200, 10)[0].contains("drops kernel 2"));
+    feed.row(&call(2, "a", Outcome::ToolSuccess));
+    feed.finish();
+    assert_eq!(drain(&rx, &mut view), Drained::Finished);
+    assert_eq!(view.rows_pushed(), 2, "rows sent before Finished are shown");
+
+    // A capture thread that ends without Finished ends the screen too.
+    let (feed, rx) = ScreenFeed::new(4);
+    drop(feed);
+    assert_eq!(drain(&rx, &mut view), Drained::Finished);
 }
