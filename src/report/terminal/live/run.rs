@@ -42,7 +42,12 @@ impl TerminalGuard {
         // From here on, Drop undoes whatever was done.
         let guard = TerminalGuard { previous_hook };
         terminal::enable_raw_mode()?;
-        execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide)?;
+        execute!(
+            io::stdout(),
+            terminal::EnterAlternateScreen,
+            cursor::Hide,
+            terminal::Clear(terminal::ClearType::All)
+        )?;
         Ok(guard)
     }
 }
@@ -76,7 +81,8 @@ pub fn run_screen(
     let _guard = TerminalGuard::enter()?;
     let mut term: Terminal<CrosstermBackend<Stdout>> =
         Terminal::new(CrosstermBackend::new(io::stdout()))?;
-    term.clear()?;
+    // No `Terminal::clear`: it asks the terminal where the cursor is, and fails when no
+    // answer comes (a terminal that does not answer); the guard cleared the screen.
     let mut view = LiveView::with_header(header);
     let mut changed = true;
     let mut last_draw: Option<Instant> = None;
