@@ -41,6 +41,9 @@ pub use row::{Cell, ColType, ColumnSpec, Table};
 pub use sessions::{SessionAggregator, SessionRow, sessions, sessions_with_idle_gap};
 pub use stats::RunStats;
 pub use summary::{RunInfo, run_summary};
+/// The terminal screen of `mcp-trace live`.
+#[cfg(feature = "live")]
+pub use terminal::live;
 pub use terminal::{session_timeline, sessions_table_text, terminal_summary};
 
 use crate::mcp::Exchange;

@@ -8,6 +8,8 @@ mod failing_tools;
 mod hops;
 mod hygiene;
 mod latency;
+#[cfg(feature = "live")]
+pub mod live;
 mod outcomes;
 mod overview;
 mod paint;
