@@ -54,7 +54,7 @@ const IDLE_SLEEP: Duration = Duration::from_millis(2);
 #[derive(Debug)]
 pub struct LiveControl {
     /// Set by anyone (Ctrl-C, the screen's `q`): the source ends at its next read.
-    pub stop: AtomicBool,
+    pub stop: Arc<AtomicBool>,
     pub packets: AtomicU64,
     pub bytes: AtomicU64,
     /// libpcap's counters at the last tick; `u64::MAX` until known.
@@ -65,7 +65,7 @@ pub struct LiveControl {
 impl Default for LiveControl {
     fn default() -> Self {
         LiveControl {
-            stop: AtomicBool::new(false),
+            stop: Arc::new(AtomicBool::new(false)),
             packets: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             kernel_drops: AtomicU64::new(u64::MAX),

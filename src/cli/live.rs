@@ -20,14 +20,103 @@ mod with_pcap {
     use super::LiveArgs;
     use crate::capture::{LIVE_TICK, LiveControl, LiveOptions, LiveSource};
     use crate::mcp::Exchange;
+    use crate::report::live::{
+        CaptureHealth, DEFAULT_FEED_CAPACITY, ScreenFeed, ScreenHeader, run_screen,
+    };
     use crate::report::{self, ReportError, Table};
     use crate::tls::KeyLog;
     use anyhow::Result;
     use std::io::{IsTerminal, Write};
     use std::process::ExitCode;
-    use std::sync::Arc;
-    use std::sync::atomic::Ordering;
-    use std::time::Duration;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex, PoisonError};
+    use std::thread::JoinHandle;
+    use std::time::{Duration, Instant};
+
+    /// How often the screen gets the capture's health (packets, bytes, drops).
+    const HEALTH_EVERY: Duration = Duration::from_millis(250);
+
+    /// The terminal screen on a thread of its own, fed rows by the analysis and the capture's
+    /// health by a second thread. Ending it (or dropping it, on an error) gives the terminal
+    /// back before anything else is printed.
+    struct Screen {
+        feed: Arc<Mutex<Option<ScreenFeed>>>,
+        screen: Option<JoinHandle<std::io::Result<()>>>,
+        health: Option<JoinHandle<()>>,
+        done: Arc<AtomicBool>,
+    }
+
+    impl Screen {
+        fn start(header: ScreenHeader, control: &Arc<LiveControl>) -> Screen {
+            let (feed, rx) = ScreenFeed::new(DEFAULT_FEED_CAPACITY);
+            let feed = Arc::new(Mutex::new(Some(feed)));
+            let stop = Arc::clone(&control.stop);
+            let interface = header.interface.clone();
+            let screen = std::thread::spawn(move || run_screen(rx, stop, header));
+            let done = Arc::new(AtomicBool::new(false));
+            let health = {
+                let (feed, done, control) =
+                    (Arc::clone(&feed), Arc::clone(&done), Arc::clone(control));
+                std::thread::spawn(move || {
+                    let started = Instant::now();
+                    while !done.load(Ordering::Relaxed) {
+                        let drops = control.drops();
+                        let health = CaptureHealth {
+                            interface: interface.clone(),
+                            packets: control.packets.load(Ordering::Relaxed),
+                            bytes: control.bytes.load(Ordering::Relaxed),
+                            elapsed_s: started.elapsed().as_secs_f64(),
+                            kernel_drops: drops.kernel,
+                            interface_drops: drops.interface,
+                            capture_loss: None,
+                            rows_not_shown: 0,
+                        };
+                        if let Some(f) =
+                            feed.lock().unwrap_or_else(PoisonError::into_inner).as_mut()
+                        {
+                            f.health(health);
+                        }
+                        std::thread::sleep(HEALTH_EVERY);
+                    }
+                })
+            };
+            Screen {
+                feed,
+                screen: Some(screen),
+                health: Some(health),
+                done,
+            }
+        }
+
+        /// Ends the screen: the last rows shown, the terminal restored.
+        fn end(&mut self) {
+            self.done.store(true, Ordering::Relaxed);
+            if let Some(h) = self.health.take() {
+                let _ = h.join();
+            }
+            let feed = self
+                .feed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some(f) = feed {
+                f.finish();
+            }
+            if let Some(s) = self.screen.take() {
+                match s.join() {
+                    Ok(Err(e)) => eprintln!("mcp-trace: the live screen failed: {e}"),
+                    Err(_) => eprintln!("mcp-trace: the live screen stopped"),
+                    Ok(Ok(())) => {}
+                }
+            }
+        }
+    }
+
+    impl Drop for Screen {
+        fn drop(&mut self) {
+            self.end();
+        }
+    }
 
     /// An open row (a session's GET stream, often open for the whole session) holds back the
     /// rows behind it at most this long in live mode (`--max-row-hold`), so a call's row comes
@@ -97,8 +186,10 @@ mod with_pcap {
                     path.to_string(),
                 ))
             }
+            None if stdout_is_terminal => None,
             None => Some(Stream::Stdout(std::io::stdout())),
         };
+        let show_screen = stdout_is_terminal && !matches!(stream, Some(Stream::Stdout(_)));
         let summary_to = match stream {
             Some(Stream::Stdout(_)) => SummaryTo::Stderr,
             _ => SummaryTo::Stdout,
@@ -122,16 +213,44 @@ mod with_pcap {
             tick: LIVE_TICK,
         };
         let source = LiveSource::open(options, Arc::clone(&control))?;
-        if !stdout_is_terminal || summary_to == SummaryTo::Stderr {
+        let mut screen = if show_screen {
+            let mut header = ScreenHeader::new(args.interface.clone());
+            header.bpf_filter = Some(args.bpf.clone());
+            header.outputs = [
+                args.write.as_ref(),
+                args.out.output.as_ref(),
+                args.out.html.as_ref(),
+                args.out.summary.as_ref(),
+            ]
+            .into_iter()
+            .flatten()
+            .map(|p| p.display().to_string())
+            .collect();
+            Some(Screen::start(header, &control))
+        } else {
             eprintln!(
                 "mcp-trace: capturing on {} ({}); Ctrl-C stops",
                 args.interface, args.bpf
             );
-        }
+            None
+        };
         let names = [args.interface.clone()];
-        let mut on_kept = |row: &Exchange| match stream.as_mut() {
-            Some(s) => s.write(row, &control),
-            None => Ok(()),
+        let screen_rows = screen.as_ref().map(|s| Arc::clone(&s.feed));
+        let mut on_kept = |row: &Exchange| {
+            if let Some(feed) = &screen_rows
+                && let Some(f) = feed.lock().unwrap_or_else(PoisonError::into_inner).as_mut()
+            {
+                f.row(row);
+            }
+            match stream.as_mut() {
+                Some(s) => s.write(row, &control),
+                None => Ok(()),
+            }
+        };
+        let mut on_rows_end = || {
+            if let Some(s) = screen.as_mut() {
+                s.end();
+            }
         };
         analyze_rows(
             &args.out,
@@ -141,6 +260,7 @@ mod with_pcap {
             RowSource::Live(source, args.interface.clone()),
             summary_to,
             &mut on_kept,
+            &mut on_rows_end,
         )
     }
 }

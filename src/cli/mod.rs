@@ -235,6 +235,7 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         source,
         SummaryTo::Stdout,
         &mut |_| Ok(()),
+        &mut || {},
     )
 }
 
@@ -256,7 +257,8 @@ enum SummaryTo {
 }
 
 /// The analysis of `source` with the outputs of `out`; `on_kept` also sees every row the
-/// filters keep, as it is released. `input_names` name the inputs in the OTLP resource.
+/// filters keep, as it is released, and `on_rows_end` is called once the last row went (before
+/// the summaries). `input_names` name the inputs in the OTLP resource.
 fn analyze_rows(
     out: &OutputArgs,
     input_names: &[String],
@@ -265,6 +267,7 @@ fn analyze_rows(
     source: RowSource<'_>,
     summary_to: SummaryTo,
     on_kept: &mut dyn FnMut(&Exchange) -> Result<(), report::ReportError>,
+    on_rows_end: &mut dyn FnMut(),
 ) -> Result<ExitCode> {
     let args = out;
     let otlp_options = otlp::otlp_options(&args.otlp, input_names)?;
@@ -354,6 +357,7 @@ fn analyze_rows(
         #[cfg(feature = "live")]
         RowSource::Live(live, name) => pipeline::analyze_source_into(live, &name, &cfg, &mut sink)?,
     };
+    on_rows_end();
     let undecrypted = connections.finish()?;
     let otlp_report = spans.map(report::otlp::OtlpSink::finish).transpose()?;
     let info = RunInfo {
