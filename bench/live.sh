@@ -25,19 +25,19 @@ if [[ "${1:-}" != "--inside" && -z "${MCP_BENCH_LIVE_INSIDE:-}" ]]; then
 fi
 
 ip link add veth0 type veth peer name veth1
-# Large MTU: the benchmark captures were written from loopback and hold segments above 1500 bytes.
-ip link set veth0 mtu 65535 up
-ip link set veth1 mtu 65535 up
+# Ethernet frames of at most 1514 bytes (the benchmark captures), as on a real NIC.
+ip link set veth0 up
+ip link set veth1 up
 printf 'rate_asked_mbps\trate_sent_mbps\tpackets_sent\tpackets_captured\tkernel_drops\tinterface_drops\tmcp_exchanges\tcpu_s\tpeak_rss_mb\n'
 for rate in "${rates[@]}"; do
   /usr/bin/time -f '%U %S %M' -o "$work/time" \
-    "$MCP_TRACE" live -i veth1 -o "$work/rows.parquet" --summary "$work/s.json" \
+    "$MCP_TRACE" live -i veth1 ${LIVE_ARGS:-} -o "$work/rows.parquet" --summary "$work/s.json" \
     >"$work/live.out" 2>"$work/live.err" &
   pid=$!
   for _ in $(seq 50); do grep -q "capturing on" "$work/live.err" 2>/dev/null && break; sleep 0.1; done
   tcpreplay --mbps="$rate" -i veth0 "$capture" >"$work/replay.out" 2>&1
-  sleep 2
-  pkill -INT -f "mcp-trace live -i veth1" || true
+  sleep "${SETTLE_S:-2}"
+  kill -INT "$(pgrep -P "$pid")" || true
   wait "$pid" || true
   read -r user sys rss_kb < <(tail -n 1 "$work/time")
   sent_mbps=$(grep -oP 'Rated: [0-9.]+ Bps, \K[0-9.]+(?= Mbps)' "$work/replay.out" | head -1)

@@ -155,8 +155,10 @@ pub enum CaptureError {
 /// also with offloads that hand the capture 64 KiB segments.
 pub const LIVE_SNAPLEN: u32 = 262_144;
 
-/// The kernel's capture buffer of a live capture (`live --buffer-size`).
-pub const LIVE_BUFFER_BYTES: usize = 32 << 20;
+/// The kernel's capture buffer of a live capture (`live --buffer-size`). In immediate mode
+/// libpcap gives every packet a slot of the largest size the interface can hand over (64 KiB
+/// with segmentation offloads), so the buffer holds far fewer packets than its size suggests.
+pub const LIVE_BUFFER_BYTES: usize = 128 << 20;
 
 /// Shared name of an input, cheap to clone into every record.
 pub type InputName = Arc<str>;

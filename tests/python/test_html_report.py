@@ -155,6 +155,12 @@ def test_report_in_chromium(browser, sample, tmp_path):
     click(b, "#tl-clear")
     assert count(b, "[data-exchange-id]") == len(rows)
 
+    # Drops and capture loss: a classic pcap says nothing of its drops (unknown, never 0).
+    run = b.evaluate("document.getElementById('run').textContent")
+    assert "packets dropped by the capture" in run and "capture loss (estimate)" in run, run
+    if sample.endswith(".pcap"):
+        assert "kernel unknown, interface unknown" in run, run
+
     assert b.errors() == [], b.errors()
     assert b.requests() == [url], b.requests()
     if sample in SCREENSHOTS:

@@ -21,6 +21,7 @@ Needs a binary built with `--features live` (MCP_TRACE, default target/debug/mcp
 them the test skips, unless MCP_TRACE_REQUIRE_LIVE=1 (as CI sets), where that is a failure."""
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -136,3 +137,33 @@ def test_the_summary_and_the_raw_capture_report_the_drops(scenario):
     raw = json.loads(offline.read_text())
     assert raw["capture_drops"] == {"kernel": 0, "interface": 0}
     assert raw["packets_total"] == summary["packets_total"] > 0
+
+
+def test_a_tiny_kernel_buffer_drops_and_the_drops_are_reported(tmp_path):
+    """A deliberately tiny kernel buffer (--buffer-size 64KiB) under a burst (tcpreplay at top
+    speed, 300 loops of a sample): the kernel drops packets, and the run says so, in the run
+    summary, in the terminal summary's "Not analyzed" part and in the raw capture's statistics."""
+    why = missing_requirement() or (None if shutil.which("tcpreplay") else "tcpreplay missing")
+    if why:
+        if REQUIRE:
+            pytest.fail(f"live test required but: {why}")
+        pytest.skip(why)
+    sample = ROOT / "samples" / "concurrent.pcap"
+    script = f"""ip link set lo up
+{BIN} live -i lo --buffer-size 64KiB --duration 6s -w {tmp_path / 'raw.pcapng'} \\
+    --summary {tmp_path / 'summary.json'} --jsonl {tmp_path / 'rows.jsonl'} \\
+    > {tmp_path / 'out.txt'} 2> {tmp_path / 'err.txt'} &
+sleep 1
+tcpreplay -q -t -l 300 -i lo {sample} > /dev/null 2>&1
+wait
+"""
+    subprocess.run(["unshare", "-n", "bash", "-c", script], check=True, timeout=120)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    kernel = summary["capture_drops"]["kernel"]
+    assert kernel > 0, summary["capture_drops"]
+    terminal = (tmp_path / "out.txt").read_text()
+    assert re.search(rf"dropped by the kernel \(capture statistics\)\s+{kernel}\s+packets", terminal), terminal
+    offline = tmp_path / "offline.json"
+    subprocess.run([str(BIN), "analyze", str(tmp_path / "raw.pcapng"), "--summary", str(offline)],
+                   check=True, capture_output=True)
+    assert json.loads(offline.read_text())["capture_drops"]["kernel"] == kernel

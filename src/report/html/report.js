@@ -117,7 +117,14 @@
     const outcomes = Object.keys(mcp).filter((o) => mcp[o]).sort((a, b) => outcomeOrder(a) - outcomeOrder(b))
       .map((o) => "<dt>" + swatch(o) + "</dt><dd>" + esc(mcp[o]) + (OUT[o] ? " (" + esc(OUT[o].layer) + ")" : "") + "</dd>").join("");
     const layers = (D.layers || []).map((l) => "<dt>" + esc(l) + "</dt><dd>" + esc((s.layers || {})[l] || 0) + "</dd>").join("");
+    // Drops the capturing tool reported and the loss estimated from ACKs: unknown is never 0.
+    const unknown = '<span class="muted">unknown</span>';
+    const known = (v) => (v === null || v === undefined ? unknown : esc(v));
+    const drops = s.capture_drops || {};
     const damage = [
+      ["packets dropped by the capture", "kernel " + known(drops.kernel) + ", interface " + known(drops.interface)],
+      ["capture loss (estimate)", s.capture_loss === null || s.capture_loss === undefined ? unknown :
+        esc((100 * s.capture_loss).toFixed(2) + "% of TCP data")],
       ["packets skipped", counts(s.packets_skipped)],
       ["packets truncated", esc(s.packets_truncated || 0)],
       ["TCP gap bytes", esc(s.gap_bytes || 0)],
