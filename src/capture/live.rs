@@ -323,9 +323,11 @@ impl FrameSource for LiveSource {
                     self.frame.clear();
                     self.frame.extend_from_slice(packet.data);
                     // Nanosecond precision: `tv_usec` holds nanoseconds.
-                    let ts_ns = i64::from(header.ts.tv_sec)
+                    let ts_ns = header
+                        .ts
+                        .tv_sec
                         .saturating_mul(1_000_000_000)
-                        .saturating_add(i64::from(header.ts.tv_usec));
+                        .saturating_add(header.ts.tv_usec);
                     break (ts_ns, header.len);
                 }
                 Err(pcap::Error::TimeoutExpired) => self.wait_for_packets(),

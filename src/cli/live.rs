@@ -16,7 +16,9 @@ pub use with_pcap::live;
 
 #[cfg(feature = "live")]
 mod with_pcap {
-    use super::super::{RowSource, SummaryTo, analyze_rows, stage_config, use_color, values};
+    use super::super::{
+        RowHooks, RowSource, SummaryTo, analyze_rows, stage_config, use_color, values,
+    };
     use super::LiveArgs;
     use crate::capture::{LIVE_TICK, LiveControl, LiveOptions, LiveSource};
     use crate::mcp::Exchange;
@@ -257,10 +259,12 @@ mod with_pcap {
             &names,
             cfg,
             color,
-            RowSource::Live(source, args.interface.clone()),
-            summary_to,
-            &mut on_kept,
-            &mut on_rows_end,
+            RowSource::Live(Box::new(source), args.interface.clone()),
+            RowHooks {
+                summary_to,
+                kept: &mut on_kept,
+                rows_end: &mut on_rows_end,
+            },
         )
     }
 }

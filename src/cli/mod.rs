@@ -233,9 +233,11 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         cfg,
         color,
         source,
-        SummaryTo::Stdout,
-        &mut |_| Ok(()),
-        &mut || {},
+        RowHooks {
+            summary_to: SummaryTo::Stdout,
+            kept: &mut |_| Ok(()),
+            rows_end: &mut || {},
+        },
     )
 }
 
@@ -245,7 +247,7 @@ enum RowSource<'a> {
     Files(&'a [String]),
     /// A live interface, named in the `capture` column.
     #[cfg(feature = "live")]
-    Live(crate::capture::LiveSource, String),
+    Live(Box<crate::capture::LiveSource>, String),
 }
 
 /// Where the terminal summary goes when no `-o` file takes the rows.
@@ -253,22 +255,34 @@ enum RowSource<'a> {
 enum SummaryTo {
     Stdout,
     /// Standard output carries the rows themselves (`live`'s JSON lines).
+    #[cfg_attr(not(feature = "live"), allow(dead_code))]
     Stderr,
 }
 
-/// The analysis of `source` with the outputs of `out`; `on_kept` also sees every row the
-/// filters keep, as it is released, and `on_rows_end` is called once the last row went (before
-/// the summaries). `input_names` name the inputs in the OTLP resource.
+/// What a live run adds to `analyze`'s outputs: where the terminal summary goes, a look at
+/// every row the filters keep as it is released (`kept`), and a call once the last row went,
+/// before the summaries (`rows_end`).
+struct RowHooks<'a> {
+    summary_to: SummaryTo,
+    kept: &'a mut dyn FnMut(&Exchange) -> Result<(), report::ReportError>,
+    rows_end: &'a mut dyn FnMut(),
+}
+
+/// The analysis of `source` with the outputs of `out` and the hooks of `hooks`.
+/// `input_names` name the inputs in the OTLP resource.
 fn analyze_rows(
     out: &OutputArgs,
     input_names: &[String],
     mut cfg: Config,
     color: bool,
     source: RowSource<'_>,
-    summary_to: SummaryTo,
-    on_kept: &mut dyn FnMut(&Exchange) -> Result<(), report::ReportError>,
-    on_rows_end: &mut dyn FnMut(),
+    hooks: RowHooks<'_>,
 ) -> Result<ExitCode> {
+    let RowHooks {
+        summary_to,
+        kept: on_kept,
+        rows_end: on_rows_end,
+    } = hooks;
     let args = out;
     let otlp_options = otlp::otlp_options(&args.otlp, input_names)?;
     if otlp_options.is_some() {
@@ -355,7 +369,9 @@ fn analyze_rows(
     let totals = match source {
         RowSource::Files(paths) => pipeline::analyze_into(paths, &cfg, &mut sink)?,
         #[cfg(feature = "live")]
-        RowSource::Live(live, name) => pipeline::analyze_source_into(live, &name, &cfg, &mut sink)?,
+        RowSource::Live(live, name) => {
+            pipeline::analyze_source_into(*live, &name, &cfg, &mut sink)?
+        }
     };
     on_rows_end();
     let undecrypted = connections.finish()?;

@@ -2,6 +2,8 @@
 //! many interleaved connections, compared row by row (in streaming order) and stat by stat.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+mod clock;
+
 use super::{Config, FnSink, RunError, RunTotals, analyze_into};
 use crate::capture::testing::TcpConn;
 use serde_json::Value;
@@ -196,7 +198,7 @@ impl Conn {
             .send_losing(&mut self.packets, from_client, data, drop);
     }
 
-    fn post(&mut self, id: u32, method: &str, text_len: usize) {
+    pub(super) fn post(&mut self, id: u32, method: &str, text_len: usize) {
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
             "x".repeat(text_len)
@@ -211,7 +213,7 @@ impl Conn {
         self.send(true, req.as_bytes(), None);
     }
 
-    fn json_response(&mut self, id: u32, text_len: usize, drop: Option<usize>) {
+    pub(super) fn json_response(&mut self, id: u32, text_len: usize, drop: Option<usize>) {
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
             "y".repeat(text_len)
