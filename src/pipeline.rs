@@ -461,6 +461,9 @@ fn run_source<E: std::error::Error + 'static, F: FrameSource + Send>(
                 for ev in events.drain(..) {
                     chain.push(ev, &mut counters, &mut http_events);
                 }
+                if quiet_now_ns.is_some() {
+                    chain.quiet(&mut counters, &mut http_events);
+                }
                 for ev in http_events.drain(..) {
                     sink(
                         Item::Event(Event::new(ev, preparer.as_mut())),

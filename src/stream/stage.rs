@@ -35,6 +35,11 @@ pub trait StreamStage {
     /// that begins a unit the next stage times (an HTTP request) starts at or after it, or
     /// at or after the event that completes it.
     fn held_since_us(&self) -> Option<i64>;
+
+    /// A live capture is quiet (no event to carry the time): what waited only for something
+    /// outside the streams (secrets from a key log that grew) may be handed on now. Most
+    /// stages wait for nothing of the kind.
+    fn quiet(&mut self, _counters: &mut Self::Counters, _out: &mut Vec<Self::Output>) {}
 }
 
 /// Two stages in a row: `first`'s stream events go to `second`.
@@ -80,6 +85,14 @@ where
             self.second.push(ev, &mut counters.1, out);
         }
         self.second.finish(&mut counters.1, out);
+    }
+
+    fn quiet(&mut self, counters: &mut Self::Counters, out: &mut Vec<B::Output>) {
+        self.first.quiet(&mut counters.0, &mut self.between);
+        for ev in self.between.drain(..) {
+            self.second.push(ev, &mut counters.1, out);
+        }
+        self.second.quiet(&mut counters.1, out);
     }
 
     fn held_since_us(&self) -> Option<i64> {

@@ -363,4 +363,16 @@ impl StreamStage for TlsStage {
     fn held_since_us(&self) -> Option<i64> {
         self.held_since().map(CaptureTime::as_us)
     }
+
+    /// Secrets a live source appended while no packet came (a key log that grew): every
+    /// block appended so far applies, since every frame before it has been read; the
+    /// connections waiting for them decrypt what they hold.
+    fn quiet(&mut self, stats: &mut TlsCounters, out: &mut Vec<StreamEvent>) {
+        if self.capture_secrets.len() > self.secrets_taken
+            && self.take_capture_secrets(u64::MAX)
+            && !self.ctx.wait.is_empty()
+        {
+            self.retry_waiting(stats, out);
+        }
+    }
 }

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Drives one live capture inside a network namespace of its own (run it under `unshare -n`).
 
-usage: live_scenario.py MCP_TRACE WORKDIR [--screen]
+usage: live_scenario.py MCP_TRACE WORKDIR [--tls]
 
 Brings up the namespace's loopback, starts `mcp-trace live -i lo` with the raw capture, the
 exchanges table and JSON lines on stdout, then the TypeScript SDK server and two runs of the
 TypeScript SDK client from samples/generator (the steps of the ts-streamable-sse recording),
 then stops the capture with SIGINT. Writes WORKDIR/scenario.json: when each JSON line reached
 this script, when each client run started and ended, the lines themselves and the exit status.
+With --tls the server speaks HTTPS (the generator's test-only certificate) and the client
+logs its TLS secrets with NODE_OPTIONS=--tls-keylog into WORKDIR/keys.log, a file that does not
+exist until the client's first connection: `mcp-trace live --keylog` follows it as it grows.
 Nothing leaves the namespace.
 """
 
@@ -42,12 +45,16 @@ def wait_port(port, timeout=20.0):
 
 def main():
     binary, work = sys.argv[1], Path(sys.argv[2])
+    tls = "--tls" in sys.argv[3:]
     work.mkdir(parents=True, exist_ok=True)
+    keys = work / "keys.log"
+    certs = GEN / "certs"
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     live = subprocess.Popen(
         [binary, "live", "-i", "lo", "-f", f"tcp port {PORT}", "--duration", "120s",
          "-w", str(work / "raw.pcapng"), "-o", str(work / "live-table.jsonl"),
-         "--summary", str(work / "live-summary.json"), "--jsonl", "-"],
+         "--summary", str(work / "live-summary.json"), "--jsonl", "-"]
+        + (["--keylog", str(keys)] if tls else []),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     arrivals = []
 
@@ -72,17 +79,21 @@ def main():
         raise RuntimeError("mcp-trace live did not start: " + "".join(err_lines))
     server = subprocess.Popen(
         ["node", str(GEN / "ts" / "server.mjs"), "--port", str(PORT), "--mode", "sse",
-         "--lifetime", "120"],
+         "--lifetime", "120"]
+        + (["--tls-cert", str(certs / "server.pem"), "--tls-key", str(certs / "server.key")] if tls else []),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=GEN)
     runs = []
     try:
         wait_port(PORT)
         for _ in range(2):
             start = time.time()
+            url = f"https://localhost:{PORT}/mcp" if tls else f"http://127.0.0.1:{PORT}/mcp"
+            env = dict(os.environ)
+            if tls:
+                env.update(NODE_OPTIONS=f"--tls-keylog={keys}", NODE_EXTRA_CA_CERTS=str(certs / "ca.pem"))
             subprocess.run(
-                ["node", str(GEN / "ts" / "client.mjs"), "--url", f"http://127.0.0.1:{PORT}/mcp",
-                 "--steps", STEPS],
-                cwd=GEN, check=True, timeout=60, stdout=subprocess.DEVNULL)
+                ["node", str(GEN / "ts" / "client.mjs"), "--url", url, "--steps", STEPS],
+                cwd=GEN, check=True, timeout=60, stdout=subprocess.DEVNULL, env=env)
             runs.append({"start": start, "end": time.time()})
         # Rows come within a second of their response; give the last ones that second.
         time.sleep(1.5)

@@ -55,8 +55,7 @@ def missing_requirement():
     return None
 
 
-@pytest.fixture(scope="module")
-def scenario(tmp_path_factory):
+def run_scenario(tmp_path_factory, *flags):
     why = missing_requirement()
     if why:
         if REQUIRE:
@@ -64,10 +63,20 @@ def scenario(tmp_path_factory):
         pytest.skip(why)
     work = tmp_path_factory.mktemp("live")
     subprocess.run(["unshare", "-n", sys.executable, str(ROOT / "tests" / "python" / "live_scenario.py"),
-                    str(BIN), str(work)], check=True, timeout=300)
+                    str(BIN), str(work), *flags], check=True, timeout=300)
     result = json.loads((work / "scenario.json").read_text())
     result["work"] = work
     return result
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory):
+    return run_scenario(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def tls_scenario(tmp_path_factory):
+    return run_scenario(tmp_path_factory, "--tls")
 
 
 def analyze_rows(path):
@@ -75,7 +84,8 @@ def analyze_rows(path):
     # Live holds an open row (the GET stream) back 1 s, not 60 s: the same for the file.
     subprocess.run([str(BIN), "analyze", str(path), "--max-row-hold", "1s", "-o", str(out)],
                    check=True, capture_output=True)
-    return [json.loads(line) for line in out.read_text().splitlines()]
+    # Rows set aside while open are written when they end, in either run: compare in id order.
+    return sorted((json.loads(line) for line in out.read_text().splitlines()), key=lambda r: r["exchange_id"])
 
 
 def without_capture(row):
@@ -125,6 +135,25 @@ def test_each_client_run_agrees_with_the_recorded_ground_truth(scenario):
     got = [sessions[k] for k in order]
     # Two client runs of the same steps: the recording's sessions, twice.
     assert sorted(got) == sorted(expected * 2), (got, expected)
+
+
+def test_https_with_a_key_log_that_grows_during_the_capture(tls_scenario):
+    """The client writes its key log as it connects; live follows it, its connections wait for
+    their secrets, and every call is decrypted: the same rows as plaintext, and the raw capture
+    (its secrets as Decryption Secrets Blocks) gives the same rows offline without --keylog."""
+    s = tls_scenario
+    assert s["status"] == 0, s["stderr"]
+    rows = sorted(s["rows"], key=lambda r: r["exchange_id"])
+    assert len(rows) >= 20 and all(r["tls_version"] == "TLS 1.3" for r in rows), rows[:2]
+    summary = json.loads((s["work"] / "live-summary.json").read_text())
+    # The connections that carried TLS were all decrypted (the others: the scenario's port probes).
+    tls = {k: n for k, n in summary["tls_connections"].items() if n and k != "plaintext"}
+    assert list(tls) == ["decrypted"] and tls["decrypted"] >= 6, summary["tls_connections"]
+    offline = analyze_rows(s["work"] / "raw.pcapng")
+    assert [without_capture(r) for r in rows] == [without_capture(r) for r in offline]
+    truth = json.loads(TRUTH.read_text())
+    calls = [(e["rpc_method"] or "", e["outcome"]) for e in truth["entries"]] * 2
+    assert sorted((r["rpc_method"] or "", r["outcome"]) for r in rows) == sorted(calls)
 
 
 def test_the_summary_and_the_raw_capture_report_the_drops(scenario):
