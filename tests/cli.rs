@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-fn mcp_trace(args: &[&str]) -> std::process::Output {
+pub(crate) fn mcp_trace(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_mcp-trace"))
         .args(args)
         .output()
@@ -14,7 +14,7 @@ fn stderr(out: &std::process::Output) -> String {
 }
 
 /// Exit 2 with a single `mcp-trace:` line, and never a panic.
-fn assert_clean_failure(out: &std::process::Output, needle: &str) {
+pub(crate) fn assert_clean_failure(out: &std::process::Output, needle: &str) {
     let err = stderr(out);
     assert_eq!(out.status.code(), Some(2), "stderr: {err}");
     assert!(!err.contains("panicked"), "panic: {err}");

@@ -2,27 +2,13 @@
 //! Built without the `live` feature, the command says so; with it, an unknown interface, a
 //! bad capture filter, a bad duration and a missing permission each name what is wrong.
 
+use crate::cli::{assert_clean_failure, mcp_trace};
+#[cfg(feature = "live")]
 use std::process::Command;
 
-fn mcp_trace(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_mcp-trace"))
-        .args(args)
-        .output()
-        .expect("run mcp-trace")
-}
-
-/// Exit 2 with a single `mcp-trace:` line containing `needle`, and never a panic.
+/// Exit 2 with a single `mcp-trace:` line containing `needle`, nothing on stdout.
 fn assert_one_line_exit_2(out: &std::process::Output, needle: &str) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
-    assert!(!err.contains("panicked"), "panic: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "one line expected: {err}"
-    );
-    assert!(err.starts_with("mcp-trace: "), "prefix: {err}");
-    assert!(err.contains(needle), "`{needle}` not in: {err}");
+    assert_clean_failure(out, needle);
     assert!(out.stdout.is_empty(), "nothing on stdout");
 }
 
