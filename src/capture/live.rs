@@ -117,8 +117,8 @@ pub struct LiveSource {
     secrets: CaptureSecrets,
     keylogs: Vec<KeylogFollower>,
     raw: Option<RawWriter>,
-    /// The capture's last statistics, when libpcap gave them.
-    stats: Option<pcap::Stat>,
+    /// The capture's last statistics (unknown until libpcap gave them).
+    stats: InterfaceStats,
     /// Damage that ended the capture (a read error), for the run summary.
     error: Option<String>,
     ended: bool,
@@ -205,7 +205,7 @@ impl LiveSource {
             secrets: CaptureSecrets::default(),
             keylogs,
             raw,
-            stats: None,
+            stats: InterfaceStats::default(),
             error: None,
             ended: false,
             frame: Vec::with_capacity(65536),
@@ -253,7 +253,11 @@ impl LiveSource {
             self.control
                 .interface_drops
                 .store(u64::from(stat.if_dropped), Ordering::Relaxed);
-            self.stats = Some(stat);
+            self.stats = InterfaceStats {
+                received: Some(u64::from(stat.received)),
+                kernel_drops: Some(u64::from(stat.dropped)),
+                interface_drops: Some(u64::from(stat.if_dropped)),
+            };
         }
     }
 
@@ -283,15 +287,10 @@ impl LiveSource {
         self.ended = true;
         self.follow_keylogs();
         self.refresh_stats();
-        if let Some(raw) = self.raw.take() {
-            let stats = InterfaceStats {
-                received: self.stats.map(|s| u64::from(s.received)),
-                kernel_drops: self.stats.map(|s| u64::from(s.dropped)),
-                interface_drops: self.stats.map(|s| u64::from(s.if_dropped)),
-            };
-            if let Err(e) = raw.finish(wall_clock_ns(), stats) {
-                self.error.get_or_insert_with(|| format!("-w: {e}"));
-            }
+        if let Some(raw) = self.raw.take()
+            && let Err(e) = raw.finish(wall_clock_ns(), self.stats)
+        {
+            self.error.get_or_insert_with(|| format!("-w: {e}"));
         }
     }
 }
@@ -373,12 +372,9 @@ impl FrameSource for LiveSource {
     }
 
     fn infos(&self) -> Vec<InputInfo> {
-        let drops = match self.stats {
-            Some(s) => CaptureDrops {
-                kernel: Some(u64::from(s.dropped)),
-                interface: Some(u64::from(s.if_dropped)),
-            },
-            None => CaptureDrops::default(),
+        let drops = CaptureDrops {
+            kernel: self.stats.kernel_drops,
+            interface: self.stats.interface_drops,
         };
         vec![InputInfo {
             name: self.options.interface.clone(),
