@@ -375,7 +375,8 @@ fn analyze_rows(
     };
     on_rows_end();
     let undecrypted = connections.finish()?;
-    let otlp_report = spans.map(report::otlp::OtlpSink::finish).transpose()?;
+    // The encoder finishes its last spans while the terminal summary is made.
+    let otlp_closing = spans.map(report::otlp::OtlpSink::close).transpose()?;
     let info = RunInfo {
         inputs: &totals.inputs,
         stats: &totals.stats,
@@ -384,9 +385,10 @@ fn analyze_rows(
         bytes_read: totals.bytes_read,
         undecrypted: &undecrypted,
     };
-    match writer {
+    let summary_text = match writer {
         Some(w) => {
             w.finish()?;
+            None
         }
         None => {
             // Rows set aside while open arrive when they end: put them back in id order.
@@ -396,14 +398,23 @@ fn analyze_rows(
                 rows: &rows,
                 ..info
             };
-            let mut text = report::terminal_summary(&filtered_info, color);
-            if let Some(r) = &otlp_report {
-                text.push_str(&r.text());
-            }
-            match summary_to {
-                SummaryTo::Stdout => print_stdout(&text)?,
-                SummaryTo::Stderr => eprint!("{text}"),
-            }
+            let text = report::terminal_summary(&filtered_info, color);
+            // Freed while the encoder finishes, not after.
+            drop(rows);
+            drop(selected);
+            Some(text)
+        }
+    };
+    let otlp_report = otlp_closing
+        .map(report::otlp::OtlpClosing::finish)
+        .transpose()?;
+    if let Some(mut text) = summary_text {
+        if let Some(r) = &otlp_report {
+            text.push_str(&r.text());
+        }
+        match summary_to {
+            SummaryTo::Stdout => print_stdout(&text)?,
+            SummaryTo::Stderr => eprint!("{text}"),
         }
     }
     if let Some((url, stats)) = otlp_report.as_ref().and_then(|r| r.endpoint.as_ref()) {

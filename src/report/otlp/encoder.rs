@@ -4,6 +4,7 @@
 //! so memory stays at a few requests.
 
 use super::export::Exporter;
+use super::json::JsonSpan;
 use super::model::{ExportRequest, ResourceSpans, ScopeSpans, Span};
 use super::span::SpanDraft;
 use super::{Protocol, SCOPE, Service, json, proto};
@@ -35,10 +36,19 @@ pub enum PendingSpan {
 }
 
 impl PendingSpan {
-    fn into_span(self) -> Span {
+    fn to_span(&self) -> Span {
         match self {
-            PendingSpan::Draft(draft) => draft.into_span(),
-            PendingSpan::Ready(span) => span,
+            PendingSpan::Draft(draft) => draft.to_span(),
+            PendingSpan::Ready(span) => span.clone(),
+        }
+    }
+}
+
+impl JsonSpan for PendingSpan {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            PendingSpan::Draft(draft) => draft.write_json(out),
+            PendingSpan::Ready(span) => span.write_json(out),
         }
     }
 }
@@ -86,9 +96,14 @@ impl Encoder {
         }
     }
 
+    /// Ends the queue: the encoder writes what is queued and stops.
+    pub fn close(&mut self) {
+        self.tx = None;
+    }
+
     /// Encodes what is queued and gives the outputs back.
     pub fn finish(mut self) -> Result<Outputs, ReportError> {
-        self.tx = None;
+        self.close();
         self.join()
     }
 
@@ -110,42 +125,25 @@ fn encode_all(mut out: Outputs, batches: &Receiver<Batch>) -> Result<Outputs, Re
     let mut buf = Vec::new();
     let mut unsynced = 0;
     while let Ok(batch) = batches.recv() {
-        let spans: Vec<(usize, Span)> = batch
-            .spans
-            .into_iter()
-            .map(|(service, span)| (service, span.into_span()))
-            .collect();
-        let request = ExportRequest {
-            // Resources in order of first appearance.
-            resource_spans: batch
-                .services
-                .iter()
-                .enumerate()
-                .map(|(index, service)| ResourceSpans {
-                    resource: service.resource(),
-                    scope_spans: [ScopeSpans {
-                        scope: SCOPE,
-                        spans: spans
-                            .iter()
-                            .filter(|(i, _)| *i == index)
-                            .map(|(_, span)| span)
-                            .collect(),
-                    }],
-                })
-                .collect(),
-        };
         out.requests += 1;
         let json = out.file.is_some() || matches!(out.exporter, Some((_, Protocol::HttpJson)));
         if json {
             buf.clear();
-            json::encode(&mut buf, &request);
+            json::encode(&mut buf, &request(&batch.services, &batch.spans));
         }
         if let Some((exporter, protocol)) = &out.exporter {
             let body = match protocol {
-                Protocol::HttpProtobuf => proto::encode(&request),
+                Protocol::HttpProtobuf => {
+                    let spans: Vec<(usize, Span)> = batch
+                        .spans
+                        .iter()
+                        .map(|(service, span)| (*service, span.to_span()))
+                        .collect();
+                    proto::encode(&request(&batch.services, &spans))
+                }
                 Protocol::HttpJson => buf.clone(),
             };
-            exporter.send(body, spans.len() as u64);
+            exporter.send(body, batch.spans.len() as u64);
         }
         if let Some(file) = out.file.as_mut() {
             buf.push(b'\n');
@@ -158,4 +156,28 @@ fn encode_all(mut out: Outputs, batches: &Receiver<Batch>) -> Result<Outputs, Re
         }
     }
     Ok(out)
+}
+
+/// The request of `spans`, each with the index of its service in `services`: one resource
+/// per service, in order of first appearance, its spans in batch order.
+fn request<'a, S>(services: &[Service], spans: &'a [(usize, S)]) -> ExportRequest<'a, S> {
+    let mut by_service: Vec<Vec<&S>> = services.iter().map(|_| Vec::new()).collect();
+    for (index, span) in spans {
+        if let Some(list) = by_service.get_mut(*index) {
+            list.push(span);
+        }
+    }
+    ExportRequest {
+        resource_spans: services
+            .iter()
+            .zip(by_service)
+            .map(|(service, spans)| ResourceSpans {
+                resource: service.resource(),
+                scope_spans: [ScopeSpans {
+                    scope: SCOPE,
+                    spans,
+                }],
+            })
+            .collect(),
+    }
 }

@@ -4,10 +4,31 @@
 //! camelCase names, 64-bit integers as strings, enums as integers, ids as lower-case hex),
 //! and fields at their default value are left out where the mapping allows it.
 
-use super::model::{AnyValue, Event, ExportRequest, KeyValue, Link, Span, Status};
+use super::model::{
+    AnyValue, Event, ExportRequest, KeyValue, Link, SPAN_KIND_CLIENT, Span, Status,
+};
+use super::model::{STATUS_ERROR, STATUS_UNSET};
+use super::span::{AttributeSink, Key, SpanDraft, SpanName, us_to_ns};
+
+/// A span as one JSON object.
+pub trait JsonSpan {
+    fn write_json(&self, out: &mut Vec<u8>);
+}
+
+impl JsonSpan for Span {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        encode_span(out, self);
+    }
+}
+
+impl JsonSpan for SpanDraft {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        encode_draft(out, self);
+    }
+}
 
 /// Appends `request` as one JSON object (without a line end) to `out`.
-pub fn encode(out: &mut Vec<u8>, request: &ExportRequest<'_>) {
+pub fn encode<S: JsonSpan>(out: &mut Vec<u8>, request: &ExportRequest<'_, S>) {
     out.extend_from_slice(b"{\"resourceSpans\":[");
     for (i, rs) in request.resource_spans.iter().enumerate() {
         comma(out, i);
@@ -21,7 +42,7 @@ pub fn encode(out: &mut Vec<u8>, request: &ExportRequest<'_>) {
             out.extend_from_slice(b",\"version\":");
             string(out, ss.scope.version);
             out.extend_from_slice(b"},\"spans\":");
-            array(out, &ss.spans, |out, span| encode_span(out, span));
+            array(out, &ss.spans, |out, span| span.write_json(out));
             out.push(b'}');
         }
         out.extend_from_slice(b"]}");
@@ -70,6 +91,106 @@ pub fn encode_span(out: &mut Vec<u8>, span: &Span) {
     out.push(b'}');
 }
 
+/// An exchange's span as one JSON object, written from its draft: the same bytes as
+/// [`encode_span`] of [`SpanDraft::to_span`], without making the span first.
+pub fn encode_draft(out: &mut Vec<u8>, d: &SpanDraft) {
+    out.extend_from_slice(b"{\"traceId\":");
+    hex(out, &d.trace_id);
+    out.extend_from_slice(b",\"spanId\":");
+    hex(out, &d.span_id);
+    out.extend_from_slice(b",\"parentSpanId\":");
+    hex(out, &d.parent);
+    out.extend_from_slice(b",\"name\":");
+    let SpanName { head, tail } = d.name();
+    match tail {
+        None => string(out, head),
+        Some(tail) => {
+            out.push(b'"');
+            string_body(out, head);
+            out.push(b' ');
+            string_body(out, tail);
+            out.push(b'"');
+        }
+    }
+    out.extend_from_slice(b",\"kind\":");
+    out.extend_from_slice(itoa::Buffer::new().format(SPAN_KIND_CLIENT).as_bytes());
+    out.extend_from_slice(b",\"startTimeUnixNano\":");
+    quoted_int(out, d.start_ns);
+    out.extend_from_slice(b",\"endTimeUnixNano\":");
+    quoted_int(out, d.end_ns);
+    out.extend_from_slice(b",\"attributes\":[");
+    d.write_attributes(&mut JsonAttributes { out, count: 0 });
+    out.push(b']');
+    if !d.sse_marks().is_empty() {
+        out.extend_from_slice(b",\"events\":");
+        array(out, d.sse_marks(), |out, m| {
+            out.extend_from_slice(b"{\"timeUnixNano\":");
+            quoted_int(out, us_to_ns(m.ts_us));
+            out.extend_from_slice(b",\"name\":");
+            string(out, &m.name);
+            out.push(b'}');
+        });
+    }
+    if d.sse_marks_dropped() != 0 {
+        out.extend_from_slice(b",\"droppedEventsCount\":");
+        out.extend_from_slice(itoa::Buffer::new().format(d.sse_marks_dropped()).as_bytes());
+    }
+    if !d.links.is_empty() {
+        out.extend_from_slice(b",\"links\":");
+        array(out, &d.links, link);
+    }
+    out.extend_from_slice(b",\"status\":{\"code\":");
+    let code = if d.failed() {
+        STATUS_ERROR
+    } else {
+        STATUS_UNSET
+    };
+    out.extend_from_slice(itoa::Buffer::new().format(code).as_bytes());
+    if let Some(text) = d.status_message() {
+        out.extend_from_slice(b",\"message\":");
+        string(out, text);
+    }
+    out.extend_from_slice(b"}}");
+}
+
+/// Attributes written as the members of a JSON array.
+struct JsonAttributes<'a> {
+    out: &'a mut Vec<u8>,
+    count: usize,
+}
+
+impl JsonAttributes<'_> {
+    /// `{"key":KEY,"value":{"MEMBER":`, after a comma unless first.
+    fn head(&mut self, key: Key, member: &[u8]) {
+        debug_assert!(!needs_escape(key.name.as_bytes()));
+        comma(self.out, self.count);
+        self.count += 1;
+        self.out.extend_from_slice(key.json_head.as_bytes());
+        self.out.extend_from_slice(member);
+    }
+}
+
+impl AttributeSink for JsonAttributes<'_> {
+    fn str(&mut self, key: Key, value: &str) {
+        self.head(key, b"\"stringValue\":");
+        string(self.out, value);
+        self.out.extend_from_slice(b"}}");
+    }
+
+    fn int(&mut self, key: Key, value: i64) {
+        self.head(key, b"\"intValue\":");
+        quoted_int(self.out, value);
+        self.out.extend_from_slice(b"}}");
+    }
+
+    fn bool(&mut self, key: Key, value: bool) {
+        self.head(key, b"\"boolValue\":");
+        self.out
+            .extend_from_slice(if value { b"true" } else { b"false" });
+        self.out.extend_from_slice(b"}}");
+    }
+}
+
 fn event(out: &mut Vec<u8>, e: &Event) {
     out.extend_from_slice(b"{\"timeUnixNano\":");
     quoted_int(out, e.time_unix_nano.0);
@@ -104,18 +225,18 @@ fn attributes(out: &mut Vec<u8>, kvs: &[KeyValue]) {
         comma(out, i);
         out.extend_from_slice(b"{\"key\":");
         name(out, kv.key);
-        out.extend_from_slice(b",\"value\":");
+        out.extend_from_slice(b",\"value\":{");
         match &kv.value {
             AnyValue::StringValue(text) => {
-                out.extend_from_slice(b"{\"stringValue\":");
+                out.extend_from_slice(b"\"stringValue\":");
                 string(out, text.as_str());
             }
             AnyValue::IntValue(n) => {
-                out.extend_from_slice(b"{\"intValue\":");
+                out.extend_from_slice(b"\"intValue\":");
                 quoted_int(out, n.0);
             }
             AnyValue::BoolValue(b) => {
-                out.extend_from_slice(b"{\"boolValue\":");
+                out.extend_from_slice(b"\"boolValue\":");
                 out.extend_from_slice(if *b { b"true" } else { b"false" });
             }
         }
@@ -155,15 +276,22 @@ fn hex_digit(nibble: u8) -> u8 {
     }
 }
 
-/// An id as a lower-case hex string.
+/// An id (at most 16 bytes) as a lower-case hex string.
 fn hex(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.reserve(2 * bytes.len() + 2);
-    out.push(b'"');
-    for &b in bytes {
-        out.push(hex_digit(b >> 4));
-        out.push(hex_digit(b));
+    let mut text = [b'"'; 34];
+    let digits = text.get_mut(1..).unwrap_or_default();
+    for (pair, &b) in digits.chunks_exact_mut(2).zip(bytes) {
+        if let [hi, lo] = pair {
+            *hi = hex_digit(b >> 4);
+            *lo = hex_digit(b);
+        }
     }
-    out.push(b'"');
+    let len = 2 * bytes.len().min(16);
+    let quote_at = len + 1;
+    if let Some(end) = text.get_mut(quote_at) {
+        *end = b'"';
+    }
+    out.extend_from_slice(text.get(..=quote_at).unwrap_or_default());
 }
 
 /// How a byte is written inside a JSON string: as itself (0), as a short escape (its
@@ -181,12 +309,31 @@ fn escape_of(b: u8) -> u8 {
     }
 }
 
-/// Whether any byte of `bytes` must be escaped; a reduction without an early exit, so that
-/// the common case (nothing to escape) is vectorized.
+/// Whether any byte of `bytes` must be escaped: eight bytes at a time, each word tested
+/// for a byte below 0x20, a quote or a backslash with the bit tricks of "Bit Twiddling
+/// Hacks" (`haszero`, `hasless`), which are exact as a yes/no answer.
 fn needs_escape(bytes: &[u8]) -> bool {
-    bytes.iter().fold(false, |any, &b| {
-        any | (b < 0x20) | (b == b'"') | (b == b'\\')
-    })
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
+    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS != 0;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        let v = u64::from_ne_bytes(w);
+        if v.wrapping_sub(ONES * 0x20) & !v & HIGHS != 0
+            || has_zero(v ^ QUOTES)
+            || has_zero(v ^ BACKSLASHES)
+        {
+            return true;
+        }
+    }
+    words
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
 /// A key of the fixed vocabulary (no byte to escape), quotes included.
@@ -199,12 +346,17 @@ fn name(out: &mut Vec<u8>, key: &'static str) {
 
 /// `text` as a JSON string, quotes included.
 fn string(out: &mut Vec<u8>, text: &str) {
-    let bytes = text.as_bytes();
-    out.reserve(bytes.len() + 2);
+    out.reserve(text.len() + 2);
     out.push(b'"');
+    string_body(out, text);
+    out.push(b'"');
+}
+
+/// `text` escaped for the inside of a JSON string.
+fn string_body(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
     if !needs_escape(bytes) {
         out.extend_from_slice(bytes);
-        out.push(b'"');
         return;
     }
     let mut start = 0;
@@ -223,7 +375,6 @@ fn string(out: &mut Vec<u8>, text: &str) {
         start = i + 1;
     }
     out.extend_from_slice(bytes.get(start..).unwrap_or_default());
-    out.push(b'"');
 }
 
 #[cfg(test)]
@@ -270,6 +421,40 @@ mod tests {
                 r#""status":{"code":2,"message":"HTTP_ERROR"}}"#
             )
         );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::testing::proptest_cases(512))]
+
+        /// The word-at-a-time test agrees with the byte-at-a-time one, whatever the bytes
+        /// and wherever the one to escape lies (first word, last word, remainder).
+        #[test]
+        fn escape_check_agrees_with_bytes(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::num::u8::ANY,
+                    proptest::sample::select(vec![b'"', b'\\', 0x1f, 0x20, 0x7f, 0x80, 0xff, b'a']),
+                ],
+                0..40,
+            )
+        ) {
+            let plain = bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+            proptest::prop_assert_eq!(needs_escape(&bytes), plain);
+        }
+    }
+
+    #[test]
+    fn escape_check_on_each_byte_at_each_place() {
+        for len in 1..=24 {
+            for at in 0..len {
+                for b in 0..=255u8 {
+                    let mut bytes = vec![b'x'; len];
+                    bytes[at] = b;
+                    let plain = b < 0x20 || b == b'"' || b == b'\\';
+                    assert_eq!(needs_escape(&bytes), plain, "byte {b:#x} at {at} of {len}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -36,7 +36,8 @@ use model::{
     Hex, KeyValue, Resource, SPAN_KIND_INTERNAL, STATUS_UNSET, Scope, Span, Status, Text, U64Text,
 };
 use span::{LinkTarget, Placement, SpanDraft, link, link_targets, us_to_ns};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
+use std::hash::BuildHasher;
 use std::path::PathBuf;
 
 /// `--otlp-max-events` default: SSE events written per span.
@@ -228,6 +229,35 @@ struct Root {
     failures: u64,
 }
 
+/// An [`OtlpSink`] whose last spans are queued: the encoder is finishing them.
+pub struct OtlpClosing {
+    encoder: Encoder,
+    endpoint: Option<Endpoint>,
+    report: OtlpReport,
+}
+
+impl OtlpClosing {
+    /// Waits for the encoder, commits the file and lets the sender drain; what could not
+    /// be delivered is in the report.
+    pub fn finish(self) -> Result<OtlpReport, ReportError> {
+        let OtlpClosing {
+            encoder,
+            endpoint,
+            mut report,
+        } = self;
+        let outputs = encoder.finish()?;
+        report.requests = outputs.requests;
+        if let Some(file) = outputs.file {
+            file.commit()?;
+        }
+        if let (Some((exporter, _)), Some(endpoint)) = (outputs.exporter, endpoint) {
+            let stats = exporter.finish(endpoint.flush_timeout);
+            report.endpoint = Some((endpoint.display_url(), stats));
+        }
+        Ok(report)
+    }
+}
+
 /// Turns released rows into spans and writes them; see the module doc.
 pub struct OtlpSink {
     run: RunKey,
@@ -237,13 +267,17 @@ pub struct OtlpSink {
     /// Spans of the next request, each with the index of its service in `batch_services`.
     batch: Vec<(usize, PendingSpan)>,
     batch_services: Vec<Service>,
+    /// `batch_services` by the hash of name and version (the first service of a hash).
+    service_by_hash: HashMap<u64, usize>,
+    service_hasher: foldhash::fast::RandomState,
     /// Trace of each recent exchange, for the links of later rows; oldest first in `order`.
     traces: HashMap<u64, [u8; 16]>,
     order: VecDeque<u64>,
     /// Spans waiting, by the exchange they link to.
     held: HashMap<u64, Vec<Held>>,
     held_count: usize,
-    roots: BTreeMap<ArcStr, Root>,
+    /// By session key; written in key order.
+    roots: HashMap<ArcStr, Root>,
     report: OtlpReport,
 }
 
@@ -281,11 +315,13 @@ impl OtlpSink {
             endpoint: options.endpoint,
             batch: Vec::new(),
             batch_services: Vec::new(),
+            service_by_hash: HashMap::default(),
+            service_hasher: foldhash::fast::RandomState::default(),
             traces: HashMap::default(),
             order: VecDeque::new(),
             held: HashMap::default(),
             held_count: 0,
-            roots: BTreeMap::new(),
+            roots: HashMap::default(),
         })
     }
 
@@ -370,7 +406,14 @@ impl OtlpSink {
 
     /// Writes what is held (spans whose link target never came, session roots), closes the
     /// file and lets the sender drain; what could not be delivered is in the report.
-    pub fn finish(mut self) -> Result<OtlpReport, ReportError> {
+    pub fn finish(self) -> Result<OtlpReport, ReportError> {
+        self.close()?.finish()
+    }
+
+    /// Hands what is held (spans whose link target never came, session roots) to the
+    /// encoder and closes its queue; the encoder finishes on its own thread while the caller
+    /// does other work, and [`OtlpClosing::finish`] waits for it.
+    pub fn close(mut self) -> Result<OtlpClosing, ReportError> {
         let mut held: Vec<Held> = self.held.drain().flat_map(|(_, v)| v).collect();
         held.sort_by_key(|h| h.span.start_ns);
         for h in held {
@@ -379,21 +422,17 @@ impl OtlpSink {
         }
         self.write_roots()?;
         self.flush()?;
-        let Some(encoder) = self.encoder.take() else {
+        let Some(mut encoder) = self.encoder.take() else {
             return Err(ReportError::Thread {
                 message: "the OTLP encoder already ended".into(),
             });
         };
-        let outputs = encoder.finish()?;
-        self.report.requests = outputs.requests;
-        if let Some(file) = outputs.file {
-            file.commit()?;
-        }
-        if let (Some((exporter, _)), Some(endpoint)) = (outputs.exporter, self.endpoint.take()) {
-            let stats = exporter.finish(endpoint.flush_timeout);
-            self.report.endpoint = Some((endpoint.display_url(), stats));
-        }
-        Ok(self.report)
+        encoder.close();
+        Ok(OtlpClosing {
+            encoder,
+            endpoint: self.endpoint.take(),
+            report: std::mem::take(&mut self.report),
+        })
     }
 
     fn remember_trace(&mut self, exchange_id: u64, trace: [u8; 16]) {
@@ -453,7 +492,8 @@ impl OtlpSink {
 
     /// Writes every root held, in session-key order, and forgets them.
     fn write_roots(&mut self) -> Result<(), ReportError> {
-        let roots = std::mem::take(&mut self.roots);
+        let mut roots: Vec<(ArcStr, Root)> = std::mem::take(&mut self.roots).into_iter().collect();
+        roots.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         for (key, root) in roots {
             let mut attributes = Vec::with_capacity(8);
             if let Some(sid) = &root.session_id {
@@ -507,15 +547,24 @@ impl OtlpSink {
 
     /// The batch's index of the service with this name and version.
     fn service_index(&self, name: Option<&str>, version: Option<&str>) -> Option<usize> {
-        // Rows of one client come together: the last service is the usual match.
-        self.batch_services
-            .iter()
-            .rposition(|s| s.name.as_deref() == name && s.version.as_deref() == version)
+        let matches = |s: &Service| s.name.as_deref() == name && s.version.as_deref() == version;
+        let hash = self.service_hasher.hash_one((name, version));
+        match self.service_by_hash.get(&hash) {
+            None => None,
+            Some(&i) if self.batch_services.get(i).is_some_and(matches) => Some(i),
+            // Another service with the same hash came first.
+            Some(_) => self.batch_services.iter().rposition(matches),
+        }
     }
 
     fn add_service(&mut self, service: Service) -> usize {
+        let index = self.batch_services.len();
+        let hash = self
+            .service_hasher
+            .hash_one((service.name.as_deref(), service.version.as_deref()));
+        self.service_by_hash.entry(hash).or_insert(index);
         self.batch_services.push(service);
-        self.batch_services.len() - 1
+        index
     }
 
     fn push_span(&mut self, service_index: usize, span: PendingSpan) -> Result<(), ReportError> {
@@ -532,6 +581,7 @@ impl OtlpSink {
         if self.batch.is_empty() {
             return Ok(());
         }
+        self.service_by_hash.clear();
         let batch = Batch {
             services: std::mem::take(&mut self.batch_services),
             spans: std::mem::replace(&mut self.batch, Vec::with_capacity(SPANS_PER_REQUEST)),

@@ -12,16 +12,17 @@ pub const STATUS_UNSET: u8 = 0;
 /// `STATUS_CODE_ERROR`.
 pub const STATUS_ERROR: u8 = 2;
 
-/// One line of the output: an `ExportTraceServiceRequest`.
+/// One line of the output: an `ExportTraceServiceRequest`, of spans `S` (a [`Span`], or
+/// what one is made of).
 #[derive(Debug)]
-pub struct ExportRequest<'a> {
-    pub resource_spans: Vec<ResourceSpans<'a>>,
+pub struct ExportRequest<'a, S = Span> {
+    pub resource_spans: Vec<ResourceSpans<'a, S>>,
 }
 
 #[derive(Debug)]
-pub struct ResourceSpans<'a> {
+pub struct ResourceSpans<'a, S = Span> {
     pub resource: Resource,
-    pub scope_spans: [ScopeSpans<'a>; 1],
+    pub scope_spans: [ScopeSpans<'a, S>; 1],
 }
 
 #[derive(Debug)]
@@ -30,9 +31,9 @@ pub struct Resource {
 }
 
 #[derive(Debug)]
-pub struct ScopeSpans<'a> {
+pub struct ScopeSpans<'a, S = Span> {
     pub scope: Scope,
-    pub spans: Vec<&'a Span>,
+    pub spans: Vec<&'a S>,
 }
 
 #[derive(Debug)]

@@ -8,6 +8,24 @@ use super::model::{
 use crate::mcp::retry::FindingSet;
 use crate::mcp::{Exchange, Kind, Outcome, RetryOrigin, SseMark, StreamEnd};
 
+/// An attribute's name, with the JSON that opens the attribute (`{"key":NAME,"value":{`)
+/// made once, at compile time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    pub name: &'static str,
+    pub json_head: &'static str,
+}
+
+/// The [`Key`] of an attribute name (a literal with nothing to escape in JSON).
+macro_rules! key {
+    ($name:literal) => {
+        Key {
+            name: $name,
+            json_head: concat!("{\"key\":\"", $name, "\",\"value\":{"),
+        }
+    };
+}
+
 /// Where a span sits: its trace, and its parent (the caller's span, or the session root).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placement {
@@ -106,7 +124,8 @@ enum Field {
 }
 
 /// What the span of a row is made of, taken from the row on the analysis thread: names,
-/// attributes and texts are made from it on the encoder's thread ([`SpanDraft::into_span`]).
+/// attributes and texts are written from it on the encoder's thread (`json::encode_draft`,
+/// [`SpanDraft::to_span`]).
 /// The row's texts are copied into one buffer: one allocation per row, and no reference
 /// count shared with the row across the two threads.
 #[derive(Debug, Clone)]
@@ -216,28 +235,48 @@ impl SpanDraft {
         self.text(field).unwrap_or_default()
     }
 
-    /// The span, with its SSE events.
-    pub fn into_span(self) -> Span {
-        let failed = self.outcome.is_failure();
-        let name = span_name(
+    pub fn sse_marks(&self) -> &[SseMark] {
+        &self.sse_marks
+    }
+
+    pub fn sse_marks_dropped(&self) -> u32 {
+        self.sse_marks_dropped
+    }
+
+    /// The span's name as the pieces it is joined from.
+    pub fn name(&self) -> SpanName<'_> {
+        SpanName::of(
             self.text(Field::RpcMethod),
             self.text(Field::ToolName)
                 .or_else(|| self.text(Field::PromptName)),
             self.text_or_empty(Field::HttpMethod),
             self.kind,
-        );
-        // The conventions ask for the JSON-RPC error's message when there is one.
-        let message = failed.then(|| {
+        )
+    }
+
+    pub fn failed(&self) -> bool {
+        self.outcome.is_failure()
+    }
+
+    /// The status message of a failed span: the JSON-RPC error's message when there is one
+    /// (as the conventions ask), else the outcome.
+    pub fn status_message(&self) -> Option<&str> {
+        self.failed().then(|| {
             self.text(Field::JsonrpcErrorMessage)
                 .unwrap_or(self.outcome.name())
-                .to_string()
-        });
-        let attributes = self.attributes();
+        })
+    }
+
+    /// The span, with its SSE events.
+    pub fn to_span(&self) -> Span {
+        let failed = self.failed();
+        let mut attributes = Vec::with_capacity(24);
+        self.write_attributes(&mut attributes);
         Span {
             trace_id: Hex(self.trace_id),
             span_id: Hex(self.span_id),
             parent_span_id: Some(Hex(self.parent)),
-            name,
+            name: self.name().to_string(),
             kind: SPAN_KIND_CLIENT,
             start_time_unix_nano: U64Text(self.start_ns),
             end_time_unix_nano: U64Text(self.end_ns),
@@ -253,146 +292,178 @@ impl SpanDraft {
             dropped_events_count: self.sse_marks_dropped,
             status: Status {
                 code: if failed { STATUS_ERROR } else { STATUS_UNSET },
-                message,
+                message: self.status_message().map(str::to_string),
             },
-            links: self.links,
+            links: self.links.clone(),
         }
     }
 
-    fn attributes(&self) -> Vec<KeyValue> {
-        let owned = |field| self.text(field).map(str::to_string);
-        let mut a = Vec::with_capacity(24);
+    /// The span's attributes, in order, into `a`: the one list both encodings write.
+    pub fn write_attributes(&self, a: &mut impl AttributeSink) {
         let rpc_method = self.text(Field::RpcMethod);
         if let Some(m) = rpc_method {
-            a.push(KeyValue::str("mcp.method.name", m.to_string()));
+            a.str(key!("mcp.method.name"), m);
         }
         if let Some(id) = self.text(Field::JsonrpcId) {
-            a.push(KeyValue::str("jsonrpc.request.id", request_id_text(id)));
+            a.str(key!("jsonrpc.request.id"), &request_id_text(id));
         }
-        if let Some(sid) = owned(Field::SessionId) {
-            a.push(KeyValue::str("mcp.session.id", sid));
+        if let Some(sid) = self.text(Field::SessionId) {
+            a.str(key!("mcp.session.id"), sid);
         }
-        if let Some(v) = owned(Field::ProtocolVersion) {
-            a.push(KeyValue::str("mcp.protocol.version", v));
+        if let Some(v) = self.text(Field::ProtocolVersion) {
+            a.str(key!("mcp.protocol.version"), v);
         }
         if rpc_method == Some("tools/call") {
-            if let Some(tool) = owned(Field::ToolName) {
-                a.push(KeyValue::str("gen_ai.tool.name", tool));
+            if let Some(tool) = self.text(Field::ToolName) {
+                a.str(key!("gen_ai.tool.name"), tool);
             }
-            a.push(KeyValue::str("gen_ai.operation.name", "execute_tool"));
+            a.str(key!("gen_ai.operation.name"), "execute_tool");
         }
-        if let Some(prompt) = owned(Field::PromptName) {
-            a.push(KeyValue::str("gen_ai.prompt.name", prompt));
+        if let Some(prompt) = self.text(Field::PromptName) {
+            a.str(key!("gen_ai.prompt.name"), prompt);
         }
-        if let Some(code) = self.error_code {
-            a.push(KeyValue::str("rpc.response.status_code", code.to_string()));
+        let mut digits = itoa::Buffer::new();
+        let code = self.error_code.map(|code| digits.format(code));
+        if let Some(code) = code {
+            a.str(key!("rpc.response.status_code"), code);
         }
-        if let Some(kind) = error_type(self.outcome, self.error_code) {
-            a.push(KeyValue::str("error.type", kind));
+        if self.outcome.is_failure() {
+            // The JSON-RPC error code when one came back, `tool_error` for a tool result
+            // with `isError` (both as the conventions name them), else the outcome.
+            let kind = match (self.outcome, code) {
+                (Outcome::ToolError, _) => "tool_error",
+                (_, Some(code)) => code,
+                (outcome, None) => outcome.name(),
+            };
+            a.str(key!("error.type"), kind);
         }
-        a.push(KeyValue::str("network.transport", "tcp"));
-        a.push(KeyValue::str("network.protocol.name", "http"));
+        a.str(key!("network.transport"), "tcp");
+        a.str(key!("network.protocol.name"), "http");
         if let Some(v) = self.http_version {
-            a.push(KeyValue::str(
-                "network.protocol.version",
+            a.str(
+                key!("network.protocol.version"),
                 v.strip_prefix("HTTP/").unwrap_or(v),
-            ));
+            );
         }
-        push_endpoint(
-            &mut a,
-            "server.address",
-            "server.port",
+        write_endpoint(
+            a,
+            key!("server.address"),
+            key!("server.port"),
             self.text_or_empty(Field::ServerAddr),
         );
-        push_endpoint(
-            &mut a,
-            "client.address",
-            "client.port",
+        write_endpoint(
+            a,
+            key!("client.address"),
+            key!("client.port"),
             self.text_or_empty(Field::ClientAddr),
         );
         if let Some(status) = self.http_status {
-            a.push(KeyValue::int(
-                "http.response.status_code",
-                i64::from(status),
-            ));
+            a.int(key!("http.response.status_code"), i64::from(status));
         }
         let path = self.text_or_empty(Field::Path);
-        let path = path.split_once('?').map_or(path, |(p, _)| p);
-        a.push(KeyValue::str("url.path", path.to_string()));
+        a.str(
+            key!("url.path"),
+            path.split_once('?').map_or(path, |(p, _)| p),
+        );
 
-        a.push(KeyValue::str("mcp_trace.kind", self.kind.name()));
-        a.push(KeyValue::bool(
-            "mcp_trace.final_response",
-            self.final_response,
-        ));
+        a.str(key!("mcp_trace.kind"), self.kind.name());
+        a.bool(key!("mcp_trace.final_response"), self.final_response);
         // Only a response that was a stream has a stream end and events.
         if self.stream_end != StreamEnd::None || self.sse_events > 0 {
-            a.push(KeyValue::str(
-                "mcp_trace.stream_end",
-                self.stream_end.name(),
-            ));
-            a.push(KeyValue::int(
-                "mcp_trace.sse_events",
-                i64::from(self.sse_events),
-            ));
+            a.str(key!("mcp_trace.stream_end"), self.stream_end.name());
+            a.int(key!("mcp_trace.sse_events"), i64::from(self.sse_events));
         }
-        a.push(KeyValue::str("mcp_trace.outcome", self.outcome.name()));
-        a.push(KeyValue::str(
-            "mcp_trace.layer",
-            self.outcome.layer().name(),
-        ));
-        a.push(KeyValue::int("mcp_trace.attempt", i64::from(self.attempt)));
-        a.push(KeyValue::str(
-            "mcp_trace.retry_origin",
-            self.retry_origin.name(),
-        ));
+        a.str(key!("mcp_trace.outcome"), self.outcome.name());
+        a.str(key!("mcp_trace.layer"), self.outcome.layer().name());
+        a.int(key!("mcp_trace.attempt"), i64::from(self.attempt));
+        a.str(key!("mcp_trace.retry_origin"), self.retry_origin.name());
         if let Some(f) = self.retry_findings.text() {
-            a.push(KeyValue::str("mcp_trace.retry_findings", f));
+            a.str(key!("mcp_trace.retry_findings"), f);
         }
-        a.push(KeyValue::int("mcp_trace.hop", i64::from(self.hop)));
+        a.int(key!("mcp_trace.hop"), i64::from(self.hop));
         if let Some(from) = self.forwarded_from {
-            a.push(KeyValue::int(
-                "mcp_trace.forwarded_from",
-                saturating_i64(from),
-            ));
+            a.int(key!("mcp_trace.forwarded_from"), saturating_i64(from));
         }
         if let Some(f) = self.fault_hop {
-            a.push(KeyValue::int("mcp_trace.fault_hop", i64::from(f)));
+            a.int(key!("mcp_trace.fault_hop"), i64::from(f));
         }
-        if let Some(e) = owned(Field::RetryEvidence) {
-            a.push(KeyValue::str("mcp_trace.retry_evidence", e));
+        if let Some(e) = self.text(Field::RetryEvidence) {
+            a.str(key!("mcp_trace.retry_evidence"), e);
         }
-        a.push(KeyValue::str(
-            "mcp_trace.session_key",
-            self.text_or_empty(Field::SessionKey).to_string(),
-        ));
-        a.push(KeyValue::str(
-            "mcp_trace.capture",
-            self.text_or_empty(Field::Capture).to_string(),
-        ));
+        a.str(
+            key!("mcp_trace.session_key"),
+            self.text_or_empty(Field::SessionKey),
+        );
+        a.str(
+            key!("mcp_trace.capture"),
+            self.text_or_empty(Field::Capture),
+        );
         if let Some(s) = self.tcp_stream {
-            a.push(KeyValue::int("mcp_trace.tcp_stream", saturating_i64(s)));
+            a.int(key!("mcp_trace.tcp_stream"), saturating_i64(s));
         }
-        a.push(KeyValue::int(
-            "mcp_trace.exchange_id",
+        a.int(
+            key!("mcp_trace.exchange_id"),
             saturating_i64(self.exchange_id),
-        ));
-        a
+        );
     }
 }
 
-/// `{mcp.method.name} {target}` (the tool or prompt), `{mcp.method.name}` without one; a
-/// row that is no JSON-RPC message is named by its HTTP method and kind (`GET stream`).
-pub fn span_name(
-    rpc_method: Option<&str>,
-    target: Option<&str>,
-    http_method: &str,
-    kind: Kind,
-) -> String {
-    match (rpc_method, target) {
-        (Some(method), Some(target)) => format!("{method} {target}"),
-        (Some(method), None) => method.to_string(),
-        (None, _) => format!("{http_method} {}", kind.name()),
+/// Where a span's attributes are written: the JSON writer, or a list for the protobuf
+/// encoding.
+pub trait AttributeSink {
+    fn str(&mut self, key: Key, value: &str);
+    fn int(&mut self, key: Key, value: i64);
+    fn bool(&mut self, key: Key, value: bool);
+}
+
+impl AttributeSink for Vec<KeyValue> {
+    fn str(&mut self, key: Key, value: &str) {
+        self.push(KeyValue::str(key.name, value.to_string()));
+    }
+
+    fn int(&mut self, key: Key, value: i64) {
+        self.push(KeyValue::int(key.name, value));
+    }
+
+    fn bool(&mut self, key: Key, value: bool) {
+        self.push(KeyValue::bool(key.name, value));
+    }
+}
+
+/// A span's name as the pieces it is written from: `head`, and `tail` after a space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanName<'a> {
+    pub head: &'a str,
+    pub tail: Option<&'a str>,
+}
+
+impl<'a> SpanName<'a> {
+    /// `{mcp.method.name} {target}` (the tool or prompt), `{mcp.method.name}` without one;
+    /// a row that is no JSON-RPC message is named by its HTTP method and kind (`GET
+    /// stream`).
+    pub fn of(
+        rpc_method: Option<&'a str>,
+        target: Option<&'a str>,
+        http_method: &'a str,
+        kind: Kind,
+    ) -> SpanName<'a> {
+        match (rpc_method, target) {
+            (Some(head), tail) => SpanName { head, tail },
+            (None, _) => SpanName {
+                head: http_method,
+                tail: Some(kind.name()),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for SpanName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.head)?;
+        if let Some(tail) = self.tail {
+            write!(f, " {tail}")?;
+        }
+        Ok(())
     }
 }
 
@@ -401,31 +472,19 @@ pub fn us_to_ns(us: i64) -> u64 {
     u64::try_from(us).unwrap_or(0).saturating_mul(1000)
 }
 
-/// `error.type` on a failed row: the JSON-RPC error code when one came back, `tool_error`
-/// for a tool result with `isError` (both as the conventions name them), else the outcome.
-fn error_type(outcome: Outcome, error_code: Option<i64>) -> Option<String> {
-    if !outcome.is_failure() {
-        return None;
-    }
-    Some(match (outcome, error_code) {
-        (Outcome::ToolError, _) => "tool_error".to_string(),
-        (_, Some(code)) => code.to_string(),
-        (outcome, None) => outcome.name().to_string(),
-    })
-}
-
 /// The id as the conventions want it: a string id without its JSON quotes, a number as
 /// written.
-fn request_id_text(json: &str) -> String {
+fn request_id_text(json: &str) -> std::borrow::Cow<'_, str> {
     if json.starts_with('"') {
-        serde_json::from_str::<String>(json).unwrap_or_else(|_| json.to_string())
+        serde_json::from_str::<String>(json)
+            .map_or(std::borrow::Cow::Borrowed(json), std::borrow::Cow::Owned)
     } else {
-        json.to_string()
+        std::borrow::Cow::Borrowed(json)
     }
 }
 
 /// `ip:port`, `[ip]:port` or a HAR `host:port` as address and port attributes.
-fn push_endpoint(a: &mut Vec<KeyValue>, address: &'static str, port: &'static str, text: &str) {
+fn write_endpoint(a: &mut impl AttributeSink, address: Key, port: Key, text: &str) {
     // An IPv6 address carries its port only in brackets.
     let with_port = |h: &str| {
         if h.starts_with('[') {
@@ -445,9 +504,9 @@ fn push_endpoint(a: &mut Vec<KeyValue>, address: &'static str, port: &'static st
     if host.is_empty() {
         return;
     }
-    a.push(KeyValue::str(address, host.to_string()));
+    a.str(address, host);
     if let Some(n) = port_no {
-        a.push(KeyValue::int(port, i64::from(n)));
+        a.int(port, i64::from(n));
     }
 }
 

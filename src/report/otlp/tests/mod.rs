@@ -36,8 +36,8 @@ fn run_with(rows: &[(Exchange, bool)], limits: OtlpLimits) -> (Vec<serde_json::V
 /// The name of `row`'s span.
 fn name_of(row: &Exchange) -> String {
     SpanDraft::of(&RunKey::of_inputs(&["cap.pcap"]), row, Placement::of(row))
-        .into_span()
-        .name
+        .name()
+        .to_string()
 }
 
 fn spans(lines: &[serde_json::Value]) -> Vec<serde_json::Value> {
@@ -294,4 +294,103 @@ fn hostile_many_sessions_write_their_roots_early() {
         .filter(|s| s["name"] == "MCP session")
         .count();
     assert_eq!(roots, 35);
+}
+
+/// Rows covering every optional part of a span: events and dropped events, links, an error
+/// message and an id to unescape, a prompt, a GET stream, IPv6 and HAR endpoints, texts to
+/// escape, gateway and retry columns.
+fn varied_rows() -> Vec<Exchange> {
+    let mut rows = crate::report::test_rows::rows();
+    let mut stream = ex(10, 5_000);
+    stream.http_method = "GET".into();
+    stream.kind = crate::mcp::Kind::Stream;
+    stream.rpc_method = None;
+    stream.stream_end = crate::mcp::StreamEnd::Rst;
+    stream.sse_events = 3;
+    stream.inference.sse_marks = vec![
+        crate::mcp::SseMark {
+            ts_us: 5_100,
+            name: "notifications/progress".into(),
+        },
+        crate::mcp::SseMark {
+            ts_us: 5_200,
+            name: "resp\"onse\u{1}".into(),
+        },
+    ];
+    stream.inference.sse_marks_dropped = 4;
+    rows.push(stream);
+    let mut prompt = ex(11, 6_000);
+    prompt.rpc_method = Some("prompts/get".into());
+    prompt.inference.prompt_name = Some("rév\\iew\t".into());
+    prompt.server_addr = "[::1]:3000".into();
+    prompt.client_addr = "api.example.com:443".into();
+    prompt.path = "/mcp?k=v".into();
+    prompt.jsonrpc_id = Some("\"a\\\"b\"".into());
+    prompt.outcome = Outcome::JsonrpcError;
+    prompt.error_code = Some(-32000);
+    prompt.error_message = Some("bad \"thing\"\n".into());
+    rows.push(prompt);
+    let mut tool_error = retry_of(ex(12, 7_000), 11);
+    tool_error.rpc_method = Some("tools/call".into());
+    tool_error.tool_name = Some("send_email".into());
+    tool_error.outcome = Outcome::ToolError;
+    tool_error.retry_evidence = Some("same params 12 ms later".into());
+    tool_error.hop = crate::mcp::Hop(2);
+    tool_error.forwarded_from = Some(3);
+    tool_error.fault_hop = Some(2);
+    tool_error.http_version = None;
+    tool_error.tcp_stream = None;
+    rows.push(tool_error);
+    let mut no_response = ex(13, 8_000);
+    no_response.outcome = Outcome::NoResponse;
+    no_response.rpc_method = Some("initialize".into());
+    no_response.server_addr = "".into();
+    rows.push(no_response);
+    rows
+}
+
+#[test]
+fn a_draft_writes_the_bytes_of_its_span() {
+    let run = RunKey::of_inputs(&["cap.pcap"]);
+    for row in varied_rows() {
+        let mut draft = SpanDraft::of(&run, &row, Placement::of(&row));
+        if row.retry_of.is_some() {
+            let target = link_targets(&row).next().unwrap();
+            draft
+                .links
+                .push(link(&run, target, [7; 16], row.retry_origin));
+        }
+        let mut direct = Vec::new();
+        super::json::encode_draft(&mut direct, &draft);
+        let mut via_model = Vec::new();
+        super::json::encode_span(&mut via_model, &draft.to_span());
+        assert_eq!(
+            String::from_utf8(direct).unwrap(),
+            String::from_utf8(via_model).unwrap(),
+            "row {}",
+            row.exchange_id
+        );
+    }
+}
+
+#[test]
+fn services_with_one_hash_are_told_apart() {
+    let mut sink = OtlpSink::create(OtlpOptions::default()).unwrap();
+    let a = Service {
+        name: Some("a".into()),
+        version: None,
+    };
+    let b = Service {
+        name: Some("b".into()),
+        version: Some("1".into()),
+    };
+    let index_a = sink.add_service(a);
+    let index_b = sink.add_service(b);
+    // Make b's hash point at a, as a collision would.
+    let hash_b = sink.service_hasher.hash_one((Some("b"), Some("1")));
+    sink.service_by_hash.insert(hash_b, index_a);
+    assert_eq!(sink.service_index(Some("a"), None), Some(index_a));
+    assert_eq!(sink.service_index(Some("b"), Some("1")), Some(index_b));
+    assert_eq!(sink.service_index(Some("c"), None), None);
+    sink.finish().unwrap();
 }
