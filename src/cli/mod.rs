@@ -337,10 +337,9 @@ fn analyze_rows(
         None => None,
     };
     let mut tally = Tally::new(args.sessions.is_some());
-    // Without -o the terminal summary needs the selected rows themselves, kept as they come
-    // (boxed: no row is moved again, and a growing list copies pointers only).
-    #[allow(clippy::vec_box)]
-    let mut selected: Vec<Box<Exchange>> = Vec::new();
+    // Without -o the terminal summary needs what it reads of the selected rows: kept as they
+    // come, the rest of each row freed at once.
+    let mut selected: Vec<report::SummaryRow> = Vec::new();
     let mut failed = false;
     let on_connection = |record: ConnectionRecord| connections.push(&record);
     let on_row = |row: Box<Exchange>| {
@@ -360,7 +359,7 @@ fn analyze_rows(
         match writer.as_mut() {
             Some(w) => w.push(row),
             None => {
-                selected.push(row);
+                selected.push(report::SummaryRow::from(*row));
                 Ok(())
             }
         }
@@ -393,14 +392,8 @@ fn analyze_rows(
         None => {
             // Rows set aside while open arrive when they end: put them back in id order.
             selected.sort_by_key(|r| r.exchange_id);
-            let rows: Vec<&Exchange> = selected.iter().map(|r| &**r).collect();
-            let filtered_info = RunInfo {
-                rows: &rows,
-                ..info
-            };
-            let text = report::terminal_summary(&filtered_info, color);
+            let text = report::terminal_summary_of(&info, &selected, color);
             // Freed while the encoder finishes, not after.
-            drop(rows);
             drop(selected);
             Some(text)
         }

@@ -44,7 +44,7 @@ mod hygiene;
 mod index;
 mod tool_catalog;
 
-pub use chain::{RetryChain, retry_chains, retry_chains_of};
+pub use chain::{ChainMember, RetryChain, retry_chains, retry_chains_of};
 pub use hygiene::{Finding, FindingSet};
 pub use tool_catalog::{
     LISTINGS_PER_ENDPOINT, MAX_CATALOG_TOOLS, MAX_TOOLS_PER_PAGE, ToolCatalog, ToolHints,

@@ -3,7 +3,7 @@
 //! copies) the calls it forwarded, the copies, its retries, where the failures arose, the
 //! failures it translated and the time it added. Gathered one row at a time.
 
-use crate::mcp::{Exchange, Outcome, RetryOrigin};
+use crate::mcp::{Exchange, Hop, Outcome, RetryOrigin};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -40,29 +40,64 @@ pub struct HopTally {
     keep_latency: bool,
 }
 
+/// What the counts read of a row.
+#[derive(Debug, Clone, Copy)]
+pub struct HopFacts<'a> {
+    pub hop: Hop,
+    pub outcome: Outcome,
+    pub retry_origin: RetryOrigin,
+    pub fault_hop: Option<u8>,
+    pub gateway: Option<&'a str>,
+    pub translated: bool,
+    pub gateway_added_us: Option<i64>,
+}
+
+impl HopFacts<'_> {
+    pub fn of(row: &Exchange) -> HopFacts<'_> {
+        HopFacts {
+            hop: row.hop,
+            outcome: row.outcome,
+            retry_origin: row.retry_origin,
+            fault_hop: row.fault_hop,
+            gateway: row.inference.gateway.as_deref(),
+            translated: row.inference.translated,
+            gateway_added_us: row.inference.gateway_added_us,
+        }
+    }
+}
+
 fn add(n: &mut u64) {
     *n = n.saturating_add(1);
 }
 
 impl HopTally {
     pub fn of<'r>(rows: impl IntoIterator<Item = &'r Exchange>) -> HopTally {
+        Self::of_facts(rows.into_iter().map(HopFacts::of))
+    }
+
+    /// With each call's added latency kept, for the terminal summary.
+    pub fn of_facts<'r>(rows: impl IntoIterator<Item = HopFacts<'r>>) -> HopTally {
         let mut t = HopTally {
             keep_latency: true,
             ..HopTally::default()
         };
         for r in rows {
-            t.push(r);
+            t.push_facts(&r);
         }
         t
     }
 
     pub fn push(&mut self, row: &Exchange) {
+        self.push_facts(&HopFacts::of(row));
+    }
+
+    pub fn push_facts(&mut self, row: &HopFacts<'_>) {
         if row.hop.0 <= 1 {
             add(self.calls.entry(row.outcome.name()).or_default());
         } else {
             add(&mut self.copies);
         }
-        let Some(gateway) = row.inference.gateway.as_deref() else {
+        let Some(gateway) = row.gateway else {
             return;
         };
         let g = match self.gateways.get_mut(gateway) {
@@ -82,10 +117,10 @@ impl HopTally {
             Some(_) => add(&mut g.faults_upstream),
             None => {}
         }
-        if row.inference.translated {
+        if row.translated {
             add(&mut g.translated);
         }
-        if let Some(us) = row.inference.gateway_added_us.filter(|_| self.keep_latency) {
+        if let Some(us) = row.gateway_added_us.filter(|_| self.keep_latency) {
             g.added_ms.push(us as f64 / 1000.0);
         }
     }

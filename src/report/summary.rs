@@ -59,26 +59,26 @@ impl RunInfo<'_> {
 }
 
 /// Rows per outcome: every section 3 outcome (zero included, so the keys are stable).
-pub(crate) fn outcome_counts(rows: &[&Exchange]) -> BTreeMap<String, u64> {
+pub(crate) fn outcome_counts(outcomes: impl IntoIterator<Item = Outcome>) -> BTreeMap<String, u64> {
     let mut counts: BTreeMap<String, u64> = Outcome::ALL
         .iter()
         .map(|o| (o.name().to_string(), 0))
         .collect();
-    for r in rows {
-        let n = counts.entry(r.outcome.name().to_string()).or_default();
+    for outcome in outcomes {
+        let n = counts.entry(outcome.name().to_string()).or_default();
         *n = n.saturating_add(1);
     }
     counts
 }
 
 /// Rows per layer (the four layers always present).
-pub(crate) fn layer_counts(rows: &[&Exchange]) -> BTreeMap<String, u64> {
+pub(crate) fn layer_counts(layers: impl IntoIterator<Item = Layer>) -> BTreeMap<String, u64> {
     let mut counts: BTreeMap<String, u64> = Layer::ALL
         .iter()
         .map(|l| (l.name().to_string(), 0))
         .collect();
-    for r in rows {
-        let n = counts.entry(r.layer.name().to_string()).or_default();
+    for layer in layers {
+        let n = counts.entry(layer.name().to_string()).or_default();
         *n = n.saturating_add(1);
     }
     counts
@@ -185,10 +185,13 @@ pub fn run_summary(info: &RunInfo) -> Value {
     );
     m.insert(
         "mcp_exchanges".into(),
-        count_map(&outcome_counts(info.rows)),
+        count_map(&outcome_counts(info.rows.iter().map(|r| r.outcome))),
     );
     m.insert("mcp_exchanges_total".into(), json!(info.rows.len()));
-    m.insert("layers".into(), count_map(&layer_counts(info.rows)));
+    m.insert(
+        "layers".into(),
+        count_map(&layer_counts(info.rows.iter().map(|r| r.layer))),
+    );
     m.insert("sessions".into(), json!(sessions.len()));
     m.insert("retries".into(), count_map(&retries));
     m.insert(

@@ -26,20 +26,51 @@ pub struct RetryChain {
     pub after_failure: bool,
 }
 
+/// What a chain reads of a row: the row itself, or a record made from it.
+pub trait ChainMember {
+    fn exchange_id(&self) -> u64;
+    fn retry_of(&self) -> Option<u64>;
+    fn kind(&self) -> Kind;
+    fn outcome(&self) -> Outcome;
+    fn retry_origin(&self) -> RetryOrigin;
+}
+
+impl ChainMember for Exchange {
+    fn exchange_id(&self) -> u64 {
+        self.exchange_id
+    }
+
+    fn retry_of(&self) -> Option<u64> {
+        self.retry_of
+    }
+
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    fn outcome(&self) -> Outcome {
+        self.outcome
+    }
+
+    fn retry_origin(&self) -> RetryOrigin {
+        self.retry_origin
+    }
+}
+
 /// The retry chains of `rows`, ordered by their first attempt.
 pub fn retry_chains(rows: &[Exchange]) -> Vec<RetryChain> {
     retry_chains_of(&rows.iter().collect::<Vec<_>>())
 }
 
 /// [`retry_chains`] of rows held by reference.
-pub fn retry_chains_of(rows: &[&Exchange]) -> Vec<RetryChain> {
+pub fn retry_chains_of<R: ChainMember>(rows: &[&R]) -> Vec<RetryChain> {
     let pos_of: HashMap<u64, usize> = rows
         .iter()
         .enumerate()
-        .map(|(p, r)| (r.exchange_id, p))
+        .map(|(p, r)| (r.exchange_id(), p))
         .collect();
     let parent_of = |p: usize| -> Option<usize> {
-        let id = rows.get(p)?.retry_of?;
+        let id = rows.get(p)?.retry_of()?;
         // A link must point to an earlier row; anything else is ignored, so no cycle.
         pos_of.get(&id).copied().filter(|&q| q < p)
     };
@@ -65,21 +96,21 @@ pub fn retry_chains_of(rows: &[&Exchange]) -> Vec<RetryChain> {
             let first_repeat = repeats.first().and_then(|&p| Some((p, *rows.get(p)?)))?;
             let previous = parent_of(first_repeat.0).and_then(|q| rows.get(q))?;
             let after_failure =
-                first_repeat.1.kind == Kind::Stream || !is_success_outcome(previous.outcome);
-            let all: Vec<&Exchange> = std::iter::once(first)
+                first_repeat.1.kind() == Kind::Stream || !is_success_outcome(previous.outcome());
+            let all: Vec<&R> = std::iter::once(first)
                 .chain(repeats.iter().filter_map(|&p| rows.get(p).copied()))
                 .collect();
             let final_outcome = all
                 .iter()
                 .rev()
-                .find(|e| e.kind == Kind::Request)
+                .find(|e| e.kind() == Kind::Request)
                 .or(all.last())
-                .map_or(Outcome::default(), |e| e.outcome);
+                .map_or(Outcome::default(), |e| e.outcome());
             Some(RetryChain {
-                first: first.exchange_id,
+                first: first.exchange_id(),
                 attempts: all
                     .iter()
-                    .map(|e| (e.exchange_id, e.retry_origin, e.outcome))
+                    .map(|e| (e.exchange_id(), e.retry_origin(), e.outcome()))
                     .collect(),
                 final_outcome,
                 after_failure,

@@ -1,12 +1,12 @@
 //! Failing tools: the tools with failed calls, most failures first.
 
 use super::MAX_LIST_ROWS;
+use super::SummaryRow;
 use super::paint::*;
-use crate::mcp::Exchange;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-pub(super) fn write_failing_tools(p: Painter, out: &mut String, rows: &[&Exchange]) {
+pub(super) fn write_failing_tools(p: Painter, out: &mut String, rows: &[&SummaryRow]) {
     p.heading(out, "Failing tools");
     #[derive(Default)]
     struct Tool {

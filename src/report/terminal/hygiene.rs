@@ -2,8 +2,8 @@
 //! finding with its chain, the tool and its one line of evidence, under the retry chains.
 
 use super::MAX_LIST_ROWS;
-use super::paint::{Painter, Style, Text, count, describe, plain};
-use crate::mcp::Exchange;
+use super::SummaryRow;
+use super::paint::{Painter, Style, Text, count, plain};
 use crate::mcp::retry::Finding;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -42,7 +42,7 @@ fn finding_clause(evidence: &str, f: Finding) -> &str {
 }
 
 /// `#first -> ... -> #this` along `retry_of`.
-fn chain_path(row: &Exchange, by_id: &HashMap<u64, &Exchange>) -> String {
+fn chain_path(row: &SummaryRow, by_id: &HashMap<u64, &SummaryRow>) -> String {
     let mut ids = vec![row.exchange_id];
     let mut at = row;
     // Links point back to smaller ids; anything else ends the walk, so no cycle.
@@ -68,16 +68,16 @@ fn chain_path(row: &Exchange, by_id: &HashMap<u64, &Exchange>) -> String {
 }
 
 /// "Retry hygiene": counts per finding, then one line per finding on an attempt.
-pub(super) fn write_hygiene(p: Painter, out: &mut String, rows: &[&Exchange]) {
+pub(super) fn write_hygiene(p: Painter, out: &mut String, rows: &[&SummaryRow]) {
     p.heading(out, "Retry hygiene");
-    let judged: Vec<&Exchange> = rows
+    let judged: Vec<&SummaryRow> = rows
         .iter()
         .copied()
         .filter(|r| !r.retry_findings.is_empty())
         .collect();
     let mut counts = [0u64; Finding::ALL.len()];
     let mut lines = Vec::new();
-    let by_id: HashMap<u64, &Exchange> = rows.iter().map(|r| (r.exchange_id, *r)).collect();
+    let by_id: HashMap<u64, &SummaryRow> = rows.iter().map(|r| (r.exchange_id, *r)).collect();
     for r in &judged {
         let evidence = r.retry_evidence.as_deref().unwrap_or_default();
         for f in r.retry_findings.iter() {
@@ -88,7 +88,7 @@ pub(super) fn write_hygiene(p: Painter, out: &mut String, rows: &[&Exchange]) {
                 Text(f.name().to_string(), Style::Warn),
                 plain(chain_path(r, &by_id)),
                 plain(r.attempt.to_string()),
-                plain(describe(r)),
+                plain(r.describe()),
                 plain(finding_clause(evidence, f)),
             ]);
         }
@@ -126,7 +126,11 @@ pub(super) fn write_hygiene(p: Painter, out: &mut String, rows: &[&Exchange]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::{Outcome, RetryOrigin};
+    use crate::mcp::{Exchange, Outcome, RetryOrigin};
+
+    fn summary_rows(rows: &[Exchange]) -> Vec<SummaryRow> {
+        rows.iter().cloned().map(SummaryRow::from).collect()
+    }
 
     const EV: &str = "rule 3 new id 400ms after #1 ended with HTTP_ERROR (503), same session, different user-agent (Mozilla/5.0 (X11; Linux x86_64)); unsafe_retry: tool send not declared safe (x) and #1 ended HTTP_ERROR (503), which may have run it; no_backoff: gap 1ms after #1 vs 2ms before it (both under 50ms)";
 
@@ -157,11 +161,12 @@ mod tests {
     #[test]
     fn chains_are_shown_along_retry_of_and_elided_when_long() {
         let rows: Vec<Exchange> = (1..=7).map(|i| row(i, (i > 1).then(|| i - 1))).collect();
-        let by_id: HashMap<u64, &Exchange> = rows.iter().map(|r| (r.exchange_id, r)).collect();
+        let rows = summary_rows(&rows);
+        let by_id: HashMap<u64, &SummaryRow> = rows.iter().map(|r| (r.exchange_id, r)).collect();
         assert_eq!(chain_path(&rows[2], &by_id), "#1 -> #2 -> #3");
         assert_eq!(chain_path(&rows[6], &by_id), "#1 -> ... -> #6 -> #7");
         // A link forward (impossible, but from a hand-made file) ends the walk.
-        let odd = row(3, Some(9));
+        let odd = SummaryRow::from(row(3, Some(9)));
         assert_eq!(chain_path(&odd, &by_id), "#3");
     }
 
@@ -192,8 +197,8 @@ mod tests {
     #[test]
     fn each_finding_gets_a_line_with_its_chain_tool_and_evidence() {
         let mut out = String::new();
-        let rows = judged_rows();
-        let refs: Vec<&Exchange> = rows.iter().collect();
+        let rows = summary_rows(&judged_rows());
+        let refs: Vec<&SummaryRow> = rows.iter().collect();
         write_hygiene(Painter { color: false }, &mut out, &refs);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "Retry hygiene");
@@ -216,8 +221,8 @@ mod tests {
         );
         assert_eq!(lines.len(), 5);
         let mut none = String::new();
-        let rows = judged_rows();
-        let first: Vec<&Exchange> = rows.iter().take(1).collect();
+        let rows = summary_rows(&judged_rows());
+        let first: Vec<&SummaryRow> = rows.iter().take(1).collect();
         write_hygiene(Painter { color: false }, &mut none, &first);
         assert_eq!(none, "Retry hygiene\n  none\n");
     }

@@ -1,12 +1,12 @@
 //! Latency percentiles per method.
 
 use super::MAX_LIST_ROWS;
+use super::SummaryRow;
 use super::paint::*;
-use crate::mcp::Exchange;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-pub(super) fn write_latency(p: Painter, out: &mut String, rows: &[&Exchange]) {
+pub(super) fn write_latency(p: Painter, out: &mut String, rows: &[&SummaryRow]) {
     p.heading(out, "Latency by method");
     let mut by_method: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for r in rows {

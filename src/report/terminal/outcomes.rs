@@ -1,19 +1,19 @@
 //! Outcomes: counts by outcome and by layer.
 
+use super::SummaryRow;
 use super::paint::*;
-use crate::mcp::Exchange;
 use crate::mcp::{Layer, Outcome};
 use crate::report::summary::{layer_counts, outcome_counts};
 use std::collections::HashMap;
 
-pub(super) fn write_outcomes(p: Painter, out: &mut String, rows: &[&Exchange]) {
+pub(super) fn write_outcomes(p: Painter, out: &mut String, rows: &[&SummaryRow]) {
     p.heading(out, "Outcomes");
     if rows.is_empty() {
         out.push_str("  no MCP exchanges found\n");
         return;
     }
     let total = rows.len() as f64;
-    let counts = outcome_counts(rows);
+    let counts = outcome_counts(rows.iter().map(|r| r.outcome));
     let table: Vec<Vec<Text>> = Outcome::ALL
         .iter()
         .filter_map(|o| Some((o, counts.get(o.name()).copied().filter(|&n| n > 0)?)))
@@ -39,7 +39,7 @@ pub(super) fn write_outcomes(p: Painter, out: &mut String, rows: &[&Exchange]) {
         let n = failures.entry(r.layer).or_default();
         *n = n.saturating_add(1);
     }
-    let layers = layer_counts(rows);
+    let layers = layer_counts(rows.iter().map(|r| r.layer));
     let table: Vec<Vec<Text>> = Layer::ALL
         .iter()
         .map(|l| {

@@ -1,12 +1,18 @@
 //! The header: what was read, how much, and each input.
 
+use super::SummaryRow;
 use super::paint::*;
 use crate::report::HopTally;
 use crate::report::summary::RunInfo;
 use std::fmt::Write as _;
 
-pub(super) fn write_overview(p: Painter, out: &mut String, info: &RunInfo, hops: &HopTally) {
-    let rows = info.rows;
+pub(super) fn write_overview(
+    p: Painter,
+    out: &mut String,
+    info: &RunInfo,
+    rows: &[&SummaryRow],
+    hops: &HopTally,
+) {
     let n_sessions = rows
         .iter()
         .map(|r| r.session_key.as_str())

@@ -165,17 +165,42 @@ pub(super) fn fmt_bytes(n: u64) -> String {
 
 /// What a row asked for: `tools/call id=1 search`, `GET stream`, `DELETE`.
 pub(super) fn describe(e: &Exchange) -> String {
-    let mut s = match (&e.rpc_method, e.kind) {
-        (Some(m), _) => m.to_string(),
-        (None, Kind::Stream) => format!("{} stream", e.http_method),
-        (None, Kind::SessionEnd) => e.http_method.to_string(),
-        (None, _) => format!("{} {}", e.http_method, e.path),
-    };
-    if let Some(id) = &e.jsonrpc_id {
-        let _ = write!(s, " id={id}");
+    Call {
+        rpc_method: e.rpc_method.as_deref(),
+        kind: e.kind,
+        http_method: &e.http_method,
+        path: &e.path,
+        jsonrpc_id: e.jsonrpc_id.as_deref(),
+        tool_name: e.tool_name.as_deref(),
     }
-    if let Some(tool) = &e.tool_name {
-        let _ = write!(s, " {tool}");
+    .describe()
+}
+
+/// The parts of a row that say what it asked for.
+pub(super) struct Call<'a> {
+    pub rpc_method: Option<&'a str>,
+    pub kind: Kind,
+    pub http_method: &'a str,
+    pub path: &'a str,
+    pub jsonrpc_id: Option<&'a str>,
+    pub tool_name: Option<&'a str>,
+}
+
+impl Call<'_> {
+    /// `tools/call id=1 search`, `GET stream`, `DELETE`.
+    pub(super) fn describe(&self) -> String {
+        let mut s = match (self.rpc_method, self.kind) {
+            (Some(m), _) => m.to_string(),
+            (None, Kind::Stream) => format!("{} stream", self.http_method),
+            (None, Kind::SessionEnd) => self.http_method.to_string(),
+            (None, _) => format!("{} {}", self.http_method, self.path),
+        };
+        if let Some(id) = self.jsonrpc_id {
+            let _ = write!(s, " id={id}");
+        }
+        if let Some(tool) = self.tool_name {
+            let _ = write!(s, " {tool}");
+        }
+        s
     }
-    s
 }

@@ -1,7 +1,7 @@
 //! Retry chains: attempts of the same call, split by how they ended, with their origins.
 
+use super::SummaryRow;
 use super::paint::*;
-use crate::mcp::Exchange;
 use crate::mcp::retry::{RetryChain, retry_chains_of};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -13,7 +13,7 @@ pub(super) fn chain_table(
     p: Painter,
     out: &mut String,
     chains: &[&RetryChain],
-    by_id: &HashMap<u64, &Exchange>,
+    by_id: &HashMap<u64, &SummaryRow>,
 ) {
     let mut table = Vec::new();
     for chain in chains.iter().take(MAX_CHAINS_SHOWN) {
@@ -25,7 +25,7 @@ pub(super) fn chain_table(
                 e.retry_origin.to_string()
             };
             table.push(vec![
-                plain(if i == 0 { describe(e) } else { String::new() }),
+                plain(if i == 0 { e.describe() } else { String::new() }),
                 plain(e.attempt.to_string()),
                 plain(format!("#{}", e.exchange_id)),
                 plain(origin),
@@ -62,14 +62,14 @@ pub(super) fn chain_table(
     }
 }
 
-pub(super) fn write_retries(p: Painter, out: &mut String, rows: &[&Exchange]) {
+pub(super) fn write_retries(p: Painter, out: &mut String, rows: &[&SummaryRow]) {
     p.heading(out, "Retry chains");
     let chains = retry_chains_of(rows);
     if chains.is_empty() {
         out.push_str("  none\n");
         return;
     }
-    let by_id: HashMap<u64, &Exchange> = rows.iter().map(|r| (r.exchange_id, *r)).collect();
+    let by_id: HashMap<u64, &SummaryRow> = rows.iter().map(|r| (r.exchange_id, *r)).collect();
     let mut by_origin: BTreeMap<&str, u64> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.retry_of.is_some()) {
         let n = by_origin.entry(r.retry_origin.name()).or_default();
