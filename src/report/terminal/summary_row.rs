@@ -113,3 +113,15 @@ impl ChainMember for SummaryRow {
         self.retry_origin
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_record_is_small() {
+        // What a run without -o keeps per selected row (README's robustness section).
+        let size = std::mem::size_of::<SummaryRow>();
+        assert!(size <= 200, "{size} bytes");
+    }
+}
