@@ -14,7 +14,7 @@ use crate::flow::FlowLimits;
 use crate::http::HttpLimits;
 use crate::mcp::McpLimits;
 use crate::mcp::retry::Finding;
-use crate::mcp::{Exchange, InferenceConfig, Outcome};
+use crate::mcp::{Exchange, InferenceConfig, Layer, Outcome, RetryOrigin};
 use crate::pipeline::{self, Analysis, Config};
 use crate::report::{self, Format, RowFilter, RunInfo, SessionAggregator, SessionRow, TableWriter};
 use crate::report::{ConnectionRow, HttpFormat, Undecrypted, write_http_rows};
@@ -514,9 +514,10 @@ impl Tally {
 #[derive(Default)]
 struct Counts {
     total: u64,
-    outcomes: BTreeMap<String, u64>,
-    layers: BTreeMap<String, u64>,
-    retries: BTreeMap<String, u64>,
+    /// Rows per outcome, layer and retry origin, indexed like their `ALL`.
+    outcomes: [u64; Outcome::ALL.len()],
+    layers: [u64; Layer::ALL.len()],
+    retries: [u64; RetryOrigin::ALL.len()],
     /// Rows per retry-hygiene finding, indexed like [`Finding::ALL`].
     findings: [u64; Finding::ALL.len()],
     /// Distinct session keys (one entry per session, not per row).
@@ -527,17 +528,13 @@ struct Counts {
 impl Counts {
     fn push(&mut self, row: &Exchange) {
         self.total = self.total.saturating_add(1);
-        for (map, key) in [
-            (&mut self.outcomes, row.outcome.name()),
-            (&mut self.layers, row.layer.name()),
-            (&mut self.retries, row.retry_origin.name()),
-        ] {
-            match map.get_mut(key) {
-                Some(n) => *n = n.saturating_add(1),
-                None => {
-                    map.insert(key.to_string(), 1);
-                }
-            }
+        let counts = [
+            self.outcomes.get_mut(row.outcome.index()),
+            self.layers.get_mut(row.layer.index()),
+            self.retries.get_mut(row.retry_origin.index()),
+        ];
+        for n in counts.into_iter().flatten() {
+            *n = n.saturating_add(1);
         }
         for f in row.retry_findings.iter() {
             if let Some(n) = self.findings.get_mut(f.index()) {
@@ -568,9 +565,32 @@ impl Counts {
                 }
             }
         };
-        add(m, "mcp_exchanges", &self.outcomes, true);
-        add(m, "layers", &self.layers, true);
-        add(m, "retries", &self.retries, false);
+        fn named<const N: usize>(names: [&str; N], counts: [u64; N]) -> BTreeMap<String, u64> {
+            names
+                .into_iter()
+                .zip(counts)
+                .filter(|&(_, n)| n > 0)
+                .map(|(name, n)| (name.to_string(), n))
+                .collect()
+        }
+        add(
+            m,
+            "mcp_exchanges",
+            &named(Outcome::ALL.map(Outcome::name), self.outcomes),
+            true,
+        );
+        add(
+            m,
+            "layers",
+            &named(Layer::ALL.map(Layer::name), self.layers),
+            true,
+        );
+        add(
+            m,
+            "retries",
+            &named(RetryOrigin::ALL.map(RetryOrigin::name), self.retries),
+            false,
+        );
         let findings: BTreeMap<String, u64> = Finding::ALL
             .iter()
             .zip(self.findings)

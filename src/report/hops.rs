@@ -29,8 +29,8 @@ pub struct GatewayCounts {
 /// `mcp_calls` and `hops`, row by row.
 #[derive(Debug, Clone, Default)]
 pub struct HopTally {
-    /// Hop-1 rows per outcome.
-    pub calls: BTreeMap<&'static str, u64>,
+    /// Hop-1 rows per outcome, indexed like [`Outcome::ALL`].
+    pub calls: [u64; Outcome::ALL.len()],
     /// Per gateway endpoint.
     pub gateways: BTreeMap<String, GatewayCounts>,
     /// Rows of hop 2 and above.
@@ -93,7 +93,9 @@ impl HopTally {
 
     pub fn push_facts(&mut self, row: &HopFacts<'_>) {
         if row.hop.0 <= 1 {
-            add(self.calls.entry(row.outcome.name()).or_default());
+            if let Some(n) = self.calls.get_mut(row.outcome.index()) {
+                add(n);
+            }
         } else {
             add(&mut self.copies);
         }
@@ -135,7 +137,7 @@ impl HopTally {
         let calls: Map<String, Value> = Outcome::ALL
             .iter()
             .map(|o| {
-                let n = self.calls.get(o.name()).copied().unwrap_or(0);
+                let n = self.calls.get(o.index()).copied().unwrap_or(0);
                 (o.name().to_string(), json!(n))
             })
             .collect();

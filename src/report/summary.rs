@@ -60,28 +60,32 @@ impl RunInfo<'_> {
 
 /// Rows per outcome: every section 3 outcome (zero included, so the keys are stable).
 pub(crate) fn outcome_counts(outcomes: impl IntoIterator<Item = Outcome>) -> BTreeMap<String, u64> {
-    let mut counts: BTreeMap<String, u64> = Outcome::ALL
-        .iter()
-        .map(|o| (o.name().to_string(), 0))
-        .collect();
+    let mut counts = [0u64; Outcome::ALL.len()];
     for outcome in outcomes {
-        let n = counts.entry(outcome.name().to_string()).or_default();
-        *n = n.saturating_add(1);
+        if let Some(n) = counts.get_mut(outcome.index()) {
+            *n = n.saturating_add(1);
+        }
     }
-    counts
+    Outcome::ALL
+        .iter()
+        .zip(counts)
+        .map(|(o, n)| (o.name().to_string(), n))
+        .collect()
 }
 
 /// Rows per layer (the four layers always present).
 pub(crate) fn layer_counts(layers: impl IntoIterator<Item = Layer>) -> BTreeMap<String, u64> {
-    let mut counts: BTreeMap<String, u64> = Layer::ALL
-        .iter()
-        .map(|l| (l.name().to_string(), 0))
-        .collect();
+    let mut counts = [0u64; Layer::ALL.len()];
     for layer in layers {
-        let n = counts.entry(layer.name().to_string()).or_default();
-        *n = n.saturating_add(1);
+        if let Some(n) = counts.get_mut(layer.index()) {
+            *n = n.saturating_add(1);
+        }
     }
-    counts
+    Layer::ALL
+        .iter()
+        .zip(counts)
+        .map(|(l, n)| (l.name().to_string(), n))
+        .collect()
 }
 
 /// Rows per retry-hygiene finding (all six names present).

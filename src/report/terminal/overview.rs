@@ -16,7 +16,7 @@ pub(super) fn write_overview(
     let n_sessions = rows
         .iter()
         .map(|r| r.session_key.as_str())
-        .collect::<std::collections::HashSet<_>>()
+        .collect::<crate::hashing::HashSet<_>>()
         .len();
     p.heading(out, "mcp-trace summary");
     let _ = writeln!(
@@ -30,7 +30,7 @@ pub(super) fn write_overview(
         info.throughput_mb_s()
     );
     if hops.has_hops() {
-        let calls: u64 = hops.calls.values().sum();
+        let calls: u64 = hops.calls.iter().sum();
         let _ = writeln!(
             out,
             "  {} ({} of them through {}), {} on gateway legs",
