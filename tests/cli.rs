@@ -1119,3 +1119,73 @@ fn connections_with_an_unknown_extension_is_exit_2_before_reading() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(!conns.exists());
 }
+
+/// Outputs to named pipes (as to `/dev/null` or `/dev/stdout`) are written in place: every
+/// reader gets the whole output, and each pipe is still a pipe afterwards (a partial file
+/// renamed over it would have replaced it).
+#[test]
+fn outputs_to_pipes_are_written_in_place() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let names = ["rows.jsonl", "spans.jsonl", "run.json", "report.html"];
+    let readers: Vec<_> = names
+        .iter()
+        .map(|name| {
+            let path = dir.path().join(name);
+            assert!(
+                Command::new("mkfifo")
+                    .arg(&path)
+                    .status()
+                    .unwrap()
+                    .success()
+            );
+            std::thread::spawn(move || std::fs::read_to_string(path).unwrap())
+        })
+        .collect();
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let out = mcp_trace(&[
+        "analyze",
+        "samples/fault-503-app-retry.pcap",
+        "--no-progress",
+        "-o",
+        &path("rows.jsonl"),
+        "--otlp",
+        &path("spans.jsonl"),
+        "--summary",
+        &path("run.json"),
+        "--html",
+        &path("report.html"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Checked before waiting for the readers: a pipe replaced by a file is never opened for
+    // writing, and its reader would wait forever.
+    for name in names {
+        let kind = std::fs::metadata(dir.path().join(name))
+            .unwrap()
+            .file_type();
+        assert!(kind.is_fifo(), "{name} is no longer a pipe");
+        assert!(!dir.path().join(format!("{name}.partial")).exists());
+    }
+    let texts: Vec<String> = readers.into_iter().map(|r| r.join().unwrap()).collect();
+    let rows: Vec<serde_json::Value> = texts[0]
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        rows.iter().any(|r| r["outcome"] == "HTTP_ERROR"),
+        "{}",
+        texts[0]
+    );
+    for line in texts[1].lines() {
+        let request: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(request["resourceSpans"].is_array());
+    }
+    assert!(!texts[1].is_empty());
+    let run: serde_json::Value = serde_json::from_str(&texts[2]).unwrap();
+    assert_eq!(run["mcp_exchanges_total"], rows.len());
+    assert!(
+        texts[3].contains("<html"),
+        "{}",
+        &texts[3][..texts[3].len().min(200)]
+    );
+}

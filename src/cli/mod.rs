@@ -670,36 +670,23 @@ fn show(args: ShowArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn partial_path(path: &Path) -> std::path::PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".partial");
-    std::path::PathBuf::from(name)
-}
-
 fn write_json(path: &Path, value: &serde_json::Value) -> Result<()> {
     let text = serde_json::to_string_pretty(value)? + "\n";
     write_atomically(path, |out| out.write_all(text.as_bytes()))
 }
 
-/// Write through `PATH.partial` and rename it when complete, so a failed run
-/// never leaves a file that looks finished; the partial file is removed on error.
+/// Write through `PATH.partial` and rename it when complete, so a failed run never leaves a
+/// file that looks finished (a device or a pipe is written in place; see
+/// [`report::PartialFile`]).
 fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
-    let partial = partial_path(path);
-    let result = std::fs::File::create(&partial).and_then(|file| {
-        let mut out = std::io::BufWriter::new(file);
-        write(&mut out)?;
-        out.flush()?;
-        out.get_ref().sync_all()?;
-        drop(out);
-        std::fs::rename(&partial, path)
-    });
-    if let Err(error) = result {
-        let _ = std::fs::remove_file(&partial);
+    let mut out = report::PartialFile::create(path)?;
+    if let Err(error) = write(&mut out) {
         bail!("cannot write {}: {error}", path.display());
     }
+    out.commit()?;
     Ok(())
 }
 

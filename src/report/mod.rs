@@ -37,6 +37,7 @@ pub use hops::{GatewayCounts, HopFacts, HopTally};
 pub use html::{DEFAULT_HTML_MAX_ROWS, HtmlReport};
 pub use http_log::{HttpFormat, write_http_rows};
 pub use jsonl::write_cells as write_jsonl_row;
+pub use output::PartialFile;
 pub use row::{Cell, ColType, ColumnSpec, Table};
 pub use sessions::{SessionAggregator, SessionRow, sessions, sessions_with_idle_gap};
 pub use stats::RunStats;
@@ -49,7 +50,6 @@ pub use terminal::{
 };
 
 use crate::mcp::Exchange;
-use output::PartialFile;
 use std::io::Write;
 use std::marker::PhantomData;
 use std::path::Path;
