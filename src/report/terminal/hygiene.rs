@@ -4,8 +4,8 @@
 use super::MAX_LIST_ROWS;
 use super::SummaryRow;
 use super::paint::{Painter, Style, Text, count, plain};
+use crate::hashing::HashMap;
 use crate::mcp::retry::Finding;
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 /// Hops shown of a chain before the middle is elided (`#1 -> ... -> #7 -> #9`).
@@ -75,6 +75,10 @@ pub(super) fn write_hygiene(p: Painter, out: &mut String, rows: &[&SummaryRow]) 
         .copied()
         .filter(|r| !r.retry_findings.is_empty())
         .collect();
+    if judged.is_empty() {
+        out.push_str("  none\n");
+        return;
+    }
     let mut counts = [0u64; Finding::ALL.len()];
     let mut lines = Vec::new();
     let by_id: HashMap<u64, &SummaryRow> = rows.iter().map(|r| (r.exchange_id, *r)).collect();

@@ -2,8 +2,9 @@
 
 use super::SummaryRow;
 use super::paint::*;
+use crate::hashing::HashMap;
 use crate::mcp::retry::{RetryChain, retry_chains_of};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Retry chains shown per category before the rest is only counted.
