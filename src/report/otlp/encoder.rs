@@ -55,15 +55,24 @@ impl JsonSpan for PendingSpan {
 
 /// What the encoder writes to and hands its bodies to; given back when it ends.
 pub struct Outputs {
+    /// Committed by the encoder when the run ends well ([`Encoder::close`]).
     pub file: Option<PartialFile>,
     pub exporter: Option<(Exporter, Protocol)>,
     /// Requests encoded.
     pub requests: u64,
 }
 
+/// What the encoder is sent: a request's spans, or the end of a run that went well.
+enum ToEncoder {
+    Batch(Batch),
+    /// Every span was sent: commit the file. Without it (the sink was dropped on an
+    /// error), the partial file is removed.
+    Commit,
+}
+
 /// The encoder thread and the channel to it.
 pub struct Encoder {
-    tx: Option<SyncSender<Batch>>,
+    tx: Option<SyncSender<ToEncoder>>,
     handle: Option<JoinHandle<Result<Outputs, ReportError>>>,
 }
 
@@ -84,7 +93,11 @@ impl Encoder {
 
     /// Queues one request; an error is the encoder's own (the file could not be written).
     pub fn send(&mut self, batch: Batch) -> Result<(), ReportError> {
-        if self.tx.as_ref().is_some_and(|tx| tx.send(batch).is_ok()) {
+        if self
+            .tx
+            .as_ref()
+            .is_some_and(|tx| tx.send(ToEncoder::Batch(batch)).is_ok())
+        {
             return Ok(());
         }
         self.tx = None;
@@ -96,9 +109,14 @@ impl Encoder {
         }
     }
 
-    /// Ends the queue: the encoder writes what is queued and stops.
+    /// Ends the queue: the encoder writes what is queued, commits the file (on its own
+    /// thread: the sync and the rename overlap the caller's work) and stops.
     pub fn close(&mut self) {
-        self.tx = None;
+        if let Some(tx) = self.tx.take() {
+            // A send fails only when the encoder already stopped on an error, which
+            // joining reports.
+            let _ = tx.send(ToEncoder::Commit);
+        }
     }
 
     /// Encodes what is queued and gives the outputs back.
@@ -121,10 +139,30 @@ impl Encoder {
     }
 }
 
-fn encode_all(mut out: Outputs, batches: &Receiver<Batch>) -> Result<Outputs, ReportError> {
+impl Drop for Encoder {
+    /// Dropped without [`Encoder::close`] (the run failed): the encoder stops without
+    /// committing, and its partial file is gone when this returns.
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+fn encode_all(mut out: Outputs, messages: &Receiver<ToEncoder>) -> Result<Outputs, ReportError> {
     let mut buf = Vec::new();
     let mut unsynced = 0;
-    while let Ok(batch) = batches.recv() {
+    while let Ok(message) = messages.recv() {
+        let batch = match message {
+            ToEncoder::Batch(batch) => batch,
+            ToEncoder::Commit => {
+                if let Some(file) = out.file.take() {
+                    file.commit()?;
+                }
+                break;
+            }
+        };
         out.requests += 1;
         let json = out.file.is_some() || matches!(out.exporter, Some((_, Protocol::HttpJson)));
         if json {

@@ -237,7 +237,7 @@ pub struct OtlpClosing {
 }
 
 impl OtlpClosing {
-    /// Waits for the encoder, commits the file and lets the sender drain; what could not
+    /// Waits for the encoder (which commits the file) and lets the sender drain; what could not
     /// be delivered is in the report.
     pub fn finish(self) -> Result<OtlpReport, ReportError> {
         let OtlpClosing {
@@ -247,9 +247,6 @@ impl OtlpClosing {
         } = self;
         let outputs = encoder.finish()?;
         report.requests = outputs.requests;
-        if let Some(file) = outputs.file {
-            file.commit()?;
-        }
         if let (Some((exporter, _)), Some(endpoint)) = (outputs.exporter, endpoint) {
             let stats = exporter.finish(endpoint.flush_timeout);
             report.endpoint = Some((endpoint.display_url(), stats));

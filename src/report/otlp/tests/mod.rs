@@ -394,3 +394,23 @@ fn services_with_one_hash_are_told_apart() {
     assert_eq!(sink.service_index(Some("c"), None), None);
     sink.finish().unwrap();
 }
+
+#[test]
+fn a_sink_dropped_before_the_end_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let mut sink = OtlpSink::create(OtlpOptions {
+        path: Some(path.clone()),
+        endpoint: None,
+        inputs: vec!["cap.pcap".into()],
+        limits: OtlpLimits::default(),
+    })
+    .unwrap();
+    for id in 1..=300 {
+        sink.push(&ex(id, i64::try_from(id).unwrap() * 1000), true)
+            .unwrap();
+    }
+    drop(sink);
+    assert!(!path.exists());
+    assert!(!dir.path().join("t.jsonl.partial").exists());
+}
