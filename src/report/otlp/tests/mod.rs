@@ -11,16 +11,21 @@ fn run(rows: &[(Exchange, bool)]) -> (Vec<serde_json::Value>, OtlpReport) {
     run_with(rows, OtlpLimits::default())
 }
 
-fn run_with(rows: &[(Exchange, bool)], limits: OtlpLimits) -> (Vec<serde_json::Value>, OtlpReport) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.jsonl");
-    let mut sink = OtlpSink::create(OtlpOptions {
-        path: Some(path.clone()),
+/// A sink writing to `path`.
+fn sink_at(path: &std::path::Path, limits: OtlpLimits) -> OtlpSink {
+    OtlpSink::create(OtlpOptions {
+        path: Some(path.to_path_buf()),
         endpoint: None,
         inputs: vec!["cap.pcap".into()],
         limits,
     })
-    .unwrap();
+    .unwrap()
+}
+
+fn run_with(rows: &[(Exchange, bool)], limits: OtlpLimits) -> (Vec<serde_json::Value>, OtlpReport) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let mut sink = sink_at(&path, limits);
     for (row, keep) in rows {
         sink.push(row, *keep).unwrap();
     }
@@ -399,13 +404,7 @@ fn services_with_one_hash_are_told_apart() {
 fn a_sink_dropped_before_the_end_leaves_no_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.jsonl");
-    let mut sink = OtlpSink::create(OtlpOptions {
-        path: Some(path.clone()),
-        endpoint: None,
-        inputs: vec!["cap.pcap".into()],
-        limits: OtlpLimits::default(),
-    })
-    .unwrap();
+    let mut sink = sink_at(&path, OtlpLimits::default());
     for id in 1..=300 {
         sink.push(&ex(id, i64::try_from(id).unwrap() * 1000), true)
             .unwrap();
