@@ -7,7 +7,6 @@
 use super::model::{
     AnyValue, Event, ExportRequest, KeyValue, Link, SPAN_KIND_CLIENT, Span, Status,
 };
-use super::model::{STATUS_ERROR, STATUS_UNSET};
 use super::span::{AttributeSink, Key, SpanDraft, SpanName, us_to_ns};
 
 /// A span as one JSON object.
@@ -140,12 +139,7 @@ pub fn encode_draft(out: &mut Vec<u8>, d: &SpanDraft) {
         array(out, &d.links, link);
     }
     out.extend_from_slice(b",\"status\":{\"code\":");
-    let code = if d.failed() {
-        STATUS_ERROR
-    } else {
-        STATUS_UNSET
-    };
-    out.extend_from_slice(itoa::Buffer::new().format(code).as_bytes());
+    out.extend_from_slice(itoa::Buffer::new().format(d.status_code()).as_bytes());
     if let Some(text) = d.status_message() {
         out.extend_from_slice(b",\"message\":");
         string(out, text);

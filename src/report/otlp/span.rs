@@ -254,14 +254,19 @@ impl SpanDraft {
         )
     }
 
-    pub fn failed(&self) -> bool {
-        self.outcome.is_failure()
+    /// `STATUS_CODE_ERROR` on a failed row, else `UNSET`.
+    pub fn status_code(&self) -> u8 {
+        if self.outcome.is_failure() {
+            STATUS_ERROR
+        } else {
+            STATUS_UNSET
+        }
     }
 
     /// The status message of a failed span: the JSON-RPC error's message when there is one
     /// (as the conventions ask), else the outcome.
     pub fn status_message(&self) -> Option<&str> {
-        self.failed().then(|| {
+        self.outcome.is_failure().then(|| {
             self.text(Field::JsonrpcErrorMessage)
                 .unwrap_or(self.outcome.name())
         })
@@ -269,7 +274,6 @@ impl SpanDraft {
 
     /// The span, with its SSE events.
     pub fn to_span(&self) -> Span {
-        let failed = self.failed();
         let mut attributes = Vec::with_capacity(24);
         self.write_attributes(&mut attributes);
         Span {
@@ -291,7 +295,7 @@ impl SpanDraft {
                 .collect(),
             dropped_events_count: self.sse_marks_dropped,
             status: Status {
-                code: if failed { STATUS_ERROR } else { STATUS_UNSET },
+                code: self.status_code(),
                 message: self.status_message().map(str::to_string),
             },
             links: self.links.clone(),
