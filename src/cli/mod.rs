@@ -569,7 +569,6 @@ impl Counts {
             names
                 .into_iter()
                 .zip(counts)
-                .filter(|&(_, n)| n > 0)
                 .map(|(name, n)| (name.to_string(), n))
                 .collect()
         }
@@ -591,12 +590,12 @@ impl Counts {
             &named(RetryOrigin::ALL.map(RetryOrigin::name), self.retries),
             false,
         );
-        let findings: BTreeMap<String, u64> = Finding::ALL
-            .iter()
-            .zip(self.findings)
-            .map(|(f, n)| (f.name().to_string(), n))
-            .collect();
-        add(m, "retry_findings", &findings, true);
+        add(
+            m,
+            "retry_findings",
+            &named(Finding::ALL.map(Finding::name), self.findings),
+            true,
+        );
         m.insert("mcp_exchanges_total".into(), serde_json::json!(self.total));
         self.hops.fill(m);
         m.insert("sessions".into(), serde_json::json!(self.sessions.len()));

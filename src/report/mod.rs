@@ -33,7 +33,7 @@ pub use connections::{
     CONNECTION_COLUMNS, ConnectionRow, MAX_LISTED_UNDECRYPTED, NO_UNDECRYPTED, Undecrypted,
 };
 pub use filter::{RowFilter, filter_rows};
-pub use hops::{GatewayCounts, HopFacts, HopTally};
+pub use hops::{GatewayCounts, HopTally};
 pub use html::{DEFAULT_HTML_MAX_ROWS, HtmlReport};
 pub use http_log::{HttpFormat, write_http_rows};
 pub use jsonl::write_cells as write_jsonl_row;
